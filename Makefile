@@ -1,0 +1,37 @@
+# Two commands do all the set-up:  `make demo`  and  `make test`.
+# Both create .venv (Python 3.12) and install what is missing first.
+SHELL := /bin/bash
+VENV  := .venv
+PY    := $(VENV)/bin/python
+export MUJOCO_GL ?= egl
+export PYOPENGL_PLATFORM ?= egl
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+TASK  ?= stack_three
+ARGS  ?=
+
+.PHONY: setup setup-dev demo test lint clean
+
+setup:
+	@scripts/setup_venv.sh
+
+setup-dev:
+	@scripts/setup_venv.sh dev
+
+## The main job: the long-horizon demo (video, log, task memory under outputs/).
+demo: setup
+	$(VENV)/bin/tandem-demo task=$(TASK) $(ARGS)
+
+## The test suite, with the import-linter contracts and ruff.
+test: setup-dev
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
+	$(PY) -m pytest $(ARGS)
+
+lint: setup-dev
+	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check .
+
+clean:
+	rm -rf $(VENV) outputs .pytest_cache

@@ -1,0 +1,95 @@
+"""Error hierarchy of tandem.
+
+Every error a user can cause (bad config, bad model output, bad checkpoint, unstable
+simulation) is a :class:`TandemError`, so callers can catch one type and report a clear
+message instead of a traceback from deep inside robosuite, torch or a VLM client.
+This module imports nothing from the project.
+"""
+
+from __future__ import annotations
+
+
+class TandemError(Exception):
+    """Base class of every error raised on purpose by tandem."""
+
+
+class ConfigError(TandemError, ValueError):
+    """A configuration value is invalid (bad Hydra override, inconsistent sizes, ...)."""
+
+
+class UnknownNameError(ConfigError, KeyError):
+    """A name (task, skill, object, camera, perturbation, variant) is not registered.
+
+    Attributes:
+        kind: what kind of name it was, e.g. ``"task"``.
+        name: the offending name.
+        known: the names that would have been accepted.
+    """
+
+    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]):
+        self.kind, self.name, self.known = kind, name, sorted(known)
+        super().__init__(f"unknown {kind} {name!r}; known {kind}s: {', '.join(self.known) or '(none)'}")
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return self.args[0]
+
+
+class UnknownTaskError(UnknownNameError):
+    def __init__(self, name: str, known):
+        super().__init__("task", name, known)
+
+
+class UnknownSkillError(UnknownNameError):
+    def __init__(self, name: str, known):
+        super().__init__("skill", name, known)
+
+
+class UnknownObjectError(UnknownNameError):
+    def __init__(self, name: str, known):
+        super().__init__("object", name, known)
+
+
+class PlanParseError(TandemError, ValueError):
+    """A planner or verifier model output could not be turned into a valid Plan/Verdict.
+
+    Attributes:
+        text: the offending model output (truncated to 4000 characters for display).
+        reason: why it was rejected.
+    """
+
+    def __init__(self, reason: str, text: str = ""):
+        self.reason = reason
+        self.text = text
+        shown = text if len(text) <= 4000 else text[:4000] + f"... [{len(text) - 4000} more chars]"
+        super().__init__(f"{reason}; model output was: {shown!r}")
+
+
+class SubgoalSchemaError(TandemError, ValueError):
+    """A Subgoal (or its trace / goal image) violates the data contract in tandem.types."""
+
+
+class CheckpointError(TandemError):
+    """A checkpoint is missing, corrupt, or does not match the config/statistics it claims."""
+
+
+class SimUnstableError(TandemError):
+    """The physics simulation became unstable (NaN or exploding qpos/qvel).
+
+    Ends the episode as failed with this reason recorded; never crashes a batch evaluation.
+    """
+
+
+class PlacementError(TandemError):
+    """Initial object placement failed for a seed (the placement sampler found no valid pose)."""
+
+
+class DatasetSchemaError(TandemError, ValueError):
+    """A dataset on disk is malformed or has a schema different from the one expected."""
+
+
+class NonFiniteActionError(TandemError, ValueError):
+    """A policy produced (or was given) NaN/inf values."""
+
+
+class SafetyViolation(TandemError):
+    """A robot command was rejected by the safety layer (workspace, velocity, staleness, e-stop)."""

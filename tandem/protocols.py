@@ -1,0 +1,142 @@
+"""The interfaces between tandem's parts, as ``typing.Protocol`` classes.
+
+Only :mod:`tandem.agent` knows all of them together. Components implement them without
+importing each other (see the import-linter contracts in ``pyproject.toml``).
+This module imports nothing from the project but :mod:`tandem.types`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+
+
+@runtime_checkable
+class Env(Protocol):
+    """A manipulation environment (robosuite task or real robot), gymnasium-style.
+
+    Attributes:
+        spec: the TaskSpec of the current episode (valid after ``reset``).
+        action_dim: A, length of one action (7 for robosuite OSC_POSE).
+        action_low, action_high: ``float32 (A,)`` controller limits; actions are clipped to these.
+    """
+
+    spec: TaskSpec
+    action_dim: int
+    action_low: np.ndarray
+    action_high: np.ndarray
+
+    def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        """Start an episode. Returns ``(observation, info)``.
+
+        Raises:
+            PlacementError: if objects cannot be placed for this seed.
+        """
+        ...
+
+    def step(self, action: np.ndarray) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Apply one ``float32 (A,)`` action. Returns ``(obs, reward, terminated, truncated, info)``.
+
+        ``info["success"]`` is the task-success flag where the env can tell (simulation).
+
+        Raises:
+            SimUnstableError: if the physics diverged (NaN or exploding state).
+            NonFiniteActionError: if ``action`` contains NaN/inf.
+        """
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class TaskMemory(Protocol):
+    """Structured task memory (Goal2Skill / RoboMemory style).
+
+    Records plan progress (done/remaining), attempts per subgoal, failures with their reasons,
+    facts about objects and an event log. Persists as JSONL.
+    """
+
+    def start_episode(self, task: TaskSpec, meta: dict[str, Any] | None = None) -> None: ...
+
+    def record_plan(self, plan: Plan, step: int, source: str) -> None: ...
+
+    def record_attempt(self, subgoal: Subgoal, step: int) -> int:
+        """Mark the start of an attempt at ``subgoal``; returns the attempt number (1-based)."""
+        ...
+
+    def record_verdict(self, subgoal: Subgoal, verdict: Verdict, step: int) -> None: ...
+
+    def record_fact(self, obj: str, fact: str, step: int) -> None: ...
+
+    def record_event(self, kind: str, step: int, **data: Any) -> None: ...
+
+    def attempts(self, subgoal: Subgoal) -> int:
+        """Number of attempts so far at a subgoal with the same signature (skill + args)."""
+        ...
+
+    def view(self) -> dict[str, Any]:
+        """Compact, JSON-safe view for prompts: ``{"done", "remaining", "failures", "facts", ...}``."""
+        ...
+
+    def save(self, path: str | Path) -> Path: ...
+
+
+@runtime_checkable
+class Planner(Protocol):
+    """Decomposes the instruction into subgoals; replans from memory after a failure."""
+
+    def reset(self, task: TaskSpec) -> None: ...
+
+    def plan(self, observation: Observation, memory: TaskMemory) -> Plan:
+        """Return the current done/remaining plan. ``memory.view()`` holds failures to replan around.
+
+        Never raises on bad model output: a planner falls back (e.g. keeps its current plan) and
+        records why in memory.
+        """
+        ...
+
+
+@runtime_checkable
+class GoalProducer(Protocol):
+    """Fills in a subgoal's goal image and/or keypoint trace (oracle render, learned, or VLM)."""
+
+    def produce(self, subgoal: Subgoal, observation: Observation) -> Subgoal:
+        """Return ``subgoal`` with ``goal_image`` ``uint8 (H, W, 3)`` and/or ``trace`` filled in."""
+        ...
+
+
+@runtime_checkable
+class Verifier(Protocol):
+    """Decides whether a subgoal succeeded, from the observations before and after it."""
+
+    def verify(self, before: Observation, after: Observation, subgoal: Subgoal) -> Verdict: ...
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Low-level policy that turns (observation, subgoal) into actions.
+
+    Chunked policies (Diffusion Policy) keep an action queue; ``set_subgoal`` drops it.
+    """
+
+    def reset(self) -> None: ...
+
+    def set_subgoal(self, subgoal: Subgoal, task: TaskSpec) -> None:
+        """Condition on a new subgoal; queued actions from the previous one are dropped."""
+        ...
+
+    def select_action(self, observation: Observation) -> np.ndarray:
+        """Next action, ``float32 (A,)``, within the controller's limits.
+
+        Raises:
+            NonFiniteActionError: if the policy produced NaN/inf.
+        """
+        ...
+
+    def subgoal_done(self) -> bool:
+        """Whether, as of the last ``select_action``, the executor believes the subgoal is complete."""
+        ...

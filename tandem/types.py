@@ -1,0 +1,336 @@
+"""The data types that flow between planner, memory, executor, verifier and env.
+
+numpy only (torch stays inside ``executor_vla``). Conventions used everywhere:
+
+* Images: ``uint8 (H, W, 3)`` RGB, upright, origin at the top-left, x right, y down.
+* Positions in metres in the **world frame** of the simulator (robot base frame on a real robot).
+* Quaternions are **wxyz** (scalar first), as in MuJoCo.
+* Times in seconds.
+* Pixel coordinates are ``(x, y)`` = (column, row), floats, in the camera's native resolution.
+
+This module imports nothing from the project; it raises plain ``ValueError`` on malformed data.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+#: Layout of ``Observation.proprio`` in simulation and in datasets (D = 8).
+PROPRIO_LAYOUT: tuple[str, ...] = ("eef_x", "eef_y", "eef_z", "eef_qw", "eef_qx", "eef_qy", "eef_qz", "gripper_m")
+
+#: Layout of the robosuite OSC_POSE action (A = 7): delta position (scaled to [-1, 1]),
+#: delta axis-angle (scaled to [-1, 1]), gripper (-1 open, +1 close).
+OSC_ACTION_LAYOUT: tuple[str, ...] = ("dx", "dy", "dz", "dax", "day", "daz", "gripper")
+
+VerdictSource = Literal["oracle", "vlm", "learned"]
+ActionSpace = Literal["eef_delta", "joint_pos", "eef_twist"]
+
+
+@dataclass
+class Observation:
+    """One observation of the world.
+
+    Attributes:
+        images: camera name -> ``uint8 (H, W, 3)`` RGB, upright, origin top-left.
+        proprio: ``float32 (D,)``; in sim D = 8 laid out as :data:`PROPRIO_LAYOUT`:
+            end-effector position (m, world frame), end-effector quaternion (wxyz),
+            gripper opening (m, distance between the fingers).
+        t: time since episode start (s).
+        privileged: simulator-only ground truth (object poses, predicate values). The simulator
+            sets it; a real robot never does. Only components named ``oracle`` may read it.
+        step: control step index since reset.
+    """
+
+    images: dict[str, np.ndarray]
+    proprio: np.ndarray
+    t: float = 0.0
+    privileged: dict[str, Any] | None = None
+    step: int = 0
+
+    def __post_init__(self) -> None:
+        for name, img in self.images.items():
+            if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3):
+                raise ValueError(
+                    f"Observation.images[{name!r}] must be uint8 (H, W, 3), got "
+                    f"{getattr(img, 'dtype', type(img))} {getattr(img, 'shape', '')}"
+                )
+        self.proprio = np.asarray(self.proprio, dtype=np.float32)
+        if self.proprio.ndim != 1:
+            raise ValueError(f"Observation.proprio must be 1-D (D,), got shape {self.proprio.shape}")
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    """What a task asks for, symbolically. No simulator state.
+
+    Attributes:
+        name: registry name, e.g. ``"stack_three"``.
+        instruction: the natural-language instruction given to the planner.
+        objects: object names the planner may refer to, e.g. ``("red", "green", "blue")``.
+        max_steps: control-step budget for the whole episode.
+        skills: skill name -> predicate template that is true once the skill succeeded,
+            with ``{0}``, ``{1}`` standing for the subgoal's args, e.g. ``{"stack": "on({0},{1})"}``.
+        goals: ordered goal predicates whose conjunction is task success, e.g.
+            ``("on(red,green)", "on(blue,red)")``. Derived from the instruction.
+        targets: non-graspable places the planner may refer to (bins, pegs).
+        cameras: camera names the env renders, e.g. ``("agentview", "wrist")``.
+        image_size: ``(H, W)`` in px of every camera.
+        control_dt: seconds per control step.
+    """
+
+    name: str
+    instruction: str
+    objects: tuple[str, ...]
+    max_steps: int
+    skills: dict[str, str] = field(default_factory=dict)
+    goals: tuple[str, ...] = ()
+    targets: tuple[str, ...] = ()
+    cameras: tuple[str, ...] = ("agentview", "wrist")
+    image_size: tuple[int, int] = (128, 128)
+    control_dt: float = 0.05
+
+    def predicate_for(self, skill: str, args: tuple[str, ...] | list[str]) -> str:
+        """Ground predicate string that is true once ``skill(*args)`` succeeded.
+
+        Raises:
+            KeyError: if ``skill`` is not one of ``self.skills`` (message names the known skills).
+        """
+        if skill not in self.skills:
+            raise KeyError(f"skill {skill!r} not in task {self.name!r}; known: {sorted(self.skills)}")
+        return self.skills[skill].format(*args)
+
+
+@dataclass
+class KeypointTrace:
+    """A 2-D path the gripper should follow, in the pixels of one camera.
+
+    Attributes:
+        camera: camera name, e.g. ``"agentview"``.
+        points: ``float32 (K, 2)`` pixel coordinates ``(x, y)``, x right, y down, origin at the
+            top-left of that camera's image at its native resolution; ordered start -> end.
+        image_size: ``(H, W)`` in px of that camera; all points lie in ``[0, W) x [0, H)``.
+    """
+
+    camera: str
+    points: np.ndarray
+    image_size: tuple[int, int] = (128, 128)
+
+    def __post_init__(self) -> None:
+        self.points = np.asarray(self.points, dtype=np.float32)
+        if self.points.ndim != 2 or self.points.shape[1] != 2 or len(self.points) == 0:
+            raise ValueError(f"KeypointTrace.points must be (K, 2) with K >= 1, got {self.points.shape}")
+        if not np.all(np.isfinite(self.points)):
+            raise ValueError("KeypointTrace.points contains NaN or inf")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"camera": self.camera, "points": self.points.round(2).tolist(), "image_size": list(self.image_size)}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> KeypointTrace:
+        return cls(camera=d["camera"], points=np.asarray(d["points"], np.float32), image_size=tuple(d["image_size"]))
+
+
+@dataclass
+class Subgoal:
+    """One step of a plan: a skill applied to named objects.
+
+    Attributes:
+        id: unique within an episode, e.g. ``"sg3"``.
+        skill: skill name, one of the task's ``TaskSpec.skills`` (``pick``, ``place``, ``stack``, ``insert``).
+        args: object/target names, e.g. ``("red", "green")``.
+        text: natural-language description, e.g. ``"stack the red cube on the green cube"``.
+        goal_image: ``uint8 (H, W, 3)`` image of the world once the subgoal is achieved (agentview),
+            or None until a GoalProducer fills it.
+        trace: 2-D path of the gripper in a named camera, or None.
+    """
+
+    id: str
+    skill: str
+    args: tuple[str, ...]
+    text: str
+    goal_image: np.ndarray | None = None
+    trace: KeypointTrace | None = None
+
+    def __post_init__(self) -> None:
+        self.args = tuple(self.args)
+        if self.goal_image is not None and (self.goal_image.dtype != np.uint8 or self.goal_image.ndim != 3):
+            raise ValueError(f"Subgoal.goal_image must be uint8 (H, W, 3), got {self.goal_image.dtype} {self.goal_image.shape}")
+
+    @property
+    def signature(self) -> str:
+        """``skill(arg1,arg2)``: identifies the subgoal's meaning independent of its id."""
+        return f"{self.skill}({','.join(self.args)})"
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict (the goal image is summarised by its shape, not stored)."""
+        return {
+            "id": self.id,
+            "skill": self.skill,
+            "args": list(self.args),
+            "text": self.text,
+            "goal_image": None if self.goal_image is None else list(self.goal_image.shape),
+            "trace": None if self.trace is None else self.trace.to_json(),
+        }
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Subgoal:
+        trace = d.get("trace")
+        return cls(id=d["id"], skill=d["skill"], args=tuple(d["args"]), text=d["text"],
+                   trace=None if trace is None else KeypointTrace.from_json(trace))
+
+
+@dataclass
+class Plan:
+    """A done/remaining split of the task (LoHo-Manip style).
+
+    Attributes:
+        done: subgoals already achieved, in order.
+        remaining: subgoals still to do, in order; ``remaining[0]`` is the next one.
+        rationale: free text from the planner (for logs; never executed).
+    """
+
+    done: list[Subgoal] = field(default_factory=list)
+    remaining: list[Subgoal] = field(default_factory=list)
+    rationale: str = ""
+
+    @property
+    def next(self) -> Subgoal | None:
+        return self.remaining[0] if self.remaining else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"done": [s.to_json() for s in self.done], "remaining": [s.to_json() for s in self.remaining],
+                "rationale": self.rationale}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Plan:
+        return cls(done=[Subgoal.from_json(s) for s in d["done"]],
+                   remaining=[Subgoal.from_json(s) for s in d["remaining"]], rationale=d.get("rationale", ""))
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The verifier's decision on one subgoal.
+
+    Attributes:
+        success: whether the subgoal was achieved.
+        confidence: in [0, 1].
+        reason: short human-readable reason (recorded in memory and shown to a replanning VLM).
+        source: ``"oracle"`` (simulator predicates), ``"vlm"`` or ``"learned"``.
+    """
+
+    success: bool
+    confidence: float
+    reason: str
+    source: VerdictSource
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.confidence) <= 1.0:
+            raise ValueError(f"Verdict.confidence must be in [0, 1], got {self.confidence}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"success": bool(self.success), "confidence": float(self.confidence), "reason": self.reason,
+                "source": self.source}
+
+
+@dataclass
+class ActionChunk:
+    """A sequence of actions to execute open-loop.
+
+    Attributes:
+        actions: ``float32 (H, A)``; for ``space="eef_delta"`` A = 7 laid out as :data:`OSC_ACTION_LAYOUT`.
+        dt: seconds between consecutive actions.
+        space: ``"eef_delta"`` (robosuite OSC_POSE delta), ``"joint_pos"`` or ``"eef_twist"``.
+    """
+
+    actions: np.ndarray
+    dt: float = 0.05
+    space: ActionSpace = "eef_delta"
+
+    def __post_init__(self) -> None:
+        self.actions = np.asarray(self.actions, dtype=np.float32)
+        if self.actions.ndim != 2:
+            raise ValueError(f"ActionChunk.actions must be (H, A), got {self.actions.shape}")
+        if not np.all(np.isfinite(self.actions)):
+            raise ValueError("ActionChunk.actions contains NaN or inf")
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return x.tolist()
+    if isinstance(x, (np.floating, np.integer, np.bool_)):
+        return x.item()
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_jsonable(v) for v in x]
+    if hasattr(x, "to_json"):
+        return x.to_json()
+    return x
+
+
+@dataclass
+class EpisodeLog:
+    """Everything that happened in one episode, replayable from disk.
+
+    Attributes:
+        steps: one row per control step: ``{"step", "t", "subgoal_id", "action": (A,), "proprio": (D,)}``.
+        events: one row per plan, verdict, replan, perturbation or error: ``{"kind", "step", ...}``.
+        meta: task name, seed, instruction, config.
+    """
+
+    steps: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def add_step(self, **row: Any) -> None:
+        self.steps.append(_jsonable(row))
+
+    def add_event(self, kind: str, step: int, **data: Any) -> None:
+        self.events.append({"kind": kind, "step": int(step), **_jsonable(data)})
+
+    def save_jsonl(self, path: str | Path) -> Path:
+        """Write one JSON object per line: a ``meta`` line, then steps and events in step order.
+
+        Returns the path written.
+        """
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        rows = [{"type": "meta", **_jsonable(self.meta)}]
+        merged = [(r["step"], 0, {"type": "step", **r}) for r in self.steps]
+        merged += [(e["step"], 1, {"type": "event", **e}) for e in self.events]
+        rows += [r for _, _, r in sorted(merged, key=lambda x: (x[0], x[1]))]
+        with path.open("w") as f:
+            for r in rows:
+                f.write(json.dumps(r) + "\n")
+        return path
+
+    @classmethod
+    def load_jsonl(cls, path: str | Path) -> EpisodeLog:
+        """Inverse of :meth:`save_jsonl`.
+
+        Raises:
+            ValueError: on a line that is not JSON or has an unknown ``type`` (message names the line).
+        """
+        log = cls()
+        for i, line in enumerate(Path(path).read_text().splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise ValueError(f"{path}:{i}: not JSON ({e})") from e
+            kind = row.pop("type", None)
+            if kind == "meta":
+                log.meta = row
+            elif kind == "step":
+                log.steps.append(row)
+            elif kind == "event":
+                log.events.append(row)
+            else:
+                raise ValueError(f"{path}:{i}: unknown row type {kind!r}")
+        return log
