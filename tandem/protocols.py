@@ -78,6 +78,10 @@ class TaskMemory(Protocol):
         """Number of attempts so far at a subgoal with the same signature (skill + args)."""
         ...
 
+    def events(self) -> list[dict[str, Any]]:
+        """The append-only event log, oldest first: ``{"kind", "step", ...}`` JSON-safe dicts."""
+        ...
+
     def view(self) -> dict[str, Any]:
         """Compact, JSON-safe view for prompts: ``{"done", "remaining", "failures", "facts", ...}``."""
         ...

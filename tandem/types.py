@@ -78,6 +78,8 @@ class TaskSpec:
         goals: ordered goal predicates whose conjunction is task success, e.g.
             ``("on(red,green)", "on(blue,red)")``. Derived from the instruction.
         targets: non-graspable places the planner may refer to (bins, pegs).
+        skill_texts: skill name -> text template with ``{0}``, ``{1}`` for the args, e.g.
+            ``{"stack": "stack the {0} cube on the {1} cube"}``; used to word subgoals.
         cameras: camera names the env renders, e.g. ``("agentview", "wrist")``.
         image_size: ``(H, W)`` in px of every camera.
         control_dt: seconds per control step.
@@ -90,6 +92,7 @@ class TaskSpec:
     skills: dict[str, str] = field(default_factory=dict)
     goals: tuple[str, ...] = ()
     targets: tuple[str, ...] = ()
+    skill_texts: dict[str, str] = field(default_factory=dict)
     cameras: tuple[str, ...] = ("agentview", "wrist")
     image_size: tuple[int, int] = (128, 128)
     control_dt: float = 0.05
@@ -103,6 +106,11 @@ class TaskSpec:
         if skill not in self.skills:
             raise KeyError(f"skill {skill!r} not in task {self.name!r}; known: {sorted(self.skills)}")
         return self.skills[skill].format(*args)
+
+    def subgoal_text(self, skill: str, args: tuple[str, ...] | list[str]) -> str:
+        """Natural-language text of ``skill(*args)`` from ``skill_texts`` (falls back to ``"skill a b"``)."""
+        template = self.skill_texts.get(skill)
+        return template.format(*args) if template else " ".join([skill, *args])
 
 
 @dataclass

@@ -6,6 +6,7 @@ A task owns everything that is specific to it:
 * how an episode's goal is drawn per seed (``sample_spec``: instruction + ordered goal predicates),
 * the ground predicates it can evaluate from simulator state (``predicates``),
 * the privileged ground truth exposed in ``Observation.privileged`` (``privileged``),
+* how subgoals are worded (``TaskSpec.skill_texts``, filled in ``sample_spec``),
 * the scripted expert's end-effector waypoints for each skill (``expert_waypoints``),
 * which perturbations apply to it (``perturbations``).
 
@@ -122,9 +123,63 @@ class TaskDefinition(abc.ABC):
         Returns object name -> ``(pos (3,) m world, quat (4,) wxyz)`` for the objects that move.
         """
 
-    def subgoal_text(self, skill: str, args: tuple[str, ...]) -> str:
-        """Natural-language text of a subgoal, e.g. ``"stack the red cube on the green cube"``."""
-        return f"{skill} " + " ".join(args)
+    # ---- optional hooks with generic defaults (added by the sim core; override where the default does not fit) ----
+
+    def mujoco_object(self, rs_env: Any, episode: TaskEpisode, name: str) -> Any:
+        """The robosuite ``MujocoObject`` behind object ``name`` (used by ``teleport`` and perturbations).
+
+        Default: the object of ``rs_env.model.mujoco_objects`` whose robosuite name equals ``name`` ignoring
+        case and underscores (``"square_nut"`` -> ``"SquareNut"``, ``"milk"`` -> ``"Milk"``). Override when
+        the names differ.
+
+        Raises:
+            UnknownObjectError: no such object (lists the task's object names).
+        """
+        from tandem.errors import UnknownObjectError
+
+        def norm(s: str) -> str:
+            return s.replace("_", "").lower()
+
+        for obj in getattr(rs_env.model, "mujoco_objects", []):
+            if norm(obj.name) == norm(name):
+                return obj
+        raise UnknownObjectError(name, list(self.object_names(episode)))
+
+    def reference_subgoals(self, episode: TaskEpisode) -> list[tuple[str, tuple[str, ...]]]:
+        """The reference skill sequence solving the episode, e.g. ``[("pick", ("red",)), ("stack", ("red", "green"))]``.
+
+        Default: for each goal predicate ``p(a, ...)`` in order, ``pick(a)`` then the skill whose
+        :data:`SKILL_PREDICATES` template has predicate name ``p`` (no extra pick if that skill is pick).
+        Used by ``benchmarks/expert_success.py`` and the oracle planner's training labels.
+        """
+        by_pred = {tpl.split("(")[0]: skill for skill, tpl in SKILL_PREDICATES.items() if skill in self.skills}
+        out: list[tuple[str, tuple[str, ...]]] = []
+        for goal in episode.spec.goals:
+            pred, _, rest = goal.partition("(")
+            args = tuple(a.strip() for a in rest.rstrip(")").split(",") if a.strip())
+            skill = by_pred.get(pred)
+            if skill is None:
+                continue
+            if skill != "pick" and "pick" in self.skills:
+                out.append(("pick", args[:1]))
+            out.append((skill, args))
+        return out
+
+    def perturb(
+        self, rs_env: Any, episode: TaskEpisode, name: str, rng: np.random.Generator, target: str | None = None
+    ) -> dict[str, Any] | None:
+        """Apply task-specific perturbation ``name`` now (see ``sim/perturbations.py``).
+
+        Only called for names in :attr:`perturbation_names` that ``sim/perturbations.py`` lists in
+        ``TASK_IMPLEMENTED`` (``pull_from_bin``), once its trigger held; ``target`` is the object of the
+        triggering predicate (e.g. ``"milk"`` for ``in_bin(milk)``). Must move objects by writing free-joint
+        qpos (and zero qvel) and return a JSON-safe detail dict (e.g. ``{"object": "milk", "to": [x, y, z]}``),
+        or None to decline (it is retried on the next step). The env runs ``mj_forward`` afterwards.
+
+        Raises:
+            NotImplementedError: the task lists the perturbation but does not implement it.
+        """
+        raise NotImplementedError(f"task {self.name!r} does not implement perturbation {name!r}")
 
     def success(self, rs_env: Any, episode: TaskEpisode) -> bool:
         """Task success: every goal predicate of the episode holds."""

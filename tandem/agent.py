@@ -1,0 +1,230 @@
+"""HierarchicalAgent: the closed loop of planner, executor, verifier and task memory.
+
+This is the only module that knows all four parts. Each subgoal goes through:
+
+1. plan (at the start) or replan (after every verdict: a receding-horizon planner in the style of
+   LoHo-Manip, so a failed subgoal stays in ``remaining`` and a regressed one reappears there);
+2. a GoalProducer fills in the subgoal's goal image and keypoint trace (VISTA / LoHo-Manip);
+3. the executor is conditioned on the subgoal (its queued actions are dropped) and stepped until it
+   reports the subgoal done or the per-subgoal step budget runs out;
+4. the verifier judges the subgoal from the observations before and after it (Goal2Skill);
+5. memory records the verdict; the agent advances, retries or gives up after too many attempts.
+
+The agent is a step-level state machine (``act(obs) -> action``) so the same code drives a simulator
+rollout (``tandem.rollout``) and a real robot loop (the ROS 2 bridge). It never reads
+``Observation.privileged`` itself; only the injected oracle components may.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from tandem.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier
+from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+
+
+@dataclass
+class AgentConfig:
+    """Budgets of the closed loop.
+
+    Attributes:
+        max_attempts_per_subgoal: attempts at one subgoal signature (e.g. ``stack(red,green)``) before
+            the agent gives up on the episode.
+        subgoal_step_budget: control steps one attempt may take before it is verified anyway.
+        max_plans: planner calls per episode (initial plan + replans) before giving up; guards against
+            planner-verifier loops (RoboMemory's planner-critic loop guard).
+    """
+
+    max_attempts_per_subgoal: int = 3
+    subgoal_step_budget: int = 400
+    max_plans: int = 40
+
+    def __post_init__(self) -> None:
+        if self.max_attempts_per_subgoal < 1 or self.subgoal_step_budget < 1 or self.max_plans < 1:
+            raise ConfigError(f"AgentConfig budgets must be >= 1, got {self}")
+
+
+@dataclass
+class AgentStatus:
+    """What the agent has done so far in the episode (JSON-safe via ``to_json``)."""
+
+    finished: bool = False
+    claims_success: bool = False
+    end_reason: str = ""
+    subgoals_done: int = 0
+    attempts: int = 0
+    replans: int = 0
+    plans: int = 0
+    verdicts: list[dict[str, Any]] = field(default_factory=list)
+    plan_latency_s: list[float] = field(default_factory=list)
+    action_latency_s: list[float] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k not in ("plan_latency_s", "action_latency_s")}
+
+
+class HierarchicalAgent:
+    """Closed-loop hierarchical agent (Goal2Skill-style planner + memory + verifier over an executor).
+
+    Args:
+        planner: produces the done/remaining Plan (oracle, VLM or learned).
+        verifier: judges each subgoal (oracle, VLM or learned).
+        executor: low-level policy (scripted expert, diffusion policy, LeRobot policy).
+        memory: structured task memory; every decision is recorded in it.
+        goal_producer: fills each subgoal's goal image / trace before execution (optional).
+        config: budgets.
+
+    Use: ``reset(task, obs)`` once, then ``act(obs)`` every control step until ``status.finished``.
+    """
+
+    def __init__(
+        self,
+        planner: Planner,
+        verifier: Verifier,
+        executor: Executor,
+        memory: TaskMemory,
+        goal_producer: GoalProducer | None = None,
+        config: AgentConfig | None = None,
+    ):
+        self.planner, self.verifier, self.executor, self.memory = planner, verifier, executor, memory
+        self.goal_producer = goal_producer
+        self.config = config or AgentConfig()
+        self.task: TaskSpec | None = None
+        self.plan: Plan = Plan()
+        self.subgoal: Subgoal | None = None
+        self.status = AgentStatus()
+        self._before: Observation | None = None
+        self._steps_in_subgoal = 0
+        self._step = 0
+
+    # ------------------------------------------------------------------ public API
+    def reset(self, task: TaskSpec, observation: Observation, meta: dict[str, Any] | None = None) -> None:
+        """Start an episode: reset executor and memory, make the first plan, start its first subgoal."""
+        self.task = task
+        self.status = AgentStatus()
+        self.plan, self.subgoal, self._before = Plan(), None, None
+        self._steps_in_subgoal, self._step = 0, observation.step
+        self.memory.start_episode(task, meta)
+        self.planner.reset(task)
+        if hasattr(self.verifier, "reset"):
+            self.verifier.reset(task)
+        self.executor.reset()
+        self._replan(observation, after_failure=False)
+
+    def act(self, observation: Observation) -> np.ndarray | None:
+        """One control step. Returns the ``float32 (A,)`` action to apply, or None once finished.
+
+        Verifies the current subgoal when the executor reports it done or its step budget is spent,
+        then replans and starts the next subgoal, all within this call.
+
+        Raises:
+            ConfigError: if called before ``reset``.
+            NonFiniteActionError: if the executor returns NaN/inf (the rollout records it as a failure).
+        """
+        if self.task is None:
+            raise ConfigError("HierarchicalAgent.act() called before reset()")
+        self._step = observation.step
+        while not self.status.finished and self.subgoal is not None and (
+            self._steps_in_subgoal >= self.config.subgoal_step_budget
+            or (self._steps_in_subgoal > 0 and self.executor.subgoal_done())
+        ):
+            self._finish_subgoal(observation)
+        if self.status.finished or self.subgoal is None:
+            return None
+        t0 = time.perf_counter()
+        action = np.asarray(self.executor.select_action(observation), dtype=np.float32)
+        self.status.action_latency_s.append(time.perf_counter() - t0)
+        if not np.all(np.isfinite(action)):
+            raise NonFiniteActionError(f"executor returned a non-finite action {action.tolist()} "
+                                       f"for subgoal {self.subgoal.signature}")
+        self._steps_in_subgoal += 1
+        return action
+
+    def record_event(self, kind: str, step: int, **data: Any) -> None:
+        """Record an external event (perturbation, env error) in memory."""
+        self.memory.record_event(kind, step, **data)
+
+    def stop(self, reason: str, step: int, observation: Observation | None = None) -> None:
+        """End the episode from outside (env success or truncation, error). Recorded in memory.
+
+        If ``observation`` is given and a subgoal is active, that subgoal is verified first, so the last
+        verdict of the episode is recorded too.
+        """
+        self._step = step
+        if observation is not None and self.subgoal is not None and not self.status.finished:
+            self._verify_active(observation)
+        if not self.status.finished:
+            self._finish(claims_success=False, reason=reason)
+        self.memory.record_event("stop", step, reason=reason)
+
+    # ------------------------------------------------------------------ internals
+    def _replan(self, observation: Observation, after_failure: bool) -> None:
+        if self.status.plans >= self.config.max_plans:
+            self._finish(False, f"gave up: planner called {self.status.plans} times (max_plans)")
+            return
+        t0 = time.perf_counter()
+        try:
+            plan = self.planner.plan(observation, self.memory)
+        except TandemError as e:  # planners should fall back themselves; this is the last line of defence
+            self.memory.record_event("planner_error", self._step, error=str(e))
+            self._finish(False, f"planner failed: {e}")
+            return
+        self.status.plan_latency_s.append(time.perf_counter() - t0)
+        self.status.plans += 1
+        self.status.replans += int(after_failure)
+        self.plan = plan
+        self.memory.record_plan(plan, self._step, source=getattr(self.planner, "source", type(self.planner).__name__))
+        nxt = plan.next
+        if nxt is None:
+            self._finish(True, "planner reports nothing remaining")
+            return
+        if self.memory.attempts(nxt) >= self.config.max_attempts_per_subgoal:
+            self._finish(False, f"gave up: {nxt.signature} failed {self.memory.attempts(nxt)} times")
+            return
+        self._start_subgoal(nxt, observation)
+
+    def _start_subgoal(self, subgoal: Subgoal, observation: Observation) -> None:
+        if self.goal_producer is not None:
+            subgoal = self.goal_producer.produce(subgoal, observation)
+        self.subgoal = subgoal
+        self._before = observation
+        self._steps_in_subgoal = 0
+        attempt = self.memory.record_attempt(subgoal, self._step)
+        self.status.attempts += 1
+        self.executor.set_subgoal(subgoal, self.task)
+        self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
+
+    def _verify_active(self, observation: Observation) -> Verdict:
+        """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal."""
+        subgoal = self.subgoal
+        assert subgoal is not None and self._before is not None
+        verdict: Verdict = self.verifier.verify(self._before, observation, subgoal)
+        if self._steps_in_subgoal >= self.config.subgoal_step_budget and not verdict.success:
+            verdict = Verdict(False, verdict.confidence,
+                              f"step budget of {self.config.subgoal_step_budget} spent; {verdict.reason}",
+                              verdict.source)
+        self.memory.record_verdict(subgoal, verdict, self._step)
+        self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json()})
+        self.status.subgoals_done += int(verdict.success)
+        if not verdict.success:  # what the verifier saw becomes a fact about each object involved
+            for obj in subgoal.args:
+                self.memory.record_fact(obj, f"{subgoal.signature} failed at step {self._step}: {verdict.reason}",
+                                        self._step)
+        self.subgoal = None
+        return verdict
+
+    def _finish_subgoal(self, observation: Observation) -> None:
+        verdict = self._verify_active(observation)
+        self._replan(observation, after_failure=not verdict.success)
+
+    def _finish(self, claims_success: bool, reason: str) -> None:
+        self.status.finished = True
+        self.status.claims_success = claims_success
+        self.status.end_reason = reason
+        self.subgoal = None
+        self.memory.record_event("agent_finished", self._step, claims_success=claims_success, reason=reason)

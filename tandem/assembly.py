@@ -1,0 +1,151 @@
+"""Build a complete stack (env, planner, verifier, executor, goal producer, memory) from a config.
+
+This is wiring: it is the one place that maps config names (``planner=oracle``, ``executor=scripted``...)
+to component classes, so the demo, the collector, the evaluator and the bridge build stacks the same way.
+Heavy components are imported lazily so that, e.g., the scripted demo never imports torch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tandem.agent import AgentConfig, HierarchicalAgent
+from tandem.errors import UnknownNameError
+from tandem.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
+
+PLANNERS = ("oracle", "vlm")
+VERIFIERS = ("oracle", "vlm")
+EXECUTORS = ("scripted", "diffusion")
+GOAL_PRODUCERS = ("oracle", "none")
+
+
+def _get(cfg: Any, key: str, default: Any = None) -> Any:
+    if cfg is None:
+        return default
+    if isinstance(cfg, Mapping):
+        return cfg.get(key, default)
+    return getattr(cfg, key, default)
+
+
+@dataclass
+class Stack:
+    """A ready-to-run stack: the env and the agent that drives it."""
+
+    env: Env
+    agent: HierarchicalAgent
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def build_env(cfg: Any) -> Env:
+    """Robosuite env from ``cfg.task.name``, ``cfg.env`` (cameras, image_size, control_freq) and ``cfg.perturb``.
+
+    Raises:
+        UnknownTaskError / UnknownNameError: for an unknown task or perturbation.
+    """
+    from sim.perturbations import PerturbationSpec
+    from sim.robosuite_env import RobosuiteEnv
+
+    env_cfg = _get(cfg, "env", {}) or {}
+    perturb = _get(cfg, "perturb", None)
+    spec = None
+    pname = _get(perturb, "name", "none")
+    if pname and pname != "none":
+        spec = PerturbationSpec(name=pname, at_step=_get(perturb, "at_step"),
+                                after_success=int(_get(perturb, "after_success", 1) or 1))
+    return RobosuiteEnv(
+        _get(_get(cfg, "task"), "name"),
+        cameras=tuple(_get(env_cfg, "cameras", ("agentview", "wrist"))),
+        image_size=tuple(_get(env_cfg, "image_size", (128, 128))),
+        control_freq=int(_get(env_cfg, "control_freq", 20)),
+        render=bool(_get(env_cfg, "render", True)),
+        perturbation=spec,
+    )
+
+
+def build_planner(cfg: Any, env: Env) -> Planner:
+    name = _get(_get(cfg, "planner"), "name", "oracle")
+    if name == "oracle":
+        from planner_vlm.oracle_planner import OraclePlanner
+
+        return OraclePlanner()
+    if name == "vlm":
+        from planner_vlm.factory import make_vlm_planner
+
+        return make_vlm_planner(_get(cfg, "planner"))
+    raise UnknownNameError("planner", name, PLANNERS)
+
+
+def build_verifier(cfg: Any, env: Env) -> Verifier:
+    name = _get(_get(cfg, "verifier"), "name", "oracle")
+    if name == "oracle":
+        from planner_vlm.oracle_verifier import OracleVerifier
+
+        return OracleVerifier()
+    if name == "vlm":
+        from planner_vlm.factory import make_vlm_verifier
+
+        return make_vlm_verifier(_get(cfg, "verifier"))
+    raise UnknownNameError("verifier", name, VERIFIERS)
+
+
+def build_executor(cfg: Any, env: Env) -> Executor:
+    ex_cfg = _get(cfg, "executor")
+    name = _get(ex_cfg, "name", "scripted")
+    if name == "scripted":
+        from sim.experts import ScriptedExecutor
+
+        return ScriptedExecutor(env)
+    if name == "diffusion":
+        from executor_vla.policy import DiffusionExecutor
+
+        return DiffusionExecutor.from_checkpoint(_get(ex_cfg, "checkpoint"), device=_get(ex_cfg, "device", "cpu"))
+    raise UnknownNameError("executor", name, EXECUTORS)
+
+
+def build_goal_producer(cfg: Any, env: Env) -> GoalProducer | None:
+    g = _get(cfg, "goals")
+    name = _get(g, "name", "oracle")
+    if name == "none":
+        return None
+    if name == "oracle":
+        from sim.goal_render import OracleGoalProducer
+
+        return OracleGoalProducer(env, camera=_get(g, "camera", "agentview"))
+    raise UnknownNameError("goal producer", name, GOAL_PRODUCERS)
+
+
+def build_memory(cfg: Any) -> TaskMemory:
+    from memory.task_memory import TaskMemoryV1
+
+    return TaskMemoryV1()
+
+
+def build_stack(cfg: Any) -> Stack:
+    """Env + HierarchicalAgent from a Hydra/OmegaConf config (or a plain nested dict).
+
+    Raises:
+        UnknownNameError: for an unknown task, planner, verifier, executor, goal producer or perturbation.
+    """
+    env = build_env(cfg)
+    try:
+        a = _get(cfg, "agent", {}) or {}
+        agent = HierarchicalAgent(
+            planner=build_planner(cfg, env),
+            verifier=build_verifier(cfg, env),
+            executor=build_executor(cfg, env),
+            memory=build_memory(cfg),
+            goal_producer=build_goal_producer(cfg, env),
+            config=AgentConfig(
+                max_attempts_per_subgoal=int(_get(a, "max_attempts_per_subgoal", 3)),
+                subgoal_step_budget=int(_get(a, "subgoal_step_budget", 400)),
+                max_plans=int(_get(a, "max_plans", 40)),
+            ),
+        )
+    except BaseException:
+        env.close()
+        raise
+    return Stack(env=env, agent=agent)

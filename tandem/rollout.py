@@ -1,0 +1,200 @@
+"""run_episode: drive an Env with a HierarchicalAgent and write the episode's artefacts.
+
+Artefacts written to ``out_dir`` (all optional):
+
+* ``episode.mp4``: agentview with the subgoal text, the keypoint trace and the goal image inset, wrist view beside;
+* ``episode.jsonl``: one row per control step plus one event per plan, attempt, verdict, replan,
+  perturbation and error (``tandem.types.EpisodeLog``);
+* ``memory.jsonl``: the task memory, loadable with ``memory.task_memory.TaskMemoryV1.load``;
+* ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies.
+
+A failed episode (unstable simulation, NaN action, exhausted budgets) is returned as failed with its
+reason; it never raises, so a batch evaluation continues.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tandem.agent import HierarchicalAgent
+from tandem.errors import TandemError
+from tandem.protocols import Env
+from tandem.types import EpisodeLog, Observation
+from tandem.video import VideoWriter, compose_frame
+
+
+@dataclass
+class StepRecord:
+    """One control step, as passed to ``run_episode``'s ``on_step`` callback.
+
+    Attributes:
+        step: 1-based index of this step.
+        obs: observation the action was chosen from (LeRobot's frame convention: observation t, action t).
+        action: ``float32 (A,)`` action sent to the env.
+        next_obs: observation after the step.
+        info: the env's step info (``success``, ``predicates``, ``perturbation``...).
+        subgoal: the subgoal the action served (goal image and trace filled in), or None.
+        agent: the agent (read its ``status``; do not mutate).
+    """
+
+    step: int
+    obs: Observation
+    action: np.ndarray
+    next_obs: Observation
+    info: dict[str, Any]
+    subgoal: Any
+    agent: HierarchicalAgent
+
+
+@dataclass
+class EpisodeResult:
+    """Outcome of one episode.
+
+    Attributes:
+        summary: JSON-safe dict (see module docstring); ``summary["success"]`` is the env's ground truth.
+        log: the step/event log.
+        paths: artefact name -> path written (empty when ``out_dir`` is None).
+    """
+
+    summary: dict[str, Any]
+    log: EpisodeLog
+    paths: dict[str, str] = field(default_factory=dict)
+
+
+def _percentiles(xs: list[float]) -> dict[str, float]:
+    if not xs:
+        return {}
+    a = np.asarray(xs) * 1e3
+    return {"p50_ms": float(np.percentile(a, 50)), "p90_ms": float(np.percentile(a, 90)),
+            "p99_ms": float(np.percentile(a, 99)), "max_ms": float(a.max()), "n": len(xs)}
+
+
+def run_episode(
+    env: Env,
+    agent: HierarchicalAgent,
+    seed: int,
+    out_dir: str | Path | None = None,
+    record_video: bool = True,
+    max_steps: int | None = None,
+    meta: dict[str, Any] | None = None,
+    on_step: Callable[[StepRecord], None] | None = None,
+    stop_on_success: bool = True,
+) -> EpisodeResult:
+    """Run one episode to its end and (optionally) write its artefacts.
+
+    Args:
+        env: a reset-able Env (simulation or robot).
+        agent: the closed-loop agent; ``agent.reset`` is called here.
+        seed: episode seed passed to ``env.reset``.
+        out_dir: folder for the artefacts; None writes nothing.
+        record_video: write ``episode.mp4`` (needs camera images in the observations).
+        max_steps: control-step cap; defaults to ``env.spec.max_steps``.
+        meta: extra metadata stored in the log and summary (config, variant names).
+        on_step: callback after every env step with a :class:`StepRecord` (progress display, dataset writing).
+        stop_on_success: end as soon as the env reports task success (robosuite/LIBERO convention).
+
+    Returns:
+        EpisodeResult. Never raises for episode-level failures: they are recorded as failed episodes
+        with ``summary["failure"]`` set.
+    """
+    t_start = time.perf_counter()
+    out = Path(out_dir) if out_dir is not None else None
+    log = EpisodeLog(meta={"seed": int(seed), **(meta or {})})
+    summary: dict[str, Any] = {"seed": int(seed), "success": False, "failure": None, "steps": 0}
+    writer: VideoWriter | None = None
+    step = 0
+    success = False
+    failure: str | None = None
+    perturbations: list[dict[str, Any]] = []
+    try:
+        obs, _info = env.reset(seed=seed)
+        spec = env.spec
+        log.meta.update(task=spec.name, instruction=spec.instruction, goals=list(spec.goals))
+        summary.update(task=spec.name, instruction=spec.instruction)
+        limit = max_steps if max_steps is not None else spec.max_steps
+        agent.reset(spec, obs, meta=log.meta)
+        if out is not None and record_video and obs.images:
+            writer = VideoWriter(out / "episode.mp4", fps=1.0 / spec.control_dt)
+        while step < limit:
+            action = agent.act(obs)
+            if action is None:
+                break
+            sg = agent.subgoal
+            prev_obs = obs
+            obs, _r, terminated, truncated, info = env.step(action)
+            step += 1
+            log.add_step(step=step, t=obs.t, subgoal_id=sg.id if sg else None, action=action, proprio=obs.proprio)
+            if info.get("perturbation"):
+                event = {k: v for k, v in info["perturbation"].items() if k != "step"}
+                perturbations.append({"step": step, **event})
+                agent.record_event("perturbation", step, **event)
+            if writer is not None:
+                writer.add(compose_frame(obs, sg, header=f"{spec.name}  seed {seed}  step {step}  "
+                                         f"attempts {agent.status.attempts}  replans {agent.status.replans}"))
+            if on_step is not None:
+                on_step(StepRecord(step, prev_obs, action, obs, info, sg, agent))
+            success = bool(info.get("success", False))
+            if success and stop_on_success:
+                agent.stop("env reports task success", step, observation=obs)
+                break
+            if terminated or truncated:
+                agent.stop("env terminated" if terminated else "env step limit reached", step)
+                break
+        else:
+            agent.stop(f"rollout step cap {limit} reached", step)
+    except TandemError as e:
+        failure = f"{type(e).__name__}: {e}"
+        if agent.task is not None:
+            agent.stop(failure, step)
+    except Exception as e:  # noqa: BLE001 - a crashed episode is a failed row, never a crashed batch
+        failure = f"crash: {type(e).__name__}: {e}"
+        log.add_event("traceback", step, text=traceback.format_exc(limit=8))
+        if agent.task is not None:
+            agent.stop(failure, step)
+    finally:
+        if writer is not None:
+            writer.close()
+
+    status = agent.status
+    if failure is None and not success:
+        failure = status.end_reason or "task not achieved"
+    summary.update(
+        success=bool(success),
+        failure=None if success else failure,
+        steps=step,
+        subgoals_done=status.subgoals_done,
+        attempts=status.attempts,
+        replans=status.replans,
+        plans=status.plans,
+        agent_claims_success=status.claims_success,
+        agent_end_reason=status.end_reason,
+        perturbations=perturbations,
+        recovered=bool(success and perturbations),
+        wall_time_s=round(time.perf_counter() - t_start, 3),
+        plan_latency=_percentiles(status.plan_latency_s),
+        action_latency=_percentiles(status.action_latency_s),
+        verdicts=status.verdicts,
+    )
+    for ev in agent.memory.events():
+        log.events.append(dict(ev))
+    log.add_event("episode_end", step, success=bool(success), failure=summary["failure"])
+
+    paths: dict[str, str] = {}
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        paths["episode"] = str(log.save_jsonl(out / "episode.jsonl"))
+        paths["memory"] = str(agent.memory.save(out / "memory.jsonl"))
+        if writer is not None:
+            paths["video"] = str(writer.path)
+        summary["paths"] = paths
+        (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+        paths["summary"] = str(out / "summary.json")
+    return EpisodeResult(summary=summary, log=log, paths=paths)
