@@ -113,6 +113,8 @@ class HierarchicalAgent:
         self.planner.reset(task)
         if hasattr(self.verifier, "reset"):
             self.verifier.reset(task)
+        if hasattr(self.verifier, "attach_memory"):  # model verifiers log their exchanges to memory
+            self.verifier.attach_memory(self.memory)
         self.executor.reset()
         self._replan(observation, after_failure=False)
 
@@ -181,7 +183,10 @@ class HierarchicalAgent:
         self.memory.record_plan(plan, self._step, source=getattr(self.planner, "source", type(self.planner).__name__))
         nxt = plan.next
         if nxt is None:
-            self._finish(True, "planner reports nothing remaining")
+            if getattr(self.planner, "last_fallback", False) and not plan.done:
+                self._finish(False, "planner gave no usable plan")
+            else:
+                self._finish(True, "planner reports nothing remaining")
             return
         if self.memory.attempts(nxt) >= self.config.max_attempts_per_subgoal:
             self._finish(False, f"gave up: {nxt.signature} failed {self.memory.attempts(nxt)} times")
@@ -190,7 +195,10 @@ class HierarchicalAgent:
 
     def _start_subgoal(self, subgoal: Subgoal, observation: Observation) -> None:
         if self.goal_producer is not None:
+            planned_trace = subgoal.trace
             subgoal = self.goal_producer.produce(subgoal, observation)
+            if planned_trace is not None:  # a trace the planner predicted wins over the producer's
+                subgoal.trace = planned_trace
         self.subgoal = subgoal
         self._before = observation
         self._steps_in_subgoal = 0

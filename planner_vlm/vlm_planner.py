@@ -1,0 +1,248 @@
+"""``VLMPlanner``: a vision-language model as the high-level planner (receding horizon, LoHo-Manip style).
+
+Each call to :meth:`VLMPlanner.plan` shows the model the task (instruction, skill vocabulary,
+object and target names), the camera images, the compact memory view (done, remaining,
+failures with their reasons) and the output JSON schema, and asks for a done/remaining split with
+the keypoint trace of the next subgoal (Goal2Skill's structured memory + LoHo-Manip's
+done/remaining + trace output). After a verifier failure the agent calls it again; the failure is
+in the memory view and stated as ``LAST FAILURE`` in the prompt.
+
+Robustness: the reply goes through the strict parser (:func:`planner_vlm.plan_parser.parse_plan`).
+On a :class:`~tandem.errors.PlanParseError` the planner does ``max_repairs`` repair rounds (the
+model sees its reply and the error); if those fail too, or the client fails
+(:class:`~planner_vlm.clients.base.VLMClientError`), it falls back to the current plan (empty at the
+first call) and records a ``vlm_fallback`` event. It never raises on model output.
+
+Logging: every model exchange is recorded with ``memory.record_event("vlm_exchange", step, ...)``:
+prompt text (images as camera name + shape, never pixels), raw reply, parse result or error,
+latency (s) and backend metadata.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient, VLMClientError
+from planner_vlm.exchange_log import exchange_record
+from planner_vlm.plan_parser import DEFAULT_MAX_CHARS, parse_plan
+from planner_vlm.plan_schema import plan_json_schema
+from planner_vlm.prompting import compact_memory, failure_note, observation_images, skills_block
+from planner_vlm.prompts import load_prompt
+from tandem.errors import ConfigError, PlanParseError
+from tandem.protocols import TaskMemory
+from tandem.types import Observation, Plan, TaskSpec
+
+#: Characters of a bad reply echoed back to the model in a repair round.
+REPAIR_ECHO_CHARS = 4000
+
+
+class VLMPlanner:
+    """A :class:`~tandem.protocols.Planner` backed by any :class:`~planner_vlm.clients.base.VLMClient`.
+
+    Args:
+        client: the model backend (transformers, OpenAI-compatible server, or scripted).
+        task: the task; may be given later through :meth:`reset`.
+        prompt_version: which ``planner_vlm/prompts/plan_<version>.md`` to use.
+        trace_camera: the camera whose pixels the trace is in; must be one of ``task.cameras``.
+        cameras: cameras whose images are sent (default: every camera of the task present in the
+            observation, in ``task.cameras`` order).
+        max_repairs: repair rounds after an unparseable reply (the issue asks for 1).
+        canonical_text: use ``task.subgoal_text`` as subgoal text instead of the model's wording.
+        use_schema: pass the task's JSON schema to the client (enforced by servers that support it).
+        max_new_tokens, temperature: per-call overrides for the client (None: client defaults).
+        max_chars: longest reply the parser accepts.
+
+    Attributes:
+        source: ``"vlm"`` (recorded with each plan in memory).
+        current: the last successfully parsed plan, or None.
+        last_fallback: whether the last :meth:`plan` call fell back (no usable model output); an agent can
+            use it to tell a fallback's empty plan from a model that says nothing remains.
+        fallbacks: number of fallbacks since :meth:`reset`.
+        exchanges: every exchange record since :meth:`reset` (the same dicts as the ``vlm_exchange`` events).
+
+    Raises:
+        ConfigError: from :meth:`reset` if ``trace_camera`` is not a camera of the task.
+    """
+
+    source = "vlm"
+
+    def __init__(
+        self,
+        client: VLMClient,
+        task: TaskSpec | None = None,
+        *,
+        prompt_version: str = "v1",
+        trace_camera: str = "agentview",
+        cameras: list[str] | tuple[str, ...] | None = None,
+        max_repairs: int = 1,
+        canonical_text: bool = True,
+        use_schema: bool = True,
+        max_new_tokens: int | None = None,
+        temperature: float | None = None,
+        max_chars: int = DEFAULT_MAX_CHARS,
+    ):
+        self.client = client
+        self.prompt = load_prompt("plan", prompt_version)
+        self.repair_prompt = load_prompt("repair", prompt_version)
+        self.trace_camera = trace_camera
+        self.cameras = list(cameras) if cameras else None
+        self.max_repairs = int(max_repairs)
+        self.canonical_text = canonical_text
+        self.use_schema = use_schema
+        self.max_new_tokens = max_new_tokens
+        self.temperature = temperature
+        self.max_chars = int(max_chars)
+        self.task: TaskSpec | None = None
+        self.current: Plan | None = None
+        self.exchanges: list[dict[str, Any]] = []
+        self.fallbacks = 0
+        self.last_fallback = False
+        self._next_id = 0
+        if task is not None:
+            self.reset(task)
+
+    def reset(self, task: TaskSpec) -> None:
+        """Start an episode of ``task``: forget the current plan and the subgoal id counter.
+
+        Raises:
+            ConfigError: if ``trace_camera`` is not in ``task.cameras``.
+        """
+        if self.trace_camera not in task.cameras:
+            raise ConfigError(f"planner.trace_camera={self.trace_camera!r} is not a camera of task "
+                              f"{task.name!r}; cameras: {list(task.cameras)}")
+        self.task = task
+        self.current = None
+        self.exchanges = []
+        self.fallbacks = 0
+        self.last_fallback = False
+        self._next_id = 0
+
+    # ------------------------------------------------------------------ prompt
+    def build_messages(self, observation: Observation, view: dict[str, Any]) -> list[ChatMessage]:
+        """The system + user messages of a plan request (user text first, then one labelled image per camera).
+
+        Raises:
+            ConfigError: if a requested camera is missing from the observation.
+        """
+        task = self._task()
+        cams = self.cameras or [c for c in task.cameras if c in observation.images]
+        images = observation_images(observation, cams)
+        H, W = task.image_size
+        system, user = self.prompt.render(
+            instruction=task.instruction,
+            skills=skills_block(task),
+            objects=", ".join(task.objects) or "(none)",
+            targets=", ".join(task.targets) or "(none)",
+            n_images=len(images),
+            camera_list=", ".join(cams),
+            width=W,
+            height=H,
+            memory=compact_memory(view),
+            failure_note=failure_note(view),
+            trace_camera=self.trace_camera,
+            schema=self._schema_text(),
+        )
+        parts: list[TextPart | ImagePart] = [TextPart(user)]
+        for img in images:
+            parts += [TextPart(f"\nCamera {img.label}:"), img]
+        return [ChatMessage.text("system", system), ChatMessage(role="user", parts=parts)]
+
+    def _schema(self) -> dict[str, Any]:
+        return plan_json_schema(self._task(), self.trace_camera)
+
+    def _schema_text(self) -> str:
+        import json
+
+        return json.dumps(self._schema(), separators=(",", ":"))
+
+    # ------------------------------------------------------------------ planning
+    def plan(self, observation: Observation, memory: TaskMemory | None) -> Plan:
+        """Ask the model for the current done/remaining plan (see the module docstring).
+
+        Args:
+            observation: current observation; its images (``uint8 (H, W, 3)``) are sent.
+            memory: task memory; its ``view()`` goes into the prompt and every exchange is recorded in it.
+
+        Returns:
+            The parsed plan (``remaining[0].trace`` set when the model gave a trace), or the current
+            plan (possibly empty) with a ``fallback`` rationale.
+
+        Raises:
+            ConfigError: for setup errors only (no task, camera missing from the observation).
+        """
+        task = self._task()
+        step = int(observation.step)
+        view = _safe_view(memory)
+        messages = self.build_messages(observation, view)
+        schema = self._schema() if self.use_schema else None
+        reason = ""
+        for rnd in range(1 + max(0, self.max_repairs)):
+            try:
+                reply = self.client.generate(messages, json_schema=schema, schema_name="tandem_plan",
+                                             max_new_tokens=self.max_new_tokens, temperature=self.temperature)
+            except VLMClientError as e:
+                reason = f"VLM client error: {e}"
+                self._log(memory, step, rnd, messages, None, {"ok": False, "error": reason}, None)
+                break
+            try:
+                plan = parse_plan(reply.text, task, trace_camera=self.trace_camera,
+                                  canonical_text=self.canonical_text, max_chars=self.max_chars)
+            except PlanParseError as e:
+                reason = e.reason
+                self._log(memory, step, rnd, messages, reply, {"ok": False, "error": reason}, None)
+                messages = [*messages, ChatMessage.text("assistant", reply.text[:REPAIR_ECHO_CHARS]),
+                            ChatMessage.text("user", self.repair_prompt.render(
+                                error=reason, schema=self._schema_text())[1])]
+                continue
+            self._assign_ids(plan)
+            self._log(memory, step, rnd, messages, reply, {"ok": True}, plan)
+            self.current = plan
+            self.last_fallback = False
+            return plan
+        return self._fallback(memory, step, reason)
+
+    def _fallback(self, memory: TaskMemory | None, step: int, reason: str) -> Plan:
+        self.fallbacks += 1
+        self.last_fallback = True
+        kept = self.current or Plan()
+        plan = Plan(done=list(kept.done), remaining=list(kept.remaining),
+                    rationale=f"fallback (kept the current plan): {reason}"[:2000])
+        if memory is not None:
+            memory.record_event("vlm_fallback", step, component="planner", reason=reason,
+                                kept_plan=plan.to_json(), had_plan=self.current is not None)
+        return plan
+
+    def _assign_ids(self, plan: Plan) -> None:
+        """Give each subgoal an episode-unique id, reusing the id of the same signature in the current plan."""
+        old: dict[str, list[str]] = defaultdict(list)
+        if self.current is not None:
+            for sg in [*self.current.done, *self.current.remaining]:
+                old[sg.signature].append(sg.id)
+        for sg in [*plan.done, *plan.remaining]:
+            if old[sg.signature]:
+                sg.id = old[sg.signature].pop(0)
+            else:
+                sg.id = f"vlm{self._next_id}"
+                self._next_id += 1
+
+    def _log(self, memory: TaskMemory | None, step: int, rnd: int, messages: list[ChatMessage], reply: Any,
+             parse: dict[str, Any], plan: Plan | None) -> None:
+        row = exchange_record("planner", self.client, self.prompt, rnd, messages, reply, parse)
+        row["plan"] = None if plan is None else plan.to_json()
+        self.exchanges.append(row)
+        if memory is not None:
+            memory.record_event("vlm_exchange", step, **row)
+
+    def _task(self) -> TaskSpec:
+        if self.task is None:
+            raise ConfigError("VLMPlanner has no task: call reset(task) first")
+        return self.task
+
+
+def _safe_view(memory: TaskMemory | None) -> dict[str, Any]:
+    if memory is None:
+        return {}
+    view = memory.view()
+    return view if isinstance(view, dict) else {"view": view}
+
