@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from tandem.cli.common import fail, hydra_main, prepare_runtime, to_container
-from tandem.errors import TandemError, UnknownNameError
+from tandem.errors import ConfigError, TandemError, UnknownNameError
 from tandem.types import Observation, Subgoal, TaskSpec
 
 prepare_runtime()
@@ -89,6 +89,9 @@ def build_agent(cfg: Any, env: Any, transport: Any):
         executor = OracleRemoteExecutor(OracleChannelClient(transport))
     elif name == "diffusion":
         from executor_vla.policy import DiffusionExecutor
+
+        if ex.get("checkpoint") in (None, "", "???"):
+            raise ConfigError("executor.name=diffusion needs executor.checkpoint=<checkpoint directory>")
 
         executor = DiffusionExecutor.from_checkpoint(ex.get("checkpoint"), device=ex.get("device", "cpu"))
     else:

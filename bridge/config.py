@@ -1,0 +1,231 @@
+"""The bridge configuration: topics, message types, frames, rates, action mapping, safety limits.
+
+Loaded from a YAML file or a Hydra ``DictConfig`` (``configs/bridge/*.yaml``); nothing about a
+particular robot lives in code. :func:`load_bridge_config` validates every key and raises
+:class:`tandem.errors.ConfigError` naming the bad or unknown key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bridge.safety import SafetyLimits
+from tandem.errors import ConfigError
+
+TRANSPORTS = ("dds", "rclpy", "inprocess")
+ACTION_SPACES = ("eef_delta", "joint_pos")
+GRIPPER_MODES = ("topic", "action", "none")
+
+
+@dataclass(frozen=True)
+class CameraTopic:
+    """One camera: ``image`` topic (sensor_msgs/Image), optional ``info`` topic (CameraInfo)."""
+
+    image: str
+    info: str | None = None
+    frame_id: str = ""
+
+
+@dataclass(frozen=True)
+class Topics:
+    """ROS 2 topic names (without the DDS ``rt/`` prefix; the DDS transport adds it).
+
+    Attributes:
+        cameras: tandem camera name (e.g. ``"agentview"``) -> its topics.
+        joint_states: sensor_msgs/JointState (joint_state_broadcaster's ``/joint_states``).
+        eef_pose: geometry_msgs/PoseStamped of the end effector in the base frame.
+        twist_cmd: geometry_msgs/TwistStamped out, MoveIt Servo's Cartesian command topic (eef_delta).
+        joint_trajectory_cmd: trajectory_msgs/JointTrajectory out, a joint_trajectory_controller (joint_pos).
+        gripper_cmd: control_msgs/msg/GripperCommand topic (gripper.mode=topic) or the
+            control_msgs/action/GripperCommand action name (gripper.mode=action, rclpy only).
+        estop: std_msgs/Bool in; ``true`` latches the stop.
+        estop_reset: std_msgs/Bool in; ``true`` releases the latch (an explicit operator action).
+        oracle_privileged: std_msgs/String in, JSON; SIM-ONLY oracle side channel (see README).
+    """
+
+    cameras: dict[str, CameraTopic] = field(default_factory=dict)
+    joint_states: str = "/joint_states"
+    eef_pose: str | None = None
+    twist_cmd: str | None = None
+    joint_trajectory_cmd: str | None = None
+    gripper_cmd: str | None = None
+    estop: str = "/tandem/estop"
+    estop_reset: str = "/tandem/estop_reset"
+    oracle_privileged: str | None = None
+
+
+@dataclass(frozen=True)
+class ActionMapping:
+    """How a tandem action ``(A,)`` becomes a robot command.
+
+    ``eef_delta`` (A = 7, robosuite OSC layout, each in [-1, 1]): linear velocity (m/s) =
+    ``a[0:3] * linear_scale_mps``; angular (rad/s) = ``a[3:6] * angular_scale_radps``, both in the
+    base frame; gripper ``a[6]`` (-1 open, +1 close) maps linearly to a width between
+    ``gripper_open_width_m`` and ``gripper_closed_width_m``.
+    ``joint_pos`` (A = J + 1): ``a[:J]`` are joint targets (rad) for ``arm_joints``; ``a[J]`` the gripper.
+
+    The measured gripper width (m) is ``gripper_joint_scale * sum(q[gripper_joints]) + gripper_joint_offset``
+    (Franka: two finger joints in m, scale 1; Robotiq 2F-85 knuckle in rad: scale -0.10625, offset 0.085).
+    The gripper command's ``position`` is ``gripper_command_scale * width + gripper_command_offset`` (Franka
+    and control_msgs' parallel grippers: metres, scale 1; a Robotiq GripperActionController takes the knuckle
+    angle in rad: scale -9.4118, offset 0.8). The safety layer checks the width in metres before this.
+    A new gripper command is sent only when the width moved by more than ``gripper_deadband_m`` (m) from
+    the last one sent, so a continuous policy output does not preempt the gripper action every step.
+    """
+
+    space: str = "eef_delta"
+    linear_scale_mps: float = 0.1
+    angular_scale_radps: float = 0.5
+    gripper_open_width_m: float = 0.08
+    gripper_closed_width_m: float = 0.0
+    gripper_effort_n: float = 20.0
+    arm_joints: tuple[str, ...] = ()
+    gripper_joints: tuple[str, ...] = ()
+    gripper_joint_scale: float = 1.0
+    gripper_joint_offset: float = 0.0
+    gripper_command_scale: float = 1.0
+    gripper_command_offset: float = 0.0
+    gripper_deadband_m: float = 0.002
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """The task as the robot side knows it (no simulator): name, instruction, objects, step budget."""
+
+    name: str = "robot_task"
+    instruction: str = ""
+    objects: tuple[str, ...] = ()
+    max_steps: int = 400
+
+
+@dataclass(frozen=True)
+class BridgeConfig:
+    """Everything the bridge needs (see ``configs/bridge/*.yaml``).
+
+    Attributes:
+        transport: ``dds`` (Cyclone DDS, no ROS install), ``rclpy`` (a ROS 2 node), ``inprocess`` (tests).
+        domain_id: ROS_DOMAIN_ID / DDS domain (0..232).
+        loopback_only: DDS only: bind Cyclone to 127.0.0.1, no multicast (rehearsal and tests).
+        rate_hz: control rate (Hz); one command per ``step``.
+        base_frame: ``header.frame_id`` of commands and the frame of the workspace box.
+        image_size: ``(H, W)`` px of every camera image in the Observation.
+        image_resize: centre-crop each camera image to the aspect of ``image_size`` and resize it (OpenCV
+            ``INTER_AREA``); if False a camera of another size is a malformed message.
+        startup_timeout_s: ``reset`` waits this long (s) for every required topic.
+        watchdog: run the background watchdog that sends stops when the policy misses its deadline.
+        abort_after_stale_s: if required topics stay stale or missing this long (s) during an episode,
+            ``step`` raises :class:`bridge.errors.MissingTopicError` (after commanding a stop) to end it.
+        dry_run: log commands instead of sending them.
+        oracle_side_channel: read ``topics.oracle_privileged`` into ``Observation.privileged``;
+            SIM-ONLY (rehearsal with oracle planner/verifier/executor), never on a real robot.
+        gripper_mode: ``topic`` (control_msgs/msg/GripperCommand on a topic), ``action``
+            (control_msgs/action/GripperCommand, rclpy transport only) or ``none``.
+    """
+
+    transport: str = "dds"
+    domain_id: int = 0
+    loopback_only: bool = True
+    rate_hz: float = 20.0
+    base_frame: str = "base_link"
+    image_size: tuple[int, int] = (128, 128)
+    image_resize: bool = False
+    startup_timeout_s: float = 10.0
+    watchdog: bool = True
+    abort_after_stale_s: float = 2.0
+    dry_run: bool = False
+    oracle_side_channel: bool = False
+    gripper_mode: str = "topic"
+    topics: Topics = field(default_factory=Topics)
+    action: ActionMapping = field(default_factory=ActionMapping)
+    safety: SafetyLimits = field(default_factory=SafetyLimits)
+    task: TaskConfig = field(default_factory=TaskConfig)
+
+    @property
+    def dt(self) -> float:
+        return 1.0 / self.rate_hz
+
+    @property
+    def required_topics(self) -> tuple[str, ...]:
+        """Topics whose freshness the watchdog enforces: every camera image, joint states, eef pose."""
+        req = [c.image for c in self.topics.cameras.values()] + [self.topics.joint_states]
+        if self.action.space == "eef_delta" and self.topics.eef_pose:
+            req.append(self.topics.eef_pose)
+        return tuple(req)
+
+
+def _build(cls, data: Mapping[str, Any] | None, where: str):
+    data = dict(data or {})
+    known = {f.name: f for f in fields(cls)}
+    unknown = sorted(set(data) - set(known))
+    if unknown:
+        raise ConfigError(f"unknown key(s) {unknown} in {where}; known: {sorted(known)}")
+    kw = {}
+    for name, value in data.items():
+        if isinstance(value, list):
+            value = tuple(value)
+        kw[name] = value
+    try:
+        return cls(**kw)
+    except TypeError as e:
+        raise ConfigError(f"bad {where}: {e}") from e
+
+
+def bridge_config_from_dict(d: Mapping[str, Any]) -> BridgeConfig:
+    """Validate a plain dict (from YAML or ``OmegaConf.to_container``) into a :class:`BridgeConfig`.
+
+    Raises:
+        ConfigError: on unknown keys, bad enum values or inconsistent topics (message names the key).
+    """
+    d = dict(d)
+    topics = dict(d.pop("topics", {}) or {})
+    cams = {}
+    for name, c in (topics.pop("cameras", {}) or {}).items():
+        cams[name] = _build(CameraTopic, {"image": c} if isinstance(c, str) else c, f"topics.cameras.{name}")
+    topics_cfg = _build(Topics, {**topics, "cameras": cams}, "topics")
+    action = _build(ActionMapping, d.pop("action", {}), "action")
+    safety = _build(SafetyLimits, d.pop("safety", {}), "safety")
+    task = _build(TaskConfig, d.pop("task", {}), "task")
+    cfg = _build(BridgeConfig, {**d, "topics": topics_cfg, "action": action, "safety": safety, "task": task}, "bridge")
+    if cfg.transport not in TRANSPORTS:
+        raise ConfigError(f"bridge.transport={cfg.transport!r}; expected one of {TRANSPORTS}")
+    if action.space not in ACTION_SPACES:
+        raise ConfigError(f"action.space={action.space!r}; expected one of {ACTION_SPACES}")
+    if cfg.gripper_mode not in GRIPPER_MODES:
+        raise ConfigError(f"gripper_mode={cfg.gripper_mode!r}; expected one of {GRIPPER_MODES}")
+    if cfg.gripper_mode == "action" and cfg.transport != "rclpy":
+        raise ConfigError("gripper_mode=action needs transport=rclpy (an action over raw DDS is not implemented; "
+                          "use gripper_mode=topic)")
+    if not 0 <= int(cfg.domain_id) <= 232:
+        raise ConfigError(f"domain_id={cfg.domain_id} outside 0..232")
+    if not cfg.rate_hz > 0:
+        raise ConfigError(f"rate_hz must be > 0, got {cfg.rate_hz}")
+    if not topics_cfg.cameras:
+        raise ConfigError("topics.cameras is empty: the bridge needs at least one camera")
+    if action.space == "eef_delta" and not (topics_cfg.twist_cmd and topics_cfg.eef_pose):
+        raise ConfigError("action.space=eef_delta needs topics.twist_cmd and topics.eef_pose")
+    if action.space == "joint_pos" and not (topics_cfg.joint_trajectory_cmd and action.arm_joints):
+        raise ConfigError("action.space=joint_pos needs topics.joint_trajectory_cmd and action.arm_joints")
+    if cfg.oracle_side_channel and not topics_cfg.oracle_privileged:
+        raise ConfigError("oracle_side_channel=true needs topics.oracle_privileged")
+    return cfg
+
+
+def load_bridge_config(path: str | Path) -> BridgeConfig:
+    """Read a bridge YAML file (the ``bridge:`` key if present, else the whole file).
+
+    Raises:
+        ConfigError: if the file is missing, not YAML, or invalid.
+    """
+    path = Path(path)
+    try:
+        d = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        raise ConfigError(f"cannot read bridge config {path}: {e}") from e
+    if not isinstance(d, dict):
+        raise ConfigError(f"bridge config {path} is not a mapping")
+    return bridge_config_from_dict(d.get("bridge", d))

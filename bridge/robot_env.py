@@ -1,0 +1,478 @@
+"""``RobotEnv``: a real (or simulated) robot behind tandem's ``Env`` protocol, over any transport.
+
+Observation assembly: the latest valid message of each camera (``sensor_msgs/Image``), of
+``/joint_states`` (``sensor_msgs/JointState``) and of the end-effector pose
+(``geometry_msgs/PoseStamped``) are kept with their header stamps; ``Observation.proprio`` is
+``[eef x, y, z (m, base frame), qw, qx, qy, qz, gripper width (m)]`` (``tandem.types.PROPRIO_LAYOUT``).
+
+Commands: each ``step(action)`` (or each action of ``execute_chunk(ActionChunk)``) maps the action (:mod:`bridge.action_mapping`), passes it through
+the :class:`bridge.safety.SafetyLayer` and publishes a ``TwistStamped`` (MoveIt Servo) or a
+``JointTrajectory`` (joint_trajectory_controller) plus, when the width changes, a gripper command;
+then it waits for the next control tick (``rate_hz``) and returns the new observation.
+
+Bad input never produces an unsafe command: malformed, out-of-order or future-stamped messages are
+dropped and recorded; a missing or stale topic, a late policy, a NaN action, an e-stop, or an
+exception in the caller (:meth:`RobotEnv.stop`) all make the command a stop, recorded in ``events``.
+A background watchdog also publishes stops while no ``step`` arrives within the policy deadline.
+
+``Observation.privileged`` is never set from robot data. Only the SIM-ONLY oracle side channel
+(``oracle_side_channel: true``, a JSON ``std_msgs/String`` published by the simulated robot) fills
+it, for rehearsals with oracle planners/verifiers/executors; never enable it on a real robot.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from bridge import conversions as cv
+from bridge.action_mapping import action_dim, action_to_command
+from bridge.config import BridgeConfig
+from bridge.errors import MalformedMessageError, MissingTopicError
+from bridge.safety import Command, SafetyLayer
+from bridge.transport import Transport
+from tandem.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.types import ActionChunk, Observation, TaskSpec
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Sample:
+    """A converted message: ``value``, header ``stamp`` (s), local receive time ``received`` (s)."""
+
+    value: Any
+    stamp: float
+    received: float
+
+
+def crop_resize(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """Centre-crop ``uint8 (H, W, 3)`` to the aspect ratio of ``size = (h, w)`` px, then resize (``cv2.INTER_AREA``)."""
+    import cv2
+
+    h, w = size
+    H, W = img.shape[:2]
+    if H * w > W * h:  # too tall
+        ch = max(1, round(W * h / w))
+        y0 = (H - ch) // 2
+        img = img[y0:y0 + ch]
+    elif H * w < W * h:  # too wide
+        cw = max(1, round(H * w / h))
+        x0 = (W - cw) // 2
+        img = img[:, x0:x0 + cw]
+    return np.ascontiguousarray(cv2.resize(img, (w, h), interpolation=cv2.INTER_AREA))
+
+
+class RobotEnv:
+    """The Env protocol over ROS 2 topics (see module docstring).
+
+    Args:
+        config: the bridge config.
+        transport: a :class:`bridge.transport.Transport` (DDS, rclpy, in-process, or dry-run wrapper).
+        spec: the TaskSpec; default built from ``config.task``.
+
+    Attributes:
+        events: every safety/bad-input event as JSON-safe dicts ``{"kind", "t", "detail", "stopped"}``.
+        sent: number of commands published.
+        camera_info: camera name -> latest ``sensor_msgs/CameraInfo`` as ``{"K" (3, 3) px, "D", "R", "P",
+            "image_size", "distortion_model"}`` (for cameras with an ``info`` topic; at the camera's native size).
+    """
+
+    def __init__(self, config: BridgeConfig, transport: Transport, spec: TaskSpec | None = None):
+        self.config, self.transport = config, transport
+        c, t = config, config.topics
+        self.spec = spec or TaskSpec(name=c.task.name, instruction=c.task.instruction, objects=tuple(c.task.objects),
+                                     max_steps=c.task.max_steps, cameras=tuple(t.cameras),
+                                     image_size=tuple(c.image_size), control_dt=c.dt)
+        self.action_dim = action_dim(c.action)
+        self.action_low = -np.ones(self.action_dim, np.float32)
+        self.action_high = np.ones(self.action_dim, np.float32)
+        if c.action.space == "joint_pos":
+            self.action_low[:-1], self.action_high[:-1] = -np.pi, np.pi
+        self.joint_mode = c.action.space == "joint_pos"
+        self.safety = SafetyLayer(c.safety, c.dt, c.required_topics, joint_mode=self.joint_mode)
+        self._lock = threading.RLock()
+        self._pub_lock = threading.Lock()
+        self.camera_info: dict[str, dict] = {}
+        self._latest: dict[str, Sample] = {}
+        self._privileged: Sample | None = None
+        self._last_gripper_sent: tuple[float, float] | None = None
+        self._last_obs_time: float | None = None
+        self._next_tick: float | None = None
+        self._t0 = transport.now()
+        self._step = 0
+        self._closed = False
+        self._watchdog_stopping = False
+        self._warned_gripper = False
+        self._stale_since: float | None = None
+        self.sent = 0
+
+        self._types = transport.msg_type
+        for name, cam in t.cameras.items():
+            transport.create_subscription(cam.image, "sensor_msgs/msg/Image",
+                                          lambda m, topic=cam.image: self._on_msg(topic, m, self._conv_image))
+            if cam.info:
+                transport.create_subscription(cam.info, "sensor_msgs/msg/CameraInfo",
+                                              lambda m, name=name: self._on_camera_info(name, m))
+        transport.create_subscription(t.joint_states, "sensor_msgs/msg/JointState",
+                                      lambda m: self._on_msg(t.joint_states, m, cv.msg_to_joint_state))
+        if t.eef_pose:
+            transport.create_subscription(t.eef_pose, "geometry_msgs/msg/PoseStamped",
+                                          lambda m: self._on_msg(t.eef_pose, m, cv.msg_to_pose))
+        transport.create_subscription(t.estop, "std_msgs/msg/Bool", self._on_estop, reliable=True)
+        transport.create_subscription(t.estop_reset, "std_msgs/msg/Bool", self._on_estop_reset, reliable=True)
+        if c.oracle_side_channel:
+            log.warning("ORACLE SIDE CHANNEL ENABLED (%s): simulation rehearsal only, never on a real robot",
+                        t.oracle_privileged)
+            transport.create_subscription(t.oracle_privileged, "std_msgs/msg/String", self._on_privileged)
+        if self.joint_mode:
+            self._pub_cmd = transport.create_publisher(t.joint_trajectory_cmd, "trajectory_msgs/msg/JointTrajectory")
+        else:
+            self._pub_cmd = transport.create_publisher(t.twist_cmd, "geometry_msgs/msg/TwistStamped")
+        self._pub_gripper = None
+        if c.gripper_mode == "topic" and t.gripper_cmd:
+            self._pub_gripper = transport.create_publisher(t.gripper_cmd, "control_msgs/msg/GripperCommand")
+        self._last_step_call = transport.now()
+        self._watchdog_thread = None
+        if c.watchdog:
+            self._watchdog_thread = threading.Thread(target=self._watchdog_loop, name="bridge-watchdog", daemon=True)
+            self._watchdog_thread.start()
+
+    # ---- receiving --------------------------------------------------------------------------------------
+    def _conv_image(self, msg: Any) -> np.ndarray:
+        img = cv.msg_to_image(msg)
+        if self.config.image_resize and img.shape[:2] != tuple(self.config.image_size):
+            img = crop_resize(img, tuple(self.config.image_size))
+        if img.shape[:2] != tuple(self.config.image_size):
+            raise MalformedMessageError(f"image is {img.shape[0]}x{img.shape[1]} px, config.image_size is "
+                                        f"{tuple(self.config.image_size)}")
+        return img
+
+    def _on_msg(self, topic: str, msg: Any, convert) -> None:
+        now = self.transport.now()
+        try:
+            stamp = cv.stamp_to_sec(msg.header.stamp)
+            value = convert(msg)
+        except (MalformedMessageError, AttributeError, TypeError, ValueError) as e:
+            self.safety.record("malformed_message", now, f"{topic}: {e}")
+            return
+        with self._lock:
+            prev = self._latest.get(topic)
+            if prev is not None and stamp < prev.stamp:
+                self.safety.record("out_of_order", now, f"{topic}: stamp {stamp:.6f} older than {prev.stamp:.6f}")
+                return
+            if stamp - now > self.config.safety.max_clock_skew_s:
+                self.safety.record("clock_skew", now, f"{topic}: stamp {stamp - now:.3f} s in the future", stopped=True)
+                return
+            self._latest[topic] = Sample(value, stamp, now)
+
+    def _on_camera_info(self, name: str, msg: Any) -> None:
+        try:
+            info = cv.msg_to_camera_info(msg)
+        except MalformedMessageError as e:
+            self.safety.record("malformed_message", self.transport.now(), f"camera_info[{name}]: {e}")
+            return
+        with self._lock:
+            self.camera_info[name] = info
+
+    def _on_estop(self, msg: Any) -> None:
+        if bool(getattr(msg, "data", True)):
+            self.safety.trigger_estop(self.transport.now(), f"{self.config.topics.estop} = true")
+            self._publish(Command.stop_command(self.joint_mode))
+
+    def _on_estop_reset(self, msg: Any) -> None:
+        if bool(getattr(msg, "data", False)):
+            self.safety.reset_estop(self.transport.now(), f"{self.config.topics.estop_reset} = true")
+
+    def _on_privileged(self, msg: Any) -> None:
+        now = self.transport.now()
+        try:
+            d = cv.msg_to_json(msg)
+            stamp = float(d.get("stamp", now))
+        except (MalformedMessageError, TypeError, ValueError) as e:
+            self.safety.record("malformed_message", now, f"{self.config.topics.oracle_privileged}: {e}")
+            return
+        with self._lock:
+            self._privileged = Sample(d, stamp, now)
+
+    # ---- the Env protocol -------------------------------------------------------------------------------
+    @property
+    def events(self) -> list[dict]:
+        return [e.to_json() for e in self.safety.events]
+
+    def stamps(self) -> dict[str, float | None]:
+        """Required topic -> header stamp (s) of its latest valid message, or None."""
+        with self._lock:
+            return {k: (self._latest[k].stamp if k in self._latest else None) for k in self.config.required_topics}
+
+    def wait_for_topics(self, timeout_s: float | None = None) -> None:
+        """Block until every required topic has a fresh message (and the oracle channel, if enabled).
+
+        Raises:
+            MissingTopicError: naming the topics still missing or stale after ``timeout_s`` (s).
+        """
+        timeout_s = self.config.startup_timeout_s if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
+        while True:
+            problems = self.safety.check_freshness(self.transport.now(), self.stamps())
+            if self.config.oracle_side_channel and self._privileged is None:
+                problems.append(("missing_topic", f"{self.config.topics.oracle_privileged}: no oracle data"))
+            if not problems:
+                return
+            if time.monotonic() > deadline:
+                raise MissingTopicError("robot topics not ready after "
+                                        f"{timeout_s} s: " + "; ".join(d for _, d in problems))
+            time.sleep(0.01)
+
+    def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        """Wait for every required topic, send a stop, and return the first observation.
+
+        A real robot is not re-positioned: ``seed`` is recorded only. Returns ``(obs, info)``.
+
+        Raises:
+            MissingTopicError: if a required topic publishes nothing fresh within ``startup_timeout_s``.
+        """
+        self.wait_for_topics()
+        self._adopt_oracle_spec()
+        self._publish(Command.stop_command(self.joint_mode))
+        self._t0 = self.transport.now()
+        self._step = 0
+        self._next_tick = None
+        self._stale_since = None
+        obs = self._observe()
+        self._last_obs_time = self._last_step_call = self.transport.now()
+        return obs, {"seed": seed, **self._oracle_info()}
+
+    def step(self, action: np.ndarray) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Send one safe command for ``action`` ``(A,)``, wait for the next tick, observe.
+
+        Returns ``(obs, 0.0, terminated, truncated, info)``; ``info["safety_events"]`` lists this
+        step's events, ``info["stopped"]`` whether the command sent was a stop, ``info["success"]``
+        only with the sim-only oracle side channel. ``truncated`` once ``max_steps`` is reached or
+        while the e-stop is latched.
+
+        Raises:
+            NonFiniteActionError: after commanding a stop, if ``action`` has NaN/inf.
+            MissingTopicError: after commanding a stop, once required topics have been stale or missing
+                for more than ``abort_after_stale_s``.
+        """
+        now = self.transport.now()
+        self._last_step_call = now
+        n_before = len(self.safety.events)
+        deadline_missed = (self._last_obs_time is not None
+                           and now - self._last_obs_time > self.config.safety.policy_deadline_s)
+        try:
+            cmd = action_to_command(action, self.config.action)
+        except TandemError as e:  # NaN/inf (NonFiniteActionError) or a wrong action length (ConfigError)
+            kind = "nonfinite_action" if isinstance(e, NonFiniteActionError) else "bad_action"
+            self.safety.record(kind, now, str(e), stopped=True)
+            self._publish(Command.stop_command(self.joint_mode))
+            raise
+        with self._lock:
+            eef = self._latest.get(self.config.topics.eef_pose)
+            js = self._latest.get(self.config.topics.joint_states)
+        joint_q = self._arm_joint_positions(js.value) if js is not None else None
+        safe, _ = self.safety.filter(cmd, now=now, stamps=self.stamps(),
+                                     eef_position=None if eef is None else eef.value[0],
+                                     joint_positions=joint_q, deadline_missed=deadline_missed)
+        self._publish(safe)
+        self._check_abort(now)
+        self._wait_tick()
+        obs = self._observe()
+        self._last_obs_time = self.transport.now()
+        self._step += 1
+        new_events = [e.to_json() for e in self.safety.events[n_before:]]
+        info = {"safety_events": new_events, "stopped": safe.stop, **self._oracle_info()}
+        terminated = bool(info.get("success", False))
+        truncated = self._step >= self.spec.max_steps or self.safety.estopped
+        return obs, 0.0, terminated, truncated, info
+
+    def execute_chunk(self, chunk: ActionChunk) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Send an :class:`ActionChunk` ``(H, A)`` as timed commands, one per control tick (``chunk.dt``).
+
+        Stops early when a step terminates, truncates or was turned into a stop by the safety layer.
+        Returns the last step's ``(obs, reward, terminated, truncated, info)`` with
+        ``info["executed"]`` = the number of actions sent.
+
+        Raises:
+            ConfigError: if ``chunk.space`` is not ``action.space`` or ``chunk.dt`` differs from
+                ``1 / rate_hz`` by more than 1 ms (resample the chunk first).
+            NonFiniteActionError, MissingTopicError: as :meth:`step`.
+        """
+        if chunk.space != self.config.action.space:
+            raise ConfigError(f"ActionChunk.space={chunk.space!r} but the bridge maps {self.config.action.space!r}")
+        if abs(chunk.dt - self.config.dt) > 1e-3:
+            raise ConfigError(f"ActionChunk.dt={chunk.dt} s but the bridge runs at {self.config.dt} s per command")
+        if len(chunk.actions) == 0:
+            raise ConfigError("ActionChunk has no actions")
+        executed = 0
+        for a in chunk.actions:
+            obs, r, term, trunc, info = self.step(a)
+            executed += 1
+            if term or trunc or info["stopped"]:
+                break
+        info["executed"] = executed
+        return obs, r, term, trunc, info
+
+    def _check_abort(self, now: float) -> None:
+        """Raise MissingTopicError once the robot topics have been stale for ``abort_after_stale_s``."""
+        problems = self.safety.check_freshness(now, self.stamps())
+        if not problems:
+            self._stale_since = None
+            return
+        if self._stale_since is None:
+            self._stale_since = now
+        elif now - self._stale_since > self.config.abort_after_stale_s:
+            raise MissingTopicError(f"robot topics stale for more than {self.config.abort_after_stale_s} s "
+                                    "(the robot was commanded to stop): " + "; ".join(d for _, d in problems))
+
+    def stop(self, reason: str) -> None:
+        """Command a stop now and record ``reason`` (use on any exception in the agent loop)."""
+        self.safety.record("stop_requested", self.transport.now(), reason, stopped=True)
+        self._publish(Command.stop_command(self.joint_mode))
+
+    def close(self) -> None:
+        """Send a final stop, stop the watchdog, close the transport."""
+        if self._closed:
+            return
+        try:
+            self._publish(Command.stop_command(self.joint_mode))
+        finally:
+            self._closed = True
+            if self._watchdog_thread is not None:
+                self._watchdog_thread.join(timeout=1.0)
+            self.transport.close()
+
+    # ---- internals ----------------------------------------------------------------------------------
+    def _arm_joint_positions(self, js: dict) -> np.ndarray | None:
+        names = self.config.action.arm_joints
+        if not names:
+            return None
+        idx = {n: i for i, n in enumerate(js["name"])}
+        if any(n not in idx for n in names):
+            return None
+        return np.asarray([js["position"][idx[n]] for n in names])
+
+    def _gripper_width(self, js: dict | None) -> float:
+        a = self.config.action
+        if js is None or not a.gripper_joints:
+            return 0.0
+        idx = {n: i for i, n in enumerate(js["name"])}
+        q = [js["position"][idx[n]] for n in a.gripper_joints if n in idx]
+        if not q:
+            if not self._warned_gripper:
+                self.safety.record("gripper_joints_missing", self.transport.now(),
+                                   f"none of {list(a.gripper_joints)} in {self.config.topics.joint_states}; "
+                                   f"gripper width reported as 0")
+                self._warned_gripper = True
+            return 0.0
+        return float(a.gripper_joint_scale * sum(q) + a.gripper_joint_offset)
+
+    def _observe(self) -> Observation:
+        with self._lock:
+            latest = dict(self._latest)
+            priv = self._privileged
+        images = {}
+        for name, cam in self.config.topics.cameras.items():
+            s = latest.get(cam.image)
+            if s is None:
+                raise MissingTopicError(f"camera {name!r} ({cam.image}) has no valid image")
+            images[name] = s.value
+        eef = latest.get(self.config.topics.eef_pose) if self.config.topics.eef_pose else None
+        pos, quat = (np.zeros(3), np.array([1.0, 0, 0, 0])) if eef is None else eef.value
+        js = latest.get(self.config.topics.joint_states)
+        width = self._gripper_width(None if js is None else js.value)
+        proprio = np.concatenate([pos, quat, [width]]).astype(np.float32)
+        privileged = None
+        if self.config.oracle_side_channel and priv is not None:
+            privileged = priv.value.get("privileged")
+        return Observation(images=images, proprio=proprio, t=self.transport.now() - self._t0,
+                           privileged=privileged, step=self._step)
+
+    def _adopt_oracle_spec(self) -> None:
+        """SIM-ONLY: take the TaskSpec (goals, skills) the simulated robot sends on the oracle channel."""
+        if not self.config.oracle_side_channel or self._privileged is None:
+            return
+        d = self._privileged.value.get("spec")
+        if not isinstance(d, dict):
+            return
+        tup = {k: tuple(v) for k, v in d.items() if k in ("objects", "goals", "targets") and v is not None}
+        self.spec = TaskSpec(**{**d, **tup, "cameras": tuple(self.config.topics.cameras),
+                                "image_size": tuple(self.config.image_size), "control_dt": self.config.dt})
+
+    def _oracle_info(self) -> dict[str, Any]:
+        if not self.config.oracle_side_channel or self._privileged is None:
+            return {}
+        return {"success": bool(self._privileged.value.get("success", False)), "oracle_side_channel": True}
+
+    def _wait_tick(self) -> None:
+        dt = self.config.dt
+        now = time.monotonic()
+        if self._next_tick is None or now > self._next_tick + dt:
+            self._next_tick = now + dt  # late: re-anchor instead of bursting
+        else:
+            self._next_tick += dt
+        delay = self._next_tick - now
+        if delay > 0:
+            time.sleep(delay)
+
+    def _publish(self, cmd: Command) -> None:
+        with self._pub_lock:  # the main loop, the watchdog and the e-stop callback all publish
+            self._publish_locked(cmd)
+
+    def _publish_locked(self, cmd: Command) -> None:
+        if self._closed:
+            return
+        types, now = self._types, self.transport.now()
+        try:
+            if self.joint_mode:
+                q = np.zeros((0, len(self.config.action.arm_joints))) if cmd.stop else cmd.joint_positions[None]
+                msg = cv.joint_trajectory_to_msg(types, self.config.action.arm_joints, q, self.config.dt, now,
+                                                 self.config.base_frame)
+            else:
+                msg = cv.twist_to_msg(types, cmd.linear, cmd.angular, now, self.config.base_frame)
+            self._pub_cmd(msg)
+            self.sent += 1
+            if cmd.gripper_width is not None and not cmd.stop:
+                g = (float(cmd.gripper_width), float(cmd.gripper_effort or 0.0))
+                last = self._last_gripper_sent
+                if (last is None or abs(g[0] - last[0]) > self.config.action.gripper_deadband_m
+                        or abs(g[1] - last[1]) > 1e-6):
+                    self._send_gripper(*g)
+                    self._last_gripper_sent = g
+        except TandemError:
+            raise
+        except Exception as e:  # a transport failure must not hide behind a traceback deep in DDS
+            self.safety.record("publish_failed", now, f"{type(e).__name__}: {e}", stopped=True)
+            log.error("publishing a command failed: %s", e)
+
+    def _send_gripper(self, width: float, effort: float) -> None:
+        a = self.config.action
+        width = a.gripper_command_scale * width + a.gripper_command_offset  # metres -> controller units
+        if self.config.gripper_mode == "topic" and self._pub_gripper is not None:
+            self._pub_gripper(cv.gripper_to_msg(self._types, width, effort))
+        elif self.config.gripper_mode == "action":
+            self.transport.send_gripper_goal(self.config.topics.gripper_cmd, width, effort)  # rclpy only
+
+    def _watchdog_loop(self) -> None:
+        """Publish stops while the policy is later than its deadline (the robot must not keep moving)."""
+        dt = self.config.dt
+        while not self._closed:
+            time.sleep(dt)
+            if self._closed or self._last_obs_time is None:
+                continue
+            now = self.transport.now()
+            in_step = self._last_step_call > self._last_obs_time
+            if not in_step and now - self._last_obs_time > self.config.safety.policy_deadline_s:
+                if not self._watchdog_stopping:
+                    self.safety.record("deadline_missed", now, "watchdog: no command within "
+                                       f"{self.config.safety.policy_deadline_s} s", stopped=True)
+                    self._watchdog_stopping = True
+                self._publish(Command.stop_command(self.joint_mode))
+            else:
+                self._watchdog_stopping = False

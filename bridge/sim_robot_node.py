@@ -1,0 +1,189 @@
+"""A simulated robot on the bridge's transport: any ``tandem.protocols.Env`` published as a ROS 2 robot.
+
+It plays the robot-PC side of a deployment so the whole bridge can be rehearsed on one machine:
+
+* publishes each camera as ``sensor_msgs/Image`` (+ ``CameraInfo`` when intrinsics are given), the
+  gripper fingers on ``/joint_states`` (``sensor_msgs/JointState``), and the end-effector pose as
+  ``geometry_msgs/PoseStamped`` in ``base_frame``, all stamped with the transport clock;
+* executes received ``geometry_msgs/TwistStamped`` and ``control_msgs/GripperCommand`` by mapping
+  them back to an env action (:func:`bridge.action_mapping.twist_to_action`), like MoveIt Servo it
+  holds still when no command arrived within ``command_timeout_s`` (Servo's
+  ``incoming_command_timeout``);
+* optionally publishes the SIM-ONLY oracle side channel (:mod:`bridge.oracle_channel`).
+
+The env is stepped only while fresh commands arrive; when idle, the last observation is republished
+with new stamps (a real robot keeps publishing while it stands still).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import asdict
+from typing import Any
+
+import numpy as np
+
+from bridge import conversions as cv
+from bridge.action_mapping import twist_to_action
+from bridge.config import BridgeConfig
+from bridge.errors import MalformedMessageError
+from bridge.oracle_channel import PRIVILEGED_TOPIC, OracleChannelServer, jsonable
+from bridge.transport import Transport
+from tandem.protocols import Env
+from tandem.types import Observation
+
+log = logging.getLogger(__name__)
+
+
+class SimRobotNode:
+    """Serve ``env`` as a ROS 2 robot over ``transport`` with the topics of ``config``.
+
+    Args:
+        env: the simulated env (7-D OSC_POSE ``eef_delta`` actions).
+        transport: the transport (DDS on loopback for rehearsals).
+        config: the same bridge config the bridge uses (topics, frames, rate, action mapping).
+        command_timeout_s: hold still when the latest twist is older than this (s).
+        camera_intrinsics: camera name -> ``K (3, 3)`` (px) to publish ``CameraInfo``; optional.
+        oracle: publish the sim-only oracle side channel (privileged state, success, TaskSpec).
+        waypoints_fn: sim-only: subgoal JSON -> ``{"waypoints": [...], ...}`` for the oracle channel.
+        goals_limit: sim-only: keep only the first ``goals_limit`` task goals in the oracle channel (a
+            shortened task for quick rehearsals and tests); None keeps all.
+    """
+
+    def __init__(self, env: Env, transport: Transport, config: BridgeConfig, command_timeout_s: float = 0.25,
+                 camera_intrinsics: dict[str, np.ndarray] | None = None, oracle: bool = True,
+                 waypoints_fn=None, goals_limit: int | None = None):
+        if config.action.space != "eef_delta":
+            raise MalformedMessageError("the simulated robot executes eef_delta (TwistStamped) commands only")
+        self.env, self.transport, self.config = env, transport, config
+        self.command_timeout_s = command_timeout_s
+        self.camera_intrinsics = camera_intrinsics or {}
+        self.goals_limit = goals_limit
+        t = config.topics
+        self._lock = threading.Lock()
+        self._twist: tuple[np.ndarray, np.ndarray, float] | None = None
+        self._gripper_width: float | None = None
+        self._gripper_action = -1.0
+        self.steps = 0
+        self.commands_received = 0
+        self.last_obs: Observation | None = None
+        self.last_info: dict[str, Any] = {}
+        tp = transport
+        self._pub_img = {n: tp.create_publisher(c.image, "sensor_msgs/msg/Image", depth=1) for n, c in t.cameras.items()}
+        self._pub_info = {n: tp.create_publisher(c.info, "sensor_msgs/msg/CameraInfo")
+                          for n, c in t.cameras.items() if c.info and n in self.camera_intrinsics}
+        self._pub_js = tp.create_publisher(t.joint_states, "sensor_msgs/msg/JointState")
+        self._pub_pose = tp.create_publisher(t.eef_pose, "geometry_msgs/msg/PoseStamped")
+        self._pub_oracle = tp.create_publisher(t.oracle_privileged or PRIVILEGED_TOPIC, "std_msgs/msg/String") if oracle else None
+        tp.create_subscription(t.twist_cmd, "geometry_msgs/msg/TwistStamped", self._on_twist, reliable=False)
+        if t.gripper_cmd:
+            tp.create_subscription(t.gripper_cmd, "control_msgs/msg/GripperCommand", self._on_gripper, reliable=True)
+        self.oracle_server = OracleChannelServer(tp, waypoints_fn) if (oracle and waypoints_fn) else None
+
+    # ---- commands in ---------------------------------------------------------------------------------
+    def _on_twist(self, msg: Any) -> None:
+        try:
+            lin, ang = cv.msg_to_twist(msg)
+        except MalformedMessageError as e:
+            log.warning("dropping malformed twist: %s", e)
+            return
+        with self._lock:
+            self._twist = (lin, ang, self.transport.now())
+            self.commands_received += 1
+
+    def _on_gripper(self, msg: Any) -> None:
+        try:
+            position, _ = cv.msg_to_gripper(msg)
+        except MalformedMessageError:
+            return
+        a = self.config.action
+        width = (position - a.gripper_command_offset) / a.gripper_command_scale  # controller units -> metres
+        with self._lock:
+            self._gripper_width = width
+
+    # ---- state out ---------------------------------------------------------------------------------------
+    def publish(self, obs: Observation, info: dict[str, Any]) -> None:
+        """Publish ``obs`` (images, finger joints, eef pose) and the oracle channel, stamped now."""
+        types, c, now = self.transport.msg_type, self.config, self.transport.now()
+        for name, pub in self._pub_img.items():
+            frame = c.topics.cameras[name].frame_id or f"{name}_optical_frame"
+            pub(cv.image_to_msg(types, obs.images[name], now, frame))
+            if name in self._pub_info:
+                self._pub_info[name](cv.camera_info_to_msg(types, self.camera_intrinsics[name],
+                                                           obs.images[name].shape[:2], now, frame))
+        a = c.action
+        width = float(obs.proprio[7]) if obs.proprio.shape[0] >= 8 else 0.0
+        if a.gripper_joints:
+            q_each = (width - a.gripper_joint_offset) / a.gripper_joint_scale / len(a.gripper_joints)
+            self._pub_js(cv.joint_state_to_msg(types, a.gripper_joints, [q_each] * len(a.gripper_joints), now))
+        else:
+            self._pub_js(cv.joint_state_to_msg(types, [], [], now))
+        self._pub_pose(cv.pose_to_msg(types, obs.proprio[:3], obs.proprio[3:7], now, c.base_frame))
+        if self._pub_oracle is not None and obs.privileged is not None:
+            priv = dict(obs.privileged)
+            spec = asdict(self.env.spec)
+            success = bool(info.get("success", priv.get("success", False)))
+            if self.goals_limit is not None:
+                goals = list(self.env.spec.goals)[: self.goals_limit]
+                preds = priv.get("predicates", {})
+                success = all(bool(preds.get(g, False)) for g in goals)
+                priv["goals"], priv["success"], spec["goals"] = goals, success, goals
+            self._pub_oracle(cv.json_to_msg(types, {"stamp": now, "step": self.steps, "privileged": jsonable(priv),
+                                                    "success": success, "spec": jsonable(spec)}))
+
+    # ---- loop -------------------------------------------------------------------------------------------
+    def reset(self, seed: int | None = None) -> Observation:
+        """Reset the env and publish its first observation."""
+        obs, info = self.env.reset(seed=seed)
+        self.last_obs, self.last_info, self.steps = obs, info, 0
+        self.publish(obs, info)
+        return obs
+
+    def step_once(self) -> bool:
+        """Serve oracle requests; step the env with the latest fresh command (else hold); publish.
+
+        Returns True if the env was stepped.
+        """
+        if self.oracle_server is not None:
+            self.oracle_server.serve_pending()
+        now = self.transport.now()
+        with self._lock:
+            twist, width = self._twist, self._gripper_width
+        stepped = False
+        if twist is not None and now - twist[2] <= self.command_timeout_s:
+            action = twist_to_action(twist[0], twist[1], width, self.config.action, self._gripper_action)
+            self._gripper_action = float(action[6])
+            obs, _r, _term, _trunc, info = self.env.step(action)
+            self.last_obs, self.last_info = obs, info
+            self.steps += 1
+            stepped = True
+        self.publish(self.last_obs, self.last_info)
+        return stepped
+
+    def run(self, duration_s: float | None = None, max_steps: int | None = None,
+            stop_event: threading.Event | None = None, publish_for_s: float | None = None) -> None:
+        """Run at ``config.rate_hz`` until ``duration_s`` (s), ``max_steps`` env steps or ``stop_event``.
+
+        ``publish_for_s``: stop publishing (return) after this many seconds, to rehearse a robot
+        driver that dies (the bridge's watchdog must then stop the robot).
+        """
+        dt, t0 = self.config.dt, time.monotonic()
+        nxt = t0
+        while True:
+            if stop_event is not None and stop_event.is_set():
+                return
+            el = time.monotonic() - t0
+            if (duration_s is not None and el >= duration_s) or (publish_for_s is not None and el >= publish_for_s):
+                return
+            if max_steps is not None and self.steps >= max_steps:
+                return
+            self.step_once()
+            nxt += dt
+            delay = nxt - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            else:
+                nxt = time.monotonic()
+

@@ -1,0 +1,81 @@
+"""The bridge's example configs compose and validate; bad configs are clear ConfigErrors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bridge.action_mapping import (
+    action_to_command,
+    gripper_action_to_width,
+    twist_to_action,
+    width_to_gripper_action,
+)
+from bridge.config import ActionMapping, bridge_config_from_dict, load_bridge_config
+from tandem.errors import ConfigError, NonFiniteActionError
+
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
+EXAMPLES = ("sim_loopback", "franka_moveit_servo", "ur_moveit_servo")
+
+
+@pytest.mark.parametrize("name", EXAMPLES)
+def test_example_configs_compose_with_hydra(name):
+    from hydra import compose, initialize_config_dir
+    from omegaconf import OmegaConf
+
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
+        cfg = compose(config_name=f"bridge/{name}")
+    d = OmegaConf.to_container(cfg, resolve=False)
+    bcfg = bridge_config_from_dict(d["bridge"])
+    assert bcfg.required_topics and bcfg.action.space == "eef_delta"
+    assert d["planner"]["name"] in ("oracle", "vlm") and d["executor"]["name"] in ("oracle_remote", "diffusion")
+    if name != "sim_loopback":
+        assert not bcfg.oracle_side_channel and bcfg.transport == "rclpy" and bcfg.gripper_mode == "action"
+        assert not bcfg.loopback_only
+
+
+def test_load_from_yaml_file():
+    cfg = load_bridge_config(CONFIG_DIR / "bridge" / "sim_loopback.yaml")
+    assert cfg.transport == "dds" and cfg.loopback_only and cfg.oracle_side_channel
+    assert cfg.dt == pytest.approx(0.05)
+
+
+BASE = {"topics": {"cameras": {"a": "/a"}, "twist_cmd": "/t", "eef_pose": "/p"}}
+
+
+@pytest.mark.parametrize("bad,match", [
+    ({"transprt": "dds"}, "unknown key"),
+    ({"transport": "zenoh"}, "transport"),
+    ({"safety": {"max_linear_speed": 1.0}}, "unknown key"),
+    ({"topics": {"cameras": {}}}, "cameras"),
+    ({"topics": {"cameras": {"a": "/a"}}}, "twist_cmd"),
+    ({"gripper_mode": "action"}, "rclpy"),
+    ({"oracle_side_channel": True}, "oracle_privileged"),
+    ({"domain_id": 300}, "domain_id"),
+    ({"action": {"space": "joint_pos"}}, "joint_trajectory_cmd"),
+])
+def test_bad_configs_raise_config_error(bad, match):
+    d = {**BASE, **bad}
+    with pytest.raises(ConfigError, match=match):
+        bridge_config_from_dict(d)
+
+
+def test_missing_file_is_config_error(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read"):
+        load_bridge_config(tmp_path / "nope.yaml")
+
+
+def test_action_mapping_round_trip():
+    m = ActionMapping(linear_scale_mps=1.0, angular_scale_radps=10.0, gripper_open_width_m=0.08, gripper_closed_width_m=0.0)
+    a = [0.2, -0.4, 1.0, 0.1, 0.0, -0.3, 1.0]
+    cmd = action_to_command(a, m)
+    assert cmd.gripper_width == pytest.approx(0.0) and cmd.linear[1] == pytest.approx(-0.4)
+    back = twist_to_action(cmd.linear, cmd.angular, cmd.gripper_width, m)
+    assert back.tolist() == pytest.approx(a, abs=1e-6)
+    assert gripper_action_to_width(-1.0, m) == pytest.approx(0.08)
+    assert width_to_gripper_action(0.04, m) == pytest.approx(0.0)
+    with pytest.raises(NonFiniteActionError):
+        action_to_command([float("nan")] * 7, m)
+    with pytest.raises(ConfigError, match="7"):
+        action_to_command([0.0] * 6, m)
