@@ -1,0 +1,1 @@
+"""Long-horizon tasks: ``registry.make_task(name)`` -> ``base.TaskDefinition`` (imported lazily)."""

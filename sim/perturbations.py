@@ -1,0 +1,213 @@
+"""Mid-episode disturbances for recovery tests, applied by :class:`sim.robosuite_env.RobosuiteEnv` inside ``step``.
+
+Perturbations (each fires at most once per episode):
+
+* ``knock_top_cube`` (stack_three): once ``on(x, y)`` first holds, x is teleported off y onto free table space
+  (lying flat on the table, at least 8 cm from every other object and 6 cm from the gripper).
+* ``pull_from_bin`` (pick_place_bins): once ``in_bin(x)`` first holds, the task's
+  :meth:`TaskDefinition.perturb` moves x back onto the table area it came from.
+* ``open_gripper`` (any task): once an object is grasped and carried (lifted > 5 cm above its start height),
+  the gripper command is forced open for :data:`OPEN_GRIPPER_STEPS` control steps so the object drops.
+
+Trigger (:class:`PerturbationSpec`): with ``at_step=k`` the perturbation fires at the first step ``>= k`` at which
+its condition holds; otherwise it fires on the ``after_success``-th *event* of its kind (an event is a predicate
+such as ``on(red,green)``, ``in_bin(milk)`` or "x carried" becoming true for the first time in the episode).
+The env reports ``info["perturbation"] = {"name", "step", "detail"}`` on the step it fires.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from tandem.errors import ConfigError, UnknownNameError
+
+if TYPE_CHECKING:
+    from sim.robosuite_env import RobosuiteEnv
+    from sim.tasks.base import TaskDefinition
+
+#: Every perturbation name; a task supports those in its ``perturbation_names``.
+PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "pull_from_bin")
+#: Perturbations implemented by the task itself through ``TaskDefinition.perturb``.
+TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin",)
+#: Control steps the gripper is forced open by ``open_gripper``.
+OPEN_GRIPPER_STEPS = 10
+#: Height (m) above the start height at which a grasped object counts as carried.
+CARRY_LIFT = 0.05
+
+
+@dataclass(frozen=True)
+class PerturbationSpec:
+    """Which perturbation to apply and when.
+
+    Attributes:
+        name: one of :data:`PERTURBATIONS` supported by the task.
+        at_step: fire at the first control step ``>= at_step`` at which the condition holds; None = event-based.
+        after_success: with ``at_step=None``, fire on the n-th event of the perturbation's kind (n >= 1).
+    """
+
+    name: str
+    at_step: int | None = None
+    after_success: int = 1
+
+
+def _event_prefix(name: str) -> str:
+    return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried("}[name]
+
+
+def _args_of(pred: str) -> tuple[str, ...]:
+    return tuple(a.strip() for a in pred.partition("(")[2].rstrip(")").split(","))
+
+
+class Perturber:
+    """Stateful trigger + effect of one :class:`PerturbationSpec` for one episode (created by the env on reset).
+
+    Args:
+        spec: the perturbation to apply.
+        task_def: the task (its ``perturbation_names`` must list ``spec.name``).
+        rng: generator for random choices (e.g. where the knocked cube lands); seeded from the episode seed.
+
+    Raises:
+        UnknownNameError: unknown perturbation, or one that the task does not support (lists valid ones).
+        ConfigError: negative ``at_step`` or ``after_success < 1``.
+    """
+
+    def __init__(self, spec: PerturbationSpec, task_def: TaskDefinition, rng: np.random.Generator) -> None:
+        self.validate(spec, task_def)
+        self.spec = spec
+        self.task_def = task_def
+        self.rng = rng
+        self.fired = False
+        self.events = 0
+        self.seen: set[str] = set()
+        self.force_open_left = 0
+        self.start_z: dict[str, float] | None = None
+
+    @staticmethod
+    def validate(spec: PerturbationSpec, task_def: TaskDefinition) -> None:
+        """Check ``spec`` against the task. Raises UnknownNameError / ConfigError (see class doc)."""
+        if spec.name not in PERTURBATIONS:
+            raise UnknownNameError("perturbation", spec.name, list(PERTURBATIONS))
+        if spec.name not in task_def.perturbation_names:
+            raise UnknownNameError(f"perturbation for task {task_def.name!r}", spec.name, list(task_def.perturbation_names))
+        if spec.at_step is not None and spec.at_step < 0:
+            raise ConfigError(f"PerturbationSpec.at_step must be >= 0, got {spec.at_step}")
+        if spec.after_success < 1:
+            raise ConfigError(f"PerturbationSpec.after_success must be >= 1, got {spec.after_success}")
+
+    # -- state for save/restore
+    def get_state(self) -> dict[str, Any]:
+        return {"fired": self.fired, "events": self.events, "seen": sorted(self.seen),
+                "force_open_left": self.force_open_left, "start_z": None if self.start_z is None else dict(self.start_z),
+                "rng": self.rng.bit_generator.state}
+
+    def set_state(self, st: dict[str, Any]) -> None:
+        self.fired, self.events, self.seen = st["fired"], st["events"], set(st["seen"])
+        self.force_open_left = st["force_open_left"]
+        self.start_z = None if st["start_z"] is None else dict(st["start_z"])
+        self.rng.bit_generator.state = st["rng"]
+
+    # -- hooks called by the env
+    def before_step(self, env: RobosuiteEnv, action: np.ndarray) -> np.ndarray:
+        """Override the action while the gripper is forced open. Returns the (possibly modified) ``(7,)`` action."""
+        if self.force_open_left > 0:
+            self.force_open_left -= 1
+            action = np.array(action, copy=True)
+            action[-1] = -1.0
+        return action
+
+    def _current_events(self, env: RobosuiteEnv, preds: dict[str, bool]) -> list[str]:
+        prefix = _event_prefix(self.spec.name)
+        if self.spec.name != "open_gripper":
+            return [p for p, v in preds.items() if v and p.startswith(prefix)]
+        poses = self.task_def.object_poses(env.rs_env, env.episode)
+        if self.start_z is None:
+            self.start_z = {k: float(v["pos"][2]) for k, v in poses.items()}
+        out = []
+        for name, pose in poses.items():
+            if preds.get(f"grasped({name})", False) and pose["pos"][2] - self.start_z.get(name, pose["pos"][2]) > CARRY_LIFT:
+                out.append(f"carried({name})")
+        return out
+
+    def after_step(self, env: RobosuiteEnv, preds: dict[str, bool] | None = None) -> dict[str, Any] | None:
+        """Check the trigger after a physics step and apply the effect. Returns the info dict when it fired.
+
+        ``preds`` are the task predicates of the current state (computed here when None).
+        """
+        if self.start_z is None and self.spec.name == "open_gripper":
+            # heights at the first step of the episode (objects settle on the table)
+            poses = self.task_def.object_poses(env.rs_env, env.episode)
+            self.start_z = {k: float(v["pos"][2]) for k, v in poses.items()}
+        if self.fired:
+            return None
+        if preds is None:
+            preds = self.task_def.predicates(env.rs_env, env.episode)
+        current = self._current_events(env, preds)
+        new = [e for e in current if e not in self.seen]
+        self.seen.update(new)
+        self.events += len(new)
+        step = env.step_count
+        if self.spec.at_step is not None:
+            if step < self.spec.at_step or not current:
+                return None
+            trigger = new[0] if new else current[0]
+        else:
+            if not new or self.events < self.spec.after_success:
+                return None
+            trigger = new[-1]
+        detail = self._apply(env, trigger)
+        if detail is None:
+            return None
+        self.fired = True
+        return {"name": self.spec.name, "step": step, "detail": detail}
+
+    # -- effects
+    def _apply(self, env: RobosuiteEnv, trigger: str) -> dict[str, Any] | None:
+        args = _args_of(trigger)
+        if self.spec.name == "open_gripper":
+            self.force_open_left = OPEN_GRIPPER_STEPS
+            return {"object": args[0], "open_steps": OPEN_GRIPPER_STEPS}
+        if self.spec.name == "knock_top_cube":
+            return knock_off(env, args[0], args[1], self.rng)
+        detail = self.task_def.perturb(env.rs_env, env.episode, self.spec.name, self.rng, target=args[0])
+        if detail is not None:
+            env._forward()
+        return detail
+
+
+def knock_off(env: RobosuiteEnv, obj: str, support: str, rng: np.random.Generator) -> dict[str, Any]:
+    """Teleport ``obj`` (resting on ``support``) to free table space, lying flat with a random yaw.
+
+    The new xy is drawn in the table region ``table_offset.xy + [-0.15, 0.15] x [-0.2, 0.2]`` (m) at least 8 cm
+    from every other object and 6 cm (xy) from the grip site; z = table top + the object's bottom offset.
+
+    Returns:
+        ``{"object", "from": [x, y, z], "to": [x, y, z], "support": support}`` (m, world).
+    """
+    rs = env.rs_env
+    poses = env.task_def.object_poses(rs, env.episode)
+    mobj = env.task_def.mujoco_object(rs, env.episode, obj)
+    table_top = np.asarray(getattr(rs, "table_offset", (0.0, 0.0, 0.8)), dtype=float)
+    eef, _ = env.eef_pose()
+    others = [np.asarray(p["pos"][:2]) for n, p in poses.items() if n != obj]
+    best, best_clear = None, -1.0
+    for _ in range(200):
+        xy = table_top[:2] + rng.uniform([-0.15, -0.2], [0.15, 0.2])
+        clear = min([np.linalg.norm(xy - o) for o in others] + [np.inf])
+        clear_eef = np.linalg.norm(xy - eef[:2])
+        if clear >= 0.08 and clear_eef >= 0.06:
+            best = xy
+            break
+        score = min(clear, clear_eef + 0.02)
+        if score > best_clear:
+            best, best_clear = xy, score
+    z = table_top[2] - float(mobj.bottom_offset[2]) + 0.001
+    yaw = rng.uniform(-math.pi, math.pi)
+    quat = np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
+    before = list(map(float, poses[obj]["pos"]))
+    to = np.array([best[0], best[1], z])
+    env.teleport({obj: (to, quat)})
+    return {"object": obj, "support": support, "from": before, "to": to.round(4).tolist()}

@@ -1,0 +1,498 @@
+"""robosuite -> tandem adapter: :class:`RobosuiteEnv` implements ``tandem.protocols.Env``.
+
+What it adds on top of robosuite 1.5.2 (see /work/shared/FIELD-NOTES.md for the measured facts):
+
+* **Fast offscreen rendering**: MSAA off (``model.vis.quality.offsamples = 0`` and re-created context buffers)
+  and the table's planar reflection off (``mjRND_REFLECTION`` cleared). Images are rendered by the adapter
+  *after* the final ``mj_forward`` of a step (so they never lag qpos) and flipped upright (origin top-left).
+* **Seeding**: ``reset(seed)`` builds ``np.random.default_rng(seed)``, draws the episode from it
+  (``task.sample_spec``), and gives the same generator to robosuite (``env.rng``: robot init noise) and to every
+  placement sampler. Same seed -> identical initial state and instruction.
+* **Exact save/restore**: ``mj_getState/mj_setState(mjSTATE_INTEGRATION)`` + ``mj_forward``, plus each gripper's
+  Python-side ``current_action`` and the adapter's own counters.
+* **Robustness**: NaN/inf actions raise :class:`NonFiniteActionError`; diverging physics raises
+  :class:`SimUnstableError` (NaN, |qpos| or |qvel| beyond limits, or a MuJoCo bad-qacc/qpos/qvel warning, after
+  which MuJoCo silently resets the data).
+
+Proprio frame: the end-effector pose in ``Observation.proprio`` is the **grip site** frame
+(``gripper0_right_grip_site``), i.e. the frame the OSC controller tracks (``controller.ref_name``). robosuite's
+``robot0_eef_quat`` is the *hand body* frame, rotated ~45 deg in yaw w.r.t. the site; we do not use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from sim import cameras as camgeo
+from sim.perturbations import PerturbationSpec, Perturber
+from sim.tasks.base import TaskDefinition, TaskEpisode
+from sim.tasks.registry import make_task
+from tandem.errors import (
+    ConfigError,
+    NonFiniteActionError,
+    PlacementError,
+    SimUnstableError,
+    TandemError,
+    UnknownNameError,
+)
+from tandem.types import Observation, TaskSpec
+
+#: User-facing camera name -> robosuite/MuJoCo camera name.
+CAMERA_ALIASES: dict[str, str] = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
+
+#: |qpos| (m or rad) and |qvel| (m/s or rad/s) beyond which the simulation counts as diverged.
+QPOS_LIMIT = 50.0
+QVEL_LIMIT = 500.0
+
+_BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL)
+_STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+class RobosuiteEnv:
+    """A registered long-horizon task in robosuite (Panda arm, OSC_POSE delta controller), gymnasium-style.
+
+    Args:
+        task: registry name, e.g. ``"stack_three"``.
+        cameras: user camera names; ``"agentview"`` and ``"wrist"`` (= robosuite ``robot0_eye_in_hand``),
+            or any other camera of the MuJoCo model by its own name.
+        image_size: ``(H, W)`` in px of every camera.
+        control_freq: control steps per second (Hz); ``TaskSpec.control_dt = 1 / control_freq``.
+        render: if False no images are rendered (``Observation.images == {}``) and no GL context is created.
+        perturbation: optional :class:`sim.perturbations.PerturbationSpec` applied inside ``step``.
+        max_steps: episode budget in control steps; defaults to the task's ``max_steps``.
+
+    Attributes:
+        spec: TaskSpec of the current episode (after ``reset``).
+        action_dim: 7 (OSC_ACTION_LAYOUT).
+        action_low, action_high: ``float32 (7,)``, read back from the live controller (``[-1, 1]``).
+        task_def: the :class:`TaskDefinition`.
+        episode: the current :class:`TaskEpisode`.
+        rs_env: the raw robosuite environment (privileged use only).
+        controller: the live robosuite OSC arm controller (``input_type``, ``output_max`` are read from it).
+        controller_settings: JSON-safe dict of the live controller's settings (type, input_type,
+            input_ref_frame, ref_site, output_max/min, input_max, goal_update_mode).
+        seed: seed of the current episode.
+
+    Raises:
+        UnknownTaskError: unknown task name.
+        UnknownNameError: unknown camera name.
+        ConfigError: the controller is not a delta OSC_POSE controller, or bad sizes.
+    """
+
+    def __init__(
+        self,
+        task: str,
+        cameras: tuple[str, ...] | list[str] = ("agentview", "wrist"),
+        image_size: tuple[int, int] = (128, 128),
+        control_freq: int = 20,
+        render: bool = True,
+        perturbation: PerturbationSpec | None = None,
+        max_steps: int | None = None,
+    ) -> None:
+        self.task_def: TaskDefinition = make_task(task)
+        if perturbation is not None:
+            Perturber.validate(perturbation, self.task_def)  # raises UnknownNameError before the slow build
+        self.task_name = task
+        self.image_size = (int(image_size[0]), int(image_size[1]))
+        if min(self.image_size) <= 0:
+            raise ConfigError(f"image_size must be positive (H, W) in px, got {image_size}")
+        if control_freq <= 0:
+            raise ConfigError(f"control_freq must be > 0 Hz, got {control_freq}")
+        self.render_enabled = bool(render)
+        self.camera_names: tuple[str, ...] = tuple(cameras) if render else ()
+        self.control_freq = control_freq
+        self._max_steps_override = max_steps
+        # The task picks robot (Panda) and controller (OSC_POSE delta); the adapter checks the live controller below.
+        self.rs_env = self.task_def.make_robosuite_env(
+            has_renderer=False,
+            has_offscreen_renderer=self.render_enabled,
+            use_camera_obs=False,
+            renderer="mujoco",
+            control_freq=control_freq,
+            horizon=10**9,
+            ignore_done=True,
+            hard_reset=False,
+        )
+        try:
+            self._check_built_env()
+        except Exception:
+            self.rs_env.close()  # do not leak the GL context / sim of a rejected config
+            raise
+
+        self.perturbation = perturbation
+        self._perturber: Perturber | None = None
+        self.episode: TaskEpisode | None = None
+        self.spec: TaskSpec | None = None  # type: ignore[assignment]
+        self.seed: int | None = None
+        self._step = 0
+        self._warn_base = np.zeros(len(_BAD_WARNINGS), dtype=np.int64)
+        self._closed = False
+
+    def _check_built_env(self) -> None:
+        """Validate cameras and the live controller; set up action limits and fast rendering."""
+        sim = self.rs_env.sim
+        known = camgeo.camera_names_in_model(sim)
+        self._rs_cameras: dict[str, str] = {}
+        for name in self.camera_names:
+            rs_name = CAMERA_ALIASES.get(name, name)
+            if rs_name not in known:
+                raise UnknownNameError("camera", name, sorted(set(CAMERA_ALIASES) | set(known)))
+            self._rs_cameras[name] = rs_name
+
+        robot = self.rs_env.robots[0]
+        self.robot = robot
+        self.arm = robot.arms[0]
+        self.controller = robot.part_controllers[self.arm]
+        if getattr(self.controller, "input_type", None) != "delta" or type(self.controller).__name__ != "OperationalSpaceController":
+            raise ConfigError(
+                f"RobosuiteEnv needs a delta OSC_POSE arm controller; got {type(self.controller).__name__} "
+                f"input_type={getattr(self.controller, 'input_type', None)!r}"
+            )
+        low, high = self.rs_env.action_spec
+        self.action_low = np.asarray(low, dtype=np.float32)
+        self.action_high = np.asarray(high, dtype=np.float32)
+        self.action_dim = int(self.action_low.shape[0])
+        if self.action_dim != 7:
+            raise ConfigError(f"expected a 7-D OSC_POSE + gripper action, robosuite reports {self.action_dim}")
+        self.eef_site_id = int(robot.eef_site_id[self.arm])
+        self._finger_qpos_idx = list(robot._ref_gripper_joint_pos_indexes[self.arm])
+        c = self.controller
+        #: live controller settings (robosuite 1.5 silently ignores unknown config keys: trust only these)
+        self.controller_settings = {
+            "type": type(c).__name__, "input_type": c.input_type, "input_ref_frame": c.input_ref_frame,
+            "ref_site": c.ref_name, "output_max": np.asarray(c.output_max, float).tolist(),
+            "output_min": np.asarray(c.output_min, float).tolist(), "input_max": np.asarray(c.input_max, float).tolist(),
+            "goal_update_mode": getattr(c, "_goal_update_mode", None),
+        }
+        if self.render_enabled:
+            self._setup_fast_rendering()
+
+    # ------------------------------------------------------------------ rendering
+    def _setup_fast_rendering(self) -> None:
+        """MSAA off + reflections off in the offscreen context (FIELD-NOTES: most of the render cost)."""
+        sim = self.rs_env.sim
+        ctx = sim._render_context_offscreen
+        if ctx is None:
+            raise ConfigError("robosuite created no offscreen render context (has_offscreen_renderer=False?)")
+        ctx.gl_ctx.make_current()
+        sim.model._model.vis.quality.offsamples = 0
+        ctx.con.free()
+        ctx._set_mujoco_context_and_buffers()
+        ctx.scn.flags[mujoco.mjtRndFlag.mjRND_REFLECTION] = 0
+
+    def render_camera(self, camera: str, image_size: tuple[int, int] | None = None) -> np.ndarray:
+        """Render one camera of the current state.
+
+        Args:
+            camera: a user camera name (``"agentview"``, ``"wrist"``) or a MuJoCo camera name.
+            image_size: ``(H, W)`` px; defaults to the env's ``image_size``.
+
+        Returns:
+            ``uint8 (H, W, 3)`` RGB, upright, origin top-left.
+
+        Raises:
+            ConfigError: the env was built with ``render=False``.
+            UnknownNameError: unknown camera.
+        """
+        if not self.render_enabled:
+            raise ConfigError("render_camera() needs RobosuiteEnv(render=True)")
+        rs_cam = self.rs_camera_name(camera)
+        h, w = image_size or self.image_size
+        # robosuite never re-binds its GL context before rendering: with several envs (or after another env was
+        # closed) in one process it would render through the wrong/destroyed context. Bind ours every time.
+        self.rs_env.sim._render_context_offscreen.gl_ctx.make_current()
+        img = self.rs_env.sim.render(width=w, height=h, camera_name=rs_cam)
+        return np.ascontiguousarray(img[::-1])
+
+    def rs_camera_name(self, camera: str) -> str:
+        """MuJoCo camera name behind a user camera name.
+
+        Raises:
+            UnknownNameError: not a camera of the model.
+        """
+        rs_cam = CAMERA_ALIASES.get(camera, camera)
+        known = camgeo.camera_names_in_model(self.rs_env.sim)
+        if rs_cam not in known:
+            raise UnknownNameError("camera", camera, sorted(set(CAMERA_ALIASES) | set(known)))
+        return rs_cam
+
+    def world_to_pixel(self, points: np.ndarray, camera: str = "agentview") -> np.ndarray:
+        """Project world points (m) ``(N, 3)`` into ``camera`` at the env's ``image_size``.
+
+        Returns:
+            ``float32 (N, 2)`` ``(x, y)`` px, x right, y down, origin top-left of the upright image; not clipped.
+
+        Raises:
+            UnknownNameError: unknown camera. ValueError: bad shape.
+        """
+        return camgeo.world_to_pixel(self.rs_env.sim, self.rs_camera_name(camera), self.image_size, points)
+
+    # ------------------------------------------------------------------ episode
+    def _seed_samplers(self, rng: np.random.Generator) -> None:
+        self.rs_env.rng = rng
+        stack = [getattr(self.rs_env, "placement_initializer", None)]
+        while stack:
+            s = stack.pop()
+            if s is None:
+                continue
+            s.rng = rng
+            stack.extend(getattr(s, "samplers", {}).values())
+
+    def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        """Start an episode drawn from ``seed`` (a fresh random seed if None).
+
+        Returns:
+            ``(observation, info)`` with ``info = {"seed", "instruction", "goals", "success", "predicates"}``.
+
+        Raises:
+            PlacementError: objects could not be placed for this seed (message names task and seed).
+        """
+        from robosuite.utils.errors import RandomizationError
+
+        if self._closed:
+            raise TandemError("RobosuiteEnv.reset() after close()")
+        if seed is None:
+            seed = int(np.random.SeedSequence().entropy % (2**31))
+        self.seed = int(seed)
+        rng = np.random.default_rng(self.seed)
+        self.episode = self.task_def.sample_spec(rng)
+        max_steps = self._max_steps_override or self.episode.spec.max_steps or self.task_def.max_steps
+        self.spec = dataclasses.replace(
+            self.episode.spec,
+            max_steps=int(max_steps),
+            cameras=self.camera_names,
+            image_size=self.image_size,
+            control_dt=1.0 / self.control_freq,
+        )
+        self.episode.spec = self.spec
+        self._seed_samplers(rng)
+        self.task_def.configure_episode(self.rs_env, self.episode)
+        try:
+            self.rs_env.reset()
+        except RandomizationError as e:
+            raise PlacementError(f"task {self.task_name!r}: object placement failed for seed {self.seed}: {e}") from e
+        self._forward()
+        self._step = 0
+        d = self.rs_env.sim.data._data
+        self._warn_base = np.array([d.warning[w].number for w in _BAD_WARNINGS], dtype=np.int64)
+        self._perturber = (
+            Perturber(self.perturbation, self.task_def, np.random.default_rng([self.seed, 7]))
+            if self.perturbation is not None else None
+        )
+        preds = self.task_def.predicates(self.rs_env, self.episode)
+        obs = self._observe(preds)
+        info = {
+            "seed": self.seed,
+            "instruction": self.spec.instruction,
+            "goals": list(self.spec.goals),
+            "success": obs.privileged["success"],
+            "predicates": preds,
+        }
+        return obs, info
+
+    def _require_episode(self) -> None:
+        if self.episode is None:
+            raise TandemError("RobosuiteEnv: call reset() before step()/save_state()")
+
+    def step(self, action: np.ndarray) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Apply one action ``float (7,)`` (OSC_ACTION_LAYOUT); values are clipped to ``[action_low, action_high]``.
+
+        Returns:
+            ``(obs, reward, terminated, truncated, info)``: reward = 1.0 on task success else 0.0;
+            terminated = task success; truncated = ``step >= spec.max_steps``;
+            ``info = {"success", "predicates", "step"}`` plus ``"perturbation": {"name", "step", "detail"}``
+            on the step a perturbation fires.
+
+        Raises:
+            NonFiniteActionError: NaN/inf in ``action``.
+            ConfigError: ``action`` is not shape ``(7,)``.
+            SimUnstableError: the physics diverged during this step.
+        """
+        self._require_episode()
+        a = np.asarray(action, dtype=np.float64).reshape(-1)
+        if a.shape != (self.action_dim,):
+            raise ConfigError(f"action must have shape ({self.action_dim},), got {np.shape(action)}")
+        if not np.all(np.isfinite(a)):
+            raise NonFiniteActionError(f"action contains NaN/inf: {a.tolist()}")
+        a = np.clip(a, self.action_low, self.action_high)
+        if self._perturber is not None:
+            a = self._perturber.before_step(self, a)
+        self.rs_env.step(a)
+        self._forward()
+        self._check_stable()
+        self._step += 1
+        preds = self.task_def.predicates(self.rs_env, self.episode)
+        fired = self._perturber.after_step(self, preds) if self._perturber is not None else None
+        if fired is not None:  # objects moved: re-evaluate
+            preds = self.task_def.predicates(self.rs_env, self.episode)
+        obs = self._observe(preds)
+        success = bool(obs.privileged["success"])
+        truncated = self._step >= self.spec.max_steps
+        info: dict[str, Any] = {"success": success, "predicates": preds, "step": self._step}
+        if fired is not None:
+            info["perturbation"] = fired
+        return obs, float(success), success, truncated, info
+
+    def _forward(self) -> None:
+        mujoco.mj_forward(self.rs_env.sim.model._model, self.rs_env.sim.data._data)
+
+    def _check_stable(self) -> None:
+        d = self.rs_env.sim.data._data
+        warn = np.array([d.warning[w].number for w in _BAD_WARNINGS], dtype=np.int64)
+        problems = []
+        if np.any(warn > self._warn_base):
+            names = [w.name for w, n, b in zip(_BAD_WARNINGS, warn, self._warn_base) if n > b]
+            problems.append(f"MuJoCo warnings {names} (MuJoCo reset the state)")
+        self._warn_base = warn
+        qpos, qvel = d.qpos, d.qvel
+        if not (np.all(np.isfinite(qpos)) and np.all(np.isfinite(qvel))):
+            problems.append("NaN/inf in qpos/qvel")
+        else:
+            if np.max(np.abs(qpos)) > QPOS_LIMIT:
+                i = int(np.argmax(np.abs(qpos)))
+                problems.append(f"|qpos[{i}]| = {abs(qpos[i]):.3g} > {QPOS_LIMIT}")
+            if np.max(np.abs(qvel)) > QVEL_LIMIT:
+                i = int(np.argmax(np.abs(qvel)))
+                problems.append(f"|qvel[{i}]| = {abs(qvel[i]):.3g} > {QVEL_LIMIT}")
+        if problems:
+            raise SimUnstableError(
+                f"task {self.task_name!r} seed {self.seed} step {self._step + 1}: simulation unstable: "
+                + "; ".join(problems)
+            )
+
+    # ------------------------------------------------------------------ observation
+    def eef_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Grip-site pose: ``(pos float64 (3,) m world, rotation matrix float64 (3, 3) site->world)``."""
+        d = self.rs_env.sim.data._data
+        return d.site_xpos[self.eef_site_id].copy(), d.site_xmat[self.eef_site_id].reshape(3, 3).copy()
+
+    def wrist_angle(self) -> float:
+        """Angle (rad) of the arm's last joint (Panda joint 7), for the expert's joint-limit-aware yaw choice."""
+        return float(self.rs_env.sim.data._data.qpos[self.robot._ref_joint_pos_indexes[-1]])
+
+    def gripper_opening(self) -> float:
+        """Distance between the two Panda fingers (m): ``q_finger1 - q_finger2``."""
+        q = self.rs_env.sim.data._data.qpos
+        return float(q[self._finger_qpos_idx[0]] - q[self._finger_qpos_idx[1]])
+
+    def proprio(self) -> np.ndarray:
+        """``float32 (8,)`` = grip-site position (m, world), grip-site quaternion wxyz, gripper opening (m)."""
+        pos, mat = self.eef_pose()
+        quat = np.zeros(4)
+        mujoco.mju_mat2Quat(quat, mat.reshape(-1))
+        if quat[0] < 0:  # canonical sign: w >= 0
+            quat = -quat
+        return np.concatenate([pos, quat, [self.gripper_opening()]]).astype(np.float32)
+
+    def _observe(self, preds: dict[str, bool] | None = None) -> Observation:
+        if preds is None:
+            preds = self.task_def.predicates(self.rs_env, self.episode)
+        images = {name: self.render_camera(name) for name in self.camera_names}
+        success = all(preds.get(g, False) for g in self.spec.goals)
+        privileged = {
+            "task": self.task_name,
+            "objects": self.task_def.object_poses(self.rs_env, self.episode),
+            "predicates": dict(preds),
+            "success": bool(success),
+            "goals": list(self.spec.goals),
+        }
+        return Observation(images=images, proprio=self.proprio(), t=self.t, privileged=privileged, step=self._step)
+
+    def observe(self) -> Observation:
+        """Observation of the current state without stepping (e.g. after ``restore_state``/``teleport``)."""
+        self._require_episode()
+        return self._observe()
+
+    @property
+    def t(self) -> float:
+        """Episode time in s (``step * control_dt``)."""
+        return self._step / self.control_freq
+
+    @property
+    def step_count(self) -> int:
+        """Control steps since reset."""
+        return self._step
+
+    # ------------------------------------------------------------------ state
+    def save_state(self) -> dict[str, Any]:
+        """Exact snapshot: MuJoCo integration state, gripper ``current_action``, adapter counters, perturbation state.
+
+        Returns an opaque dict for :meth:`restore_state` (numpy arrays, copied).
+        """
+        self._require_episode()
+        m, d = self.rs_env.sim.model._model, self.rs_env.sim.data._data
+        state = np.empty(mujoco.mj_stateSize(m, _STATE_SPEC))
+        mujoco.mj_getState(m, d, state, _STATE_SPEC)
+        return {
+            "mj_state": state,
+            "gripper_actions": {arm: np.array(g.current_action, copy=True) for arm, g in self.robot.gripper.items()},
+            "step": self._step,
+            "rs_timestep": self.rs_env.timestep,
+            "rs_cur_time": self.rs_env.cur_time,
+            "warn_base": self._warn_base.copy(),
+            "perturber": None if self._perturber is None else self._perturber.get_state(),
+            "seed": self.seed,
+        }
+
+    def restore_state(self, state: dict[str, Any]) -> None:
+        """Restore a :meth:`save_state` snapshot of the same episode bit-exactly (then ``mj_forward``).
+
+        Raises:
+            ConfigError: the snapshot is malformed or has the wrong size for this model.
+        """
+        self._require_episode()
+        m, d = self.rs_env.sim.model._model, self.rs_env.sim.data._data
+        try:
+            mj = np.asarray(state["mj_state"], dtype=np.float64)
+            if mj.shape != (mujoco.mj_stateSize(m, _STATE_SPEC),):
+                raise ConfigError(f"restore_state: state size {mj.shape} does not match this model")
+            mujoco.mj_setState(m, d, mj, _STATE_SPEC)
+            for arm, act in state["gripper_actions"].items():
+                self.robot.gripper[arm].current_action = np.array(act, copy=True)
+            self._step = int(state["step"])
+            self.rs_env.timestep = state["rs_timestep"]
+            self.rs_env.cur_time = state["rs_cur_time"]
+            self._warn_base = np.array(state["warn_base"], copy=True)
+        except KeyError as e:
+            raise ConfigError(f"restore_state: snapshot lacks key {e}") from e
+        if self._perturber is not None and state.get("perturber") is not None:
+            self._perturber.set_state(state["perturber"])
+        self._forward()
+
+    def teleport(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Move objects to poses instantly (free-joint qpos = pos + wxyz quat, qvel = 0), then ``mj_forward``.
+
+        Args:
+            poses: object name -> ``(pos (3,) m world, quat (4,) wxyz)``.
+
+        Raises:
+            UnknownObjectError: a name that is not an object of the episode.
+        """
+        self._require_episode()
+        sim = self.rs_env.sim
+        for name, (pos, quat) in poses.items():
+            obj = self.task_def.mujoco_object(self.rs_env, self.episode, name)
+            q = np.asarray(quat, dtype=np.float64)
+            q = q / max(np.linalg.norm(q), 1e-12)
+            sim.data.set_joint_qpos(obj.joints[0], np.concatenate([np.asarray(pos, dtype=np.float64), q]))
+            sim.data.set_joint_qvel(obj.joints[0], np.zeros(6))
+        self._forward()
+
+    def close(self) -> None:
+        """Release the robosuite env and its GL context. Idempotent."""
+        if not self._closed:
+            self._closed = True
+            with contextlib.suppress(Exception):  # closing must never raise
+                self.rs_env.close()
+
+    def __enter__(self) -> RobosuiteEnv:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
