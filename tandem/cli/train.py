@@ -124,7 +124,7 @@ def run(cfg: Any) -> dict[str, Any]:
 
     from executor_vla.checkpoint import read_config
     from executor_vla.policy import DiffusionExecutor
-    from executor_vla.train import Trainer, TrainConfig
+    from executor_vla.train import TrainConfig, Trainer
 
     if cfg.torch_threads:
         torch.set_num_threads(int(cfg.torch_threads))
@@ -144,7 +144,7 @@ def run(cfg: Any) -> dict[str, Any]:
     if cfg.resume:
         trainer.resume(cfg.resume)
     history = trainer.train()
-    ckpt = trainer.save()
+    ckpt = trainer.last_checkpoint or trainer.save()
     summary: dict[str, Any] = {"checkpoint": str(ckpt), "step": trainer.step, "last": history[-1] if history else None}
     if cfg.debug_roundtrip:
         # resume from the checkpoint for one more step, then reload the final checkpoint and sample.
@@ -154,7 +154,7 @@ def run(cfg: Any) -> dict[str, Any]:
         t2.resume(ckpt)
         resumed_from = t2.step
         t2.train(steps=resumed_from + 1, progress=False)
-        ckpt2 = t2.save()
+        ckpt2 = t2.last_checkpoint or t2.save()
         loaded = DiffusionExecutor.from_checkpoint(ckpt2)
         item = dataset[0]
         batch = {k: v[None] for k, v in item.items() if isinstance(v, torch.Tensor)}

@@ -1,0 +1,197 @@
+"""Chunk latency of tandem's DiffusionExecutor against LeRobot's DiffusionPolicy, same inputs, same run.
+
+Measured (median wall time of ``predict_action_chunk`` at batch 1, 2 cameras at 128 x 128, To = 2):
+
+* ``tandem``: ``DiffusionExecutor`` with the default ``ExecutorConfig`` (text + goal image + raster trace,
+  DDIM-10), timed through ``select_action`` (numpy -> torch conversion, obs stacking, clipping included);
+* ``lerobot_default``: ``lerobot.policies.diffusion`` at its default config (ResNet18 per camera,
+  U-Net (512, 1024, 2048), horizon 64) with ``pretrained_backbone_weights=None`` and DDIM-10;
+* ``lerobot_our_size``: LeRobot's DiffusionPolicy at our sizes (horizon 16, 8 action steps,
+  U-Net (64, 128, 256), GroupNorm, DDIM-10; its backbone is still ResNet18, the smallest it supports).
+
+Weights are random: latency does not depend on them. The ratios ``lerobot_*/tandem`` are printed.
+``--closed-loop`` also runs the executor in the robosuite env (stack_three, rendering agentview +
+wrist at 128 x 128) and reports control steps per second, rendering included.
+
+Usage::
+
+    python benchmarks/executor_latency.py --threads 1 2 --repeats 10 --closed-loop --out runs/latency.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+
+H = W = 128
+CAMS = ("agentview", "wrist")
+
+
+def _timeit(fn, repeats: int, warmup: int = 1) -> dict[str, float]:
+    for _ in range(warmup):
+        fn()
+    ts = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        ts.append(time.perf_counter() - t)
+    return {"median_ms": 1e3 * statistics.median(ts), "min_ms": 1e3 * min(ts), "repeats": repeats}
+
+
+def _obs(rng):
+    from tandem.types import Observation
+
+    return Observation(images={c: rng.integers(0, 255, (H, W, 3), dtype=np.uint8) for c in CAMS},
+                       proprio=rng.standard_normal(8).astype(np.float32))
+
+
+def _subgoal(rng):
+    from tandem.types import KeypointTrace, Subgoal
+
+    return Subgoal("sg0", "pick", ("red",), "pick up the red cube",
+                   goal_image=rng.integers(0, 255, (H, W, 3), dtype=np.uint8),
+                   trace=KeypointTrace("agentview", np.linspace([20, 100], [90, 30], 16).astype(np.float32)))
+
+
+def tandem_executor(num_inference_steps: int = 10, **overrides):
+    from executor_vla.config import ExecutorConfig
+    from executor_vla.policy import DiffusionExecutor
+
+    ex = DiffusionExecutor(ExecutorConfig(num_inference_steps=num_inference_steps, **overrides)).eval()
+    ex.set_stats({"action": {"min": [-1] * 7, "max": [1] * 7}, "observation.state": {"min": [-1] * 8, "max": [1] * 8}})
+    return ex
+
+
+def bench_tandem(repeats: int, num_inference_steps: int = 10) -> dict:
+    rng = np.random.default_rng(0)
+    ex = tandem_executor(num_inference_steps)
+    ex.set_subgoal(_subgoal(rng))
+    obs = _obs(rng)
+
+    def chunk():
+        ex._queue.clear()  # force a new chunk on this call
+        ex.select_action(obs)
+
+    def subgoal():
+        ex.set_subgoal(_subgoal(rng))
+
+    res = _timeit(chunk, repeats)
+    res["set_subgoal_ms"] = _timeit(subgoal, max(3, repeats // 2))["median_ms"]
+    res["params_M"] = sum(p.numel() for p in ex.parameters()) / 1e6
+    res["config"] = {"num_inference_steps": num_inference_steps, "scheduler": ex.cfg.inference_scheduler,
+                     "horizon": ex.cfg.horizon, "n_action_steps": ex.cfg.n_action_steps}
+    return res
+
+
+def lerobot_policy(our_size: bool, train: bool = False):
+    from lerobot.configs.types import FeatureType, PolicyFeature
+    from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
+    from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy
+
+    inputs = {f"observation.images.{c}": PolicyFeature(type=FeatureType.VISUAL, shape=(3, H, W)) for c in CAMS}
+    inputs["observation.state"] = PolicyFeature(type=FeatureType.STATE, shape=(8,))
+    outputs = {"action": PolicyFeature(type=FeatureType.ACTION, shape=(7,))}
+    kw = dict(input_features=inputs, output_features=outputs, pretrained_backbone_weights=None,
+              noise_scheduler_type="DDIM", num_inference_steps=10, device="cpu", push_to_hub=False)
+    if our_size:
+        kw.update(horizon=16, n_action_steps=8, drop_n_last_frames=7, down_dims=(64, 128, 256),
+                  diffusion_step_embed_dim=64, use_group_norm=True, spatial_softmax_num_keypoints=32)
+    cfg = DiffusionConfig(**kw)
+    pol = DiffusionPolicy(cfg)
+    return pol.train() if train else pol.eval()
+
+
+def bench_lerobot(our_size: bool, repeats: int) -> dict:
+    pol = lerobot_policy(our_size)
+    g = torch.Generator().manual_seed(0)
+    batch = {f"observation.images.{c}": torch.rand(1, 2, 3, H, W, generator=g) for c in CAMS}
+    batch["observation.state"] = torch.randn(1, 2, 8, generator=g)
+
+    def chunk():
+        pol.reset()
+        pol.predict_action_chunk(batch)
+
+    res = _timeit(chunk, repeats)
+    res["params_M"] = sum(p.numel() for p in pol.parameters()) / 1e6
+    res["config"] = {"horizon": pol.config.horizon, "n_action_steps": pol.config.n_action_steps,
+                     "down_dims": list(pol.config.down_dims), "scheduler": "DDIM", "num_inference_steps": 10}
+    return res
+
+
+def bench_closed_loop(steps: int) -> dict:
+    """Control steps/s of the executor in the robosuite env with rendering (random weights)."""
+    from tandem.assembly import build_env
+
+    env = build_env({"task": {"name": "stack_three"}, "env": {"cameras": list(CAMS), "image_size": [H, W]}})
+    try:
+        rng = np.random.default_rng(0)
+        ex = tandem_executor()
+        obs, _ = env.reset(seed=0)
+        sg = _subgoal(rng)
+        sg.goal_image = obs.images["agentview"].copy()
+        ex.set_subgoal(sg)
+        t_env = t_pol = 0.0
+        for _ in range(steps):
+            t = time.perf_counter()
+            a = ex.select_action(obs)
+            t_pol += time.perf_counter() - t
+            t = time.perf_counter()
+            obs, *_ = env.step(a * 0.1)
+            t_env += time.perf_counter() - t
+        total = t_env + t_pol
+        return {"steps": steps, "hz": steps / total, "policy_ms_per_step": 1e3 * t_pol / steps,
+                "env_and_render_ms_per_step": 1e3 * t_env / steps, "task": "stack_three"}
+    finally:
+        env.close()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--threads", type=int, nargs="+", default=[1, 2], help="torch.set_num_threads values to measure")
+    ap.add_argument("--repeats", type=int, default=10)
+    ap.add_argument("--lerobot-repeats", type=int, default=3, help="repeats for LeRobot's default (slow)")
+    ap.add_argument("--closed-loop", action="store_true", help="also run the executor in the robosuite env")
+    ap.add_argument("--closed-loop-steps", type=int, default=80)
+    ap.add_argument("--skip-lerobot-default", action="store_true")
+    ap.add_argument("--out", default=None, help="write the JSON result here too")
+    args = ap.parse_args()
+    result: dict = {"inputs": {"batch": 1, "cameras": list(CAMS), "image_size": [H, W], "n_obs_steps": 2},
+                    "cpu_count": os.cpu_count(), "torch": torch.__version__, "by_threads": {}}
+    for th in args.threads:
+        torch.set_num_threads(th)
+        r: dict = {"tandem": bench_tandem(args.repeats),
+                   "tandem_ddim5": bench_tandem(args.repeats, num_inference_steps=5),
+                   "lerobot_our_size": bench_lerobot(True, args.repeats)}
+        if not args.skip_lerobot_default:
+            r["lerobot_default"] = bench_lerobot(False, args.lerobot_repeats)
+        base = r["tandem"]["median_ms"]
+        r["ratios"] = {f"{k}/tandem": r[k]["median_ms"] / base for k in ("lerobot_default", "lerobot_our_size") if k in r}
+        r["tandem_amortised_ms_per_step"] = base / 8
+        result["by_threads"][str(th)] = r
+        print(json.dumps({th: {k: (v["median_ms"] if isinstance(v, dict) and "median_ms" in v else v)
+                               for k, v in r.items()}}), flush=True)
+    if args.closed_loop:
+        torch.set_num_threads(min(args.threads))
+        try:
+            result["closed_loop"] = bench_closed_loop(args.closed_loop_steps)
+            result["closed_loop"]["torch_threads"] = min(args.threads)
+        except Exception as e:  # noqa: BLE001 - report, do not hide, a sim that cannot start here
+            result["closed_loop"] = {"error": f"{type(e).__name__}: {e}"}
+    print(json.dumps(result, indent=2))
+    if args.out:
+        os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+        with open(args.out, "w") as f:
+            json.dump(result, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,381 @@
+"""``DiffusionExecutor``: a Diffusion Policy conditioned on subgoal text, goal image and keypoint trace.
+
+Method: Diffusion Policy (Chi et al., RSS 2023): a denoising diffusion model over action chunks
+``(Tp, A)`` conditioned on To observation frames. Trained with diffusers' ``DDPMScheduler`` (100
+steps, squared-cosine betas); sampled with ``DDIMScheduler`` (Song et al. 2021) in few steps, or
+``DPMSolverMultistepScheduler``. Receding horizon: of each chunk predicted at step t, the actions
+for steps t .. t + Ta - 1 (indices ``To - 1 .. To - 2 + Ta``) are queued and executed.
+
+It implements :class:`tandem.protocols.Executor`:
+
+* ``set_subgoal(subgoal, task)`` encodes the subgoal once (text embedding cached per text, goal-image
+  feature, trace raster or point embedding) and drops the queued actions;
+* ``select_action(obs)`` serves from the action queue, predicting a new chunk when it is empty, and
+  returns a ``float32 (7,)`` action clipped to the controller's limits ``[-1, 1]``;
+* ``subgoal_done()`` thresholds the done head evaluated with each new chunk (every Ta steps):
+  predicted progress (trained on ``subgoal.progress``) >= ``done_threshold``, or, with
+  ``done_source="success"``, the predicted probability of ``subgoal.success``.
+
+The flat baseline is the same class with ``conditioning_source="instruction"``: it conditions on
+``task.instruction`` only and is trained on whole episodes.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import Tensor, nn
+
+from executor_vla import schema
+from executor_vla.conditioning import rasterize_batch, resample_trace
+from executor_vla.config import ExecutorConfig
+from executor_vla.network import TEXT_EMB_KEY, TRACE_RASTER_KEY, ExecutorNet
+from executor_vla.normalizer import MinMaxNormalizer
+from executor_vla.text_encoder import TextEncoder, load_text_encoder
+from tandem.errors import ConfigError, DatasetSchemaError, NonFiniteActionError, SubgoalSchemaError
+from tandem.types import Observation, Subgoal, TaskSpec
+
+
+def make_train_scheduler(cfg: ExecutorConfig):
+    """diffusers ``DDPMScheduler`` for training (``clip_sample`` valid: actions are min-max scaled)."""
+    from diffusers import DDPMScheduler
+
+    return DDPMScheduler(num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
+                         clip_sample=cfg.clip_sample, clip_sample_range=1.0, prediction_type=cfg.prediction_type)
+
+
+def make_inference_scheduler(cfg: ExecutorConfig):
+    """The sampler named by ``cfg.inference_scheduler``, with ``cfg.num_inference_steps`` set.
+
+    The prediction type always matches training (``cfg.prediction_type``).
+    """
+    from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
+
+    common = dict(num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
+                  prediction_type=cfg.prediction_type)
+    if cfg.inference_scheduler == "DDIM":
+        s = DDIMScheduler(clip_sample=cfg.clip_sample, clip_sample_range=1.0, **common)
+    elif cfg.inference_scheduler == "DDPM":
+        s = DDPMScheduler(clip_sample=cfg.clip_sample, clip_sample_range=1.0, **common)
+    else:
+        s = DPMSolverMultistepScheduler(**common)
+    s.set_timesteps(cfg.num_inference_steps)
+    return s
+
+
+class DiffusionExecutor(nn.Module):
+    """The conditioned diffusion executor (see the module docstring).
+
+    Args:
+        cfg: the configuration.
+        text_encoder: a :class:`~executor_vla.text_encoder.TextEncoder` to use instead of loading
+            ``cfg.text_encoder`` (e.g. a fake in tests). Only used when ``cfg.use_text``.
+        action_low, action_high: ``(A,)`` controller limits actions are clipped to (default ``+-1``).
+
+    Raises:
+        CheckpointError: if the text encoder's size differs from ``cfg.text_dim``.
+    """
+
+    def __init__(self, cfg: ExecutorConfig, text_encoder: TextEncoder | None = None,
+                 action_low: np.ndarray | None = None, action_high: np.ndarray | None = None):
+        super().__init__()
+        self.cfg = cfg
+        self.net = ExecutorNet(cfg)
+        self.normalizer = MinMaxNormalizer(cfg.action_dim, cfg.state_dim)
+        self.train_scheduler = make_train_scheduler(cfg)
+        self.scheduler = make_inference_scheduler(cfg)
+        self._text_encoder = text_encoder
+        if text_encoder is not None and cfg.use_text and text_encoder.dim != cfg.text_dim:
+            raise ConfigError(f"text encoder dim {text_encoder.dim} != cfg.text_dim {cfg.text_dim}")
+        self.action_low = np.full(cfg.action_dim, -1.0, np.float32) if action_low is None else np.asarray(action_low, np.float32)
+        self.action_high = np.full(cfg.action_dim, 1.0, np.float32) if action_high is None else np.asarray(action_high, np.float32)
+        self.command: str = ""
+        self.reset()
+
+    # ------------------------------------------------------------------ helpers
+    @property
+    def device(self) -> torch.device:
+        return self.normalizer.action_center.device
+
+    @property
+    def text_encoder(self) -> TextEncoder:
+        """The (cached) text encoder, loaded on first use."""
+        if self._text_encoder is None:
+            self._text_encoder = load_text_encoder(self.cfg.text_encoder, self.cfg.text_dim)
+        return self._text_encoder
+
+    def set_stats(self, stats: dict[str, Any]) -> None:
+        """Set normalisation statistics ``{"action": {"min", "max"}, "observation.state": {...}}``."""
+        self.normalizer.set_stats(stats)
+
+    def _global_cond(self, batch: dict[str, Tensor], augment: bool, subgoal_cond: Tensor | None = None) -> Tensor:
+        state = self.normalizer.normalize_state(batch[schema.STATE_KEY])
+        obs = self.net.encode_obs(batch, state, augment=augment)
+        sub = self.net.encode_subgoal(batch) if subgoal_cond is None else subgoal_cond
+        return torch.cat([obs, sub], -1)
+
+    def prepare_batch(self, batch: dict[str, Any]) -> dict[str, Tensor]:
+        """Add what the network needs but datasets do not store: the trace raster (raster mode).
+
+        Also resizes images/traces that come at a different resolution than ``cfg.image_size``.
+        ``batch`` tensors must already be on ``self.device``.
+        """
+        cfg = self.cfg
+        out = dict(batch)
+        h, w = cfg.image_size
+        for key in [schema.image_key(c) for c in cfg.cameras] + [schema.GOAL_IMAGE_KEY]:
+            x = out.get(key)
+            if isinstance(x, Tensor) and tuple(x.shape[-2:]) != (h, w):
+                lead = x.shape[:-3]
+                x = F.interpolate(x.reshape(-1, *x.shape[-3:]), size=(h, w), mode="bilinear", align_corners=False)
+                src = out[key].shape[-2:]
+                out[key] = x.reshape(*lead, *x.shape[-3:])
+                if key == schema.image_key(cfg.trace_camera) and schema.TRACE_KEY in out:
+                    scale = torch.tensor([w / src[1], h / src[0]], device=x.device)
+                    out[schema.TRACE_KEY] = out[schema.TRACE_KEY] * scale
+        if cfg.use_trace and cfg.trace_mode == "raster" and TRACE_RASTER_KEY not in out:
+            out[TRACE_RASTER_KEY] = rasterize_batch(out[schema.TRACE_KEY], out[schema.TRACE_MASK_KEY], (h, w))
+        return out
+
+    # ------------------------------------------------------------------ training
+    def compute_loss(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Diffusion loss (+ done-head loss) on a training batch.
+
+        Args:
+            batch: dataset-keyed tensors on ``self.device`` (see :class:`ExecutorNet`), plus
+                ``action (B, Tp, A)`` in controller units, ``action_is_pad (B, Tp)`` bool,
+                ``subgoal.progress (B,)`` and ``subgoal.success (B,)`` (for the flat baseline the
+                data loader fills these two with episode progress and ``task.success``).
+
+        Returns:
+            ``{"loss", "diffusion_loss", "progress_loss", "success_loss"}`` scalars; ``loss`` is the
+            total to back-propagate. The diffusion MSE (of the noise, or of x0 with
+            ``prediction_type="sample"``) is averaged over non-padded action steps only.
+
+        Raises:
+            DatasetSchemaError: if ``action_is_pad`` (or another required key) is missing, or the
+                action chunk is not ``(B, horizon, action_dim)``.
+        """
+        cfg = self.cfg
+        required = [schema.ACTION_KEY, schema.ACTION_IS_PAD_KEY, schema.STATE_KEY, schema.PROGRESS_KEY,
+                    schema.SUBGOAL_SUCCESS_KEY]
+        missing = [k for k in required if k not in batch]
+        if missing:
+            raise DatasetSchemaError(f"training batch lacks {missing} (action_is_pad is required: padded targets "
+                                     "past the episode end must be masked)")
+        batch = self.prepare_batch(batch)
+        actions = batch[schema.ACTION_KEY]
+        b = actions.shape[0]
+        if tuple(actions.shape[1:]) != (cfg.horizon, cfg.action_dim):
+            raise DatasetSchemaError(f"action chunk shape {tuple(actions.shape)}, expected (B, {cfg.horizon}, "
+                                     f"{cfg.action_dim})")
+        cond = self._global_cond(batch, augment=self.training)
+        x0 = self.normalizer.normalize_action(actions)
+        noise = torch.randn_like(x0)
+        t = torch.randint(0, cfg.num_train_timesteps, (b,), device=x0.device)
+        noisy = self.train_scheduler.add_noise(x0, noise, t)
+        pred = self.net.unet(noisy, t, cond)
+        target = noise if cfg.prediction_type == "epsilon" else x0
+        valid = (~batch[schema.ACTION_IS_PAD_KEY].bool()).unsqueeze(-1).to(pred.dtype)
+        diff = ((pred - target) ** 2 * valid).sum() / (valid.sum() * cfg.action_dim).clamp_min(1.0)
+        progress, success_logit = self.net.done_outputs(cond)
+        p_loss = F.mse_loss(progress, batch[schema.PROGRESS_KEY].reshape(b).to(progress.dtype))
+        s_loss = F.binary_cross_entropy_with_logits(success_logit,
+                                                    batch[schema.SUBGOAL_SUCCESS_KEY].reshape(b).to(progress.dtype))
+        loss = diff + cfg.progress_loss_weight * (p_loss + s_loss)
+        return {"loss": loss, "diffusion_loss": diff.detach(), "progress_loss": p_loss.detach(),
+                "success_loss": s_loss.detach()}
+
+    def forward(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Same as :meth:`compute_loss` (so DDP/accelerate wrappers synchronise gradients)."""
+        return self.compute_loss(batch)
+
+    # ------------------------------------------------------------------ inference
+    @torch.no_grad()
+    def predict_action_chunk(self, batch: dict[str, Tensor], subgoal_cond: Tensor | None = None,
+                             generator: torch.Generator | None = None) -> Tensor:
+        """Denoise one action chunk per batch element.
+
+        Args:
+            batch: dataset-keyed observation tensors on ``self.device`` (``observation.images.<cam>``
+                ``(B, To, 3, H, W)`` in ``[0, 1]``, ``observation.state`` ``(B, To, D)``) and, unless
+                ``subgoal_cond`` is given, the subgoal keys the config uses.
+            subgoal_cond: precomputed ``(B, subgoal_dim)`` subgoal conditioning (set_subgoal's cache).
+            generator: RNG of the initial noise, for reproducible samples.
+
+        Returns:
+            ``(B, Tp, A)`` actions in controller units (not clipped). The done-head outputs of the same
+            pass are stored in ``self.last_progress`` / ``self.last_success_prob`` ``(B,)``.
+        """
+        cfg = self.cfg
+        if subgoal_cond is None:
+            batch = self.prepare_batch(batch)
+        elif cfg.use_trace and cfg.trace_mode == "raster" and TRACE_RASTER_KEY not in batch:
+            raise SubgoalSchemaError("predict_action_chunk: raster trace conditioning needs subgoal.trace_raster")
+        cond = self._global_cond(batch, augment=False, subgoal_cond=subgoal_cond)
+        b = cond.shape[0]
+        x = torch.randn((b, cfg.horizon, cfg.action_dim), device=cond.device, generator=generator)
+        for t in self.scheduler.timesteps:
+            model_out = self.net.unet(x, t.to(cond.device).expand(b), cond)
+            x = self.scheduler.step(model_out, t, x).prev_sample
+        progress, success_logit = self.net.done_outputs(cond)
+        self.last_progress, self.last_success_prob = progress, torch.sigmoid(success_logit)
+        return self.normalizer.unnormalize_action(x)
+
+    # ------------------------------------------------------------------ Executor protocol
+    def reset(self) -> None:
+        """Forget the observation history, the action queue and the subgoal."""
+        self._history: collections.deque[Observation] = collections.deque(maxlen=self.cfg.n_obs_steps)
+        self._queue: collections.deque[np.ndarray] = collections.deque()
+        self._subgoal_batch: dict[str, Tensor] | None = None
+        self._subgoal_cond: Tensor | None = None
+        self._done = False
+        self.last_progress = self.last_success_prob = None
+
+    def _image_tensor(self, img: np.ndarray, what: str) -> Tensor:
+        h, w = self.cfg.image_size
+        if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.shape == (h, w, 3)):
+            raise ConfigError(f"{what}: expected uint8 ({h}, {w}, 3), got {getattr(img, 'dtype', type(img))} "
+                              f"{getattr(img, 'shape', '')}")
+        return torch.from_numpy(np.ascontiguousarray(img)).to(self.device).permute(2, 0, 1).float().div_(255.0)
+
+    @torch.no_grad()
+    def set_subgoal(self, subgoal: Subgoal, task: TaskSpec | None = None) -> None:
+        """Condition on ``subgoal`` (or, for the flat baseline, on ``task.instruction``); drops the queue.
+
+        Args:
+            subgoal: its ``text``; its ``goal_image`` ``uint8 (H, W, 3)`` if ``use_goal_image``; its
+                ``trace`` (camera ``trace_camera``, points in px of ``trace.image_size``) if
+                ``use_trace``. Traces are resampled to ``trace_len`` points and rescaled to ``image_size``.
+                Conditioning that the config turns off is ignored.
+            task: needed for ``conditioning_source="instruction"``.
+
+        Raises:
+            SubgoalSchemaError: a goal image or trace the config needs is missing, a goal image of the
+                wrong size, a trace in another camera, or an empty text.
+        """
+        cfg = self.cfg
+        self._queue.clear()
+        self._done = False
+        self.last_progress = self.last_success_prob = None
+        batch: dict[str, Tensor] = {}
+        if cfg.use_text:
+            if cfg.conditioning_source == "instruction":
+                if task is None:
+                    raise SubgoalSchemaError("the flat baseline conditions on task.instruction: pass the TaskSpec")
+                text = task.instruction
+            else:
+                text = subgoal.text
+            if not text or not text.strip():
+                raise SubgoalSchemaError(f"subgoal {subgoal.id!r} has an empty text")
+            emb = self.text_encoder.encode([text])
+            batch[TEXT_EMB_KEY] = torch.from_numpy(np.asarray(emb, np.float32)).to(self.device)
+        if cfg.use_goal_image:
+            if subgoal.goal_image is None:
+                raise SubgoalSchemaError(f"subgoal {subgoal.id!r} has no goal_image but the executor conditions on "
+                                         "goal images (use_goal_image=true); fill it with a GoalProducer")
+            try:
+                batch[schema.GOAL_IMAGE_KEY] = self._image_tensor(subgoal.goal_image, "subgoal.goal_image")[None]
+            except ConfigError as e:
+                raise SubgoalSchemaError(str(e)) from e
+        if cfg.use_trace:
+            tr = subgoal.trace
+            if tr is None:
+                raise SubgoalSchemaError(f"subgoal {subgoal.id!r} has no trace but the executor conditions on "
+                                         "keypoint traces (use_trace=true); fill it with a GoalProducer")
+            if tr.camera != cfg.trace_camera:
+                raise SubgoalSchemaError(f"trace is in camera {tr.camera!r}, the executor expects {cfg.trace_camera!r}")
+            h, w = cfg.image_size
+            pts = resample_trace(tr.points, cfg.trace_len) * np.array([w / tr.image_size[1], h / tr.image_size[0]],
+                                                                       np.float32)
+            batch[schema.TRACE_KEY] = torch.from_numpy(pts).to(self.device)[None]
+            batch[schema.TRACE_MASK_KEY] = torch.ones(1, cfg.trace_len, device=self.device)
+        batch[schema.STATE_KEY] = torch.zeros(1, cfg.n_obs_steps, cfg.state_dim, device=self.device)
+        if cfg.use_trace and cfg.trace_mode == "raster":
+            batch[TRACE_RASTER_KEY] = rasterize_batch(batch[schema.TRACE_KEY], batch[schema.TRACE_MASK_KEY],
+                                                      cfg.image_size)
+        self._subgoal_batch = {k: v for k, v in batch.items() if k == TRACE_RASTER_KEY}
+        self._subgoal_cond = self.net.encode_subgoal(batch)
+
+    def _obs_batch(self) -> dict[str, Tensor]:
+        cfg = self.cfg
+        hist = list(self._history)
+        while len(hist) < cfg.n_obs_steps:  # pad the start of an episode with the first frame
+            hist.insert(0, hist[0])
+        batch = {schema.image_key(c): torch.stack([self._image_tensor(o.images[c], f"images[{c!r}]") for o in hist])[None]
+                 for c in cfg.cameras}
+        batch[schema.STATE_KEY] = torch.from_numpy(np.stack([o.proprio for o in hist])).to(self.device)[None]
+        return batch
+
+    def _check_obs(self, obs: Observation) -> None:
+        cfg = self.cfg
+        missing = [c for c in cfg.cameras if c not in obs.images]
+        if missing:
+            raise ConfigError(f"observation lacks camera(s) {missing}; it has {sorted(obs.images)}, the executor "
+                              f"expects {list(cfg.cameras)}")
+        h, w = cfg.image_size
+        for c in cfg.cameras:
+            if obs.images[c].shape != (h, w, 3):
+                raise ConfigError(f"observation image {c!r} is {obs.images[c].shape}, the executor expects ({h}, {w}, 3)")
+        if obs.proprio.shape != (cfg.state_dim,):
+            raise ConfigError(f"observation proprio is {obs.proprio.shape}, the executor expects ({cfg.state_dim},)")
+        if not np.all(np.isfinite(obs.proprio)):
+            raise NonFiniteActionError(f"observation proprio contains NaN/inf: {obs.proprio.tolist()}")
+
+    @torch.no_grad()
+    def select_action(self, observation: Observation) -> np.ndarray:
+        """Next action ``float32 (A,)``, clipped to ``[action_low, action_high]``.
+
+        A new chunk is predicted when the queue is empty (every ``n_action_steps`` calls).
+
+        Raises:
+            SubgoalSchemaError: if ``set_subgoal`` was not called.
+            ConfigError: a missing camera, an image of the wrong size, proprio of the wrong length.
+            NonFiniteActionError: NaN/inf in the proprio or in the predicted actions.
+        """
+        if self._subgoal_cond is None:
+            raise SubgoalSchemaError("select_action called before set_subgoal")
+        self._check_obs(observation)
+        self._history.append(observation)
+        if not self._queue:
+            batch = self._obs_batch()
+            batch.update(self._subgoal_batch)
+            chunk = self.predict_action_chunk(batch, subgoal_cond=self._subgoal_cond)[0].cpu().numpy()
+            if not np.all(np.isfinite(chunk)):
+                raise NonFiniteActionError("the diffusion executor produced NaN/inf actions")
+            start = self.cfg.n_obs_steps - 1
+            self._queue.extend(chunk[start:start + self.cfg.n_action_steps].astype(np.float32))
+            score = self.last_progress if self.cfg.done_source == "progress" else self.last_success_prob
+            self._done = bool(score[0].item() >= self.cfg.done_threshold)
+        return np.clip(self._queue.popleft(), self.action_low, self.action_high).astype(np.float32)
+
+    def subgoal_done(self) -> bool:
+        """Whether the done head, at the latest chunk, says the subgoal is complete (see module docs)."""
+        return self._done
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, path: str | Path, command: str | None = None, extra: dict[str, Any] | None = None) -> Path:
+        """Write a checkpoint directory (see :mod:`executor_vla.checkpoint`)."""
+        from executor_vla.checkpoint import save_checkpoint
+
+        return save_checkpoint(self, path, command=command if command is not None else self.command, extra=extra)
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, text_encoder: TextEncoder | None = None,
+                        overrides: dict[str, Any] | None = None, device: str = "cpu") -> DiffusionExecutor:
+        """Load a checkpoint directory without unpickling (see :mod:`executor_vla.checkpoint`).
+
+        Args:
+            overrides: inference-time config changes, e.g. ``{"num_inference_steps": 5}``.
+
+        Raises:
+            CheckpointError: missing files, missing/unexpected/mis-shaped weights, wrong statistics.
+        """
+        from executor_vla.checkpoint import load_checkpoint
+
+        return load_checkpoint(path, text_encoder=text_encoder, overrides=overrides, device=device)

@@ -1,0 +1,107 @@
+"""A tiny synthetic dataset in the tandem schema, for CI, the ``debug`` train config and tests.
+
+It is NOT robot data: a point "end effector" moves toward a per-subgoal target drawn as a coloured
+square in the images, so a policy can learn something in a few steps, but nothing here is meant to
+be realistic. The real dataset comes from ``tandem-collect`` (issue 3); both follow
+:mod:`executor_vla.schema`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from executor_vla import schema
+
+
+def _draw(img: np.ndarray, xy: np.ndarray, color: tuple[int, int, int], r: int = 4) -> None:
+    h, w = img.shape[:2]
+    x, y = int(np.clip(xy[0], 0, w - 1)), int(np.clip(xy[1], 0, h - 1))
+    img[max(0, y - r):y + r + 1, max(0, x - r):x + r + 1] = color
+
+
+def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_episode: int = 2,
+                           frames_per_subgoal: int = 12, image_size: tuple[int, int] = (32, 32),
+                           trace_len: int = schema.TRACE_LEN, seed: int = 0,
+                           repo_id: str = "tandem/synthetic"):
+    """Write a LeRobotDataset v3 following :func:`executor_vla.schema.dataset_features` and return it.
+
+    Each episode has ``subgoals_per_episode`` subgoals of ``frames_per_subgoal`` frames. Subgoal texts
+    are registered as LeRobot tasks (``subgoal.task_index`` points into ``meta/tasks.parquet``) and each
+    frame's ``task`` is the episode instruction, as the real writer does.
+
+    Args:
+        root: directory to create; must not exist (LeRobot refuses to overwrite).
+        image_size: ``(H, W)`` px of every image (small by default to keep CI fast).
+
+    Returns:
+        the finalized ``LeRobotDataset`` (open it again for reading with ``delta_timestamps``).
+
+    Raises:
+        FileExistsError: if ``root`` exists.
+    """
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    root = Path(root)
+    if root.exists():
+        raise FileExistsError(f"synthetic dataset root {root} exists; LeRobotDataset.create needs a new directory")
+    rng = np.random.default_rng(seed)
+    h, w = image_size
+    feats = schema.dataset_features(image_size=image_size, trace_len=trace_len)
+    ds = LeRobotDataset.create(repo_id=repo_id, fps=schema.FPS, features=feats, root=root,
+                               robot_type="panda", use_videos=False)
+    colors = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0)]
+    for ep in range(n_episodes):
+        names = [f"obj{(ep + k) % len(colors)}" for k in range(subgoals_per_episode)]
+        texts = [f"move to the {n}" for n in names]
+        instruction = "visit " + " then ".join(names)
+        ds.meta.save_episode_tasks(texts)  # subgoal texts become LeRobot tasks
+        pos = rng.uniform(0.2, 0.8, size=2) * np.array([w, h])
+        targets = rng.uniform(0.15, 0.85, size=(subgoals_per_episode, 2)) * np.array([w, h])
+        for k in range(subgoals_per_episode):
+            goal_img = np.zeros((h, w, 3), np.uint8)
+            _draw(goal_img, targets[k], colors[(ep + k) % len(colors)])
+            _draw(goal_img, targets[k], (255, 255, 255), r=1)
+            start = pos.copy()
+            trace = np.linspace(start, targets[k], trace_len).astype(np.float32)
+            trace_mask = np.ones(trace_len, np.float32)
+            trace_mask[-2:] = 0.0 if k % 2 else 1.0  # exercise padded traces too
+            task_index = ds.meta.get_task_index(texts[k])
+            for f in range(frames_per_subgoal):
+                delta = targets[k] - pos
+                act2 = np.clip(delta / 4.0, -1, 1)
+                pos = pos + act2 * 2.0
+                img = np.zeros((h, w, 3), np.uint8)
+                for j in range(subgoals_per_episode):
+                    _draw(img, targets[j], colors[(ep + j) % len(colors)])
+                _draw(img, pos, (255, 255, 255), r=2)
+                wrist = np.full((h, w, 3), int(255 * f / frames_per_subgoal), np.uint8)
+                state = np.zeros(schema.STATE_DIM, np.float32)
+                state[:2] = pos / np.array([w, h])
+                state[3] = 1.0
+                state[7] = 0.04
+                action = np.zeros(schema.ACTION_DIM, np.float32)
+                action[:2] = act2
+                action[6] = 1.0 if k % 2 else -1.0
+                progress = (f + 1) / frames_per_subgoal
+                frame = {
+                    schema.image_key("agentview"): img,
+                    schema.image_key("wrist"): wrist,
+                    schema.STATE_KEY: state,
+                    schema.ACTION_KEY: action,
+                    schema.SUBGOAL_INDEX_KEY: np.array([k], np.int64),
+                    schema.SUBGOAL_TASK_INDEX_KEY: np.array([task_index], np.int64),
+                    schema.GOAL_IMAGE_KEY: goal_img,
+                    schema.TRACE_KEY: trace,
+                    schema.TRACE_MASK_KEY: trace_mask,
+                    schema.PROGRESS_KEY: np.array([progress], np.float32),
+                    schema.SUBGOAL_SUCCESS_KEY: np.array([float(f == frames_per_subgoal - 1)], np.float32),
+                    schema.TASK_SUCCESS_KEY: np.array(
+                        [float(k == subgoals_per_episode - 1 and f == frames_per_subgoal - 1)], np.float32),
+                    "task": instruction,
+                }
+                ds.add_frame(frame)
+        ds.save_episode()
+    ds.finalize()
+    return ds

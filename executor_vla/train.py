@@ -1,0 +1,322 @@
+"""The executor's trainer: AdamW, cosine learning-rate schedule with warm-up, EMA, resume, eval hook.
+
+Recipe from Diffusion Policy (Chi et al. 2023): AdamW (lr 1e-4, betas (0.95, 0.999), weight decay
+1e-6), cosine schedule with 500 warm-up steps (``diffusers.optimization.get_cosine_schedule_with_warmup``),
+an EMA of the weights with decay ``min(max_decay, 1 - (1 + step) ** -0.75)`` (diffusers ``EMAModel``
+defaults); checkpoints carry the EMA weights.
+
+Devices: CPU, ``cuda``, and multi-GPU through HF ``accelerate`` (``accelerate launch -m tandem.cli.train``)
+or ``torchrun``: the trainer runs under an ``accelerate.Accelerator``, which picks up the distributed
+environment those launchers set.
+
+Resuming: each checkpoint directory also holds ``training_state/`` (raw weights, optimizer moments
+as safetensors, scheduler/step as JSON; no pickle), so ``resume=<checkpoint dir>`` continues exactly
+where it stopped (same step, learning rate and EMA).
+
+In-sim evaluation: ``executor_vla`` may not import the simulator, so the wiring (``tandem.cli.train``)
+passes ``eval_fn(executor) -> dict of metrics``; it is called every ``eval_every`` steps with the
+EMA executor (0 disables it).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from executor_vla.checkpoint import check_weights, load_weights_strict, save_checkpoint, state_dict_for_save
+from executor_vla.data import batch_to_device, cycle
+from executor_vla.policy import DiffusionExecutor
+from tandem.errors import CheckpointError, ConfigError
+
+EvalFn = Callable[[DiffusionExecutor], dict]
+TRAIN_STATE = "training_state"
+
+
+@dataclass
+class TrainConfig:
+    """Trainer settings (Hydra group ``train``).
+
+    Attributes:
+        steps: total optimisation steps.
+        batch_size: per-process batch size.
+        lr, betas, weight_decay: AdamW.
+        warmup_steps: linear warm-up before the cosine decay.
+        ema_max_decay: cap of the EMA decay (0 disables EMA: checkpoints get the raw weights).
+        grad_clip: max gradient norm (0 = off).
+        num_workers: DataLoader workers.
+        log_every, save_every, eval_every: in steps (``eval_every=0`` disables in-sim evaluation).
+        seed: RNG seed.
+        device: ``"auto"`` (cuda if available), ``"cpu"`` or ``"cuda"``.
+        mixed_precision: accelerate's ``"no"``, ``"fp16"`` or ``"bf16"``.
+    """
+
+    steps: int = 100_000
+    batch_size: int = 64
+    lr: float = 1e-4
+    betas: tuple[float, float] = (0.95, 0.999)
+    weight_decay: float = 1e-6
+    warmup_steps: int = 500
+    ema_max_decay: float = 0.9999
+    grad_clip: float = 1.0
+    num_workers: int = 2
+    log_every: int = 50
+    save_every: int = 5000
+    eval_every: int = 0
+    seed: int = 0
+    device: str = "auto"
+    mixed_precision: str = "no"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        errs = []
+        for name in ("steps", "batch_size", "log_every", "save_every"):
+            if getattr(self, name) < 1:
+                errs.append(f"{name} must be >= 1 (got {getattr(self, name)})")
+        if self.eval_every < 0 or self.warmup_steps < 0 or self.num_workers < 0:
+            errs.append("eval_every, warmup_steps and num_workers must be >= 0")
+        if not 0.0 <= self.ema_max_decay < 1.0:
+            errs.append(f"ema_max_decay must be in [0, 1) (got {self.ema_max_decay})")
+        if self.device not in ("auto", "cpu", "cuda"):
+            errs.append(f"device must be auto, cpu or cuda (got {self.device!r})")
+        if errs:
+            raise ConfigError("invalid TrainConfig: " + "; ".join(errs))
+        self.betas = tuple(self.betas)  # type: ignore[assignment]
+
+
+class EMA:
+    """Exponential moving average of a module's floating-point state (parameters and buffers)."""
+
+    def __init__(self, module: torch.nn.Module, max_decay: float):
+        self.max_decay = max_decay
+        self.shadow = {k: v.detach().clone() for k, v in module.state_dict().items()}
+
+    def decay(self, step: int) -> float:
+        """diffusers EMAModel warm-up: ``min(max_decay, 1 - (1 + step) ** -0.75)``."""
+        return 0.0 if self.max_decay == 0 else min(self.max_decay, 1.0 - (1.0 + step) ** -0.75)
+
+    @torch.no_grad()
+    def update(self, module: torch.nn.Module, step: int) -> None:
+        d = self.decay(step)
+        for k, v in module.state_dict().items():
+            if v.dtype.is_floating_point:
+                self.shadow[k].mul_(d).add_(v.detach(), alpha=1 - d)
+            else:
+                self.shadow[k].copy_(v)
+
+
+def _flatten_optimizer(opt: torch.optim.Optimizer) -> tuple[dict[str, torch.Tensor], dict[str, Any]]:
+    sd = opt.state_dict()
+    tensors, scalars = {}, {}
+    for idx, st in sd["state"].items():
+        for name, v in st.items():
+            if isinstance(v, torch.Tensor):
+                tensors[f"state.{idx}.{name}"] = v.detach().cpu().contiguous().clone()
+            else:
+                scalars[f"{idx}.{name}"] = v
+    return tensors, {"param_groups": sd["param_groups"], "scalars": scalars}
+
+
+def _unflatten_optimizer(tensors: dict[str, torch.Tensor], meta: dict[str, Any]) -> dict[str, Any]:
+    state: dict[int, dict[str, Any]] = {}
+    for key, v in tensors.items():
+        _, idx, name = key.split(".", 2)
+        state.setdefault(int(idx), {})[name] = v
+    for key, v in meta.get("scalars", {}).items():
+        idx, name = key.split(".", 1)
+        state.setdefault(int(idx), {})[name] = v
+    return {"state": state, "param_groups": meta["param_groups"]}
+
+
+class Trainer:
+    """Trains a :class:`DiffusionExecutor` on an :class:`~executor_vla.data.ExecutorDataset`.
+
+    Args:
+        executor: the model (its normaliser statistics must already be set from the dataset).
+        dataset: a torch Dataset of training samples.
+        cfg: :class:`TrainConfig`.
+        output_dir: where ``checkpoints/`` and ``train_log.jsonl`` go.
+        eval_fn: ``executor -> {metric: value}``; called every ``cfg.eval_every`` steps on the EMA model.
+        command: the command line, written to every checkpoint's ``command.txt``.
+        extra_meta: JSON-safe metadata stored in each checkpoint's config (e.g. the dataset path).
+    """
+
+    def __init__(self, executor: DiffusionExecutor, dataset, cfg: TrainConfig, output_dir: str | Path,
+                 eval_fn: EvalFn | None = None, command: str = "", extra_meta: dict[str, Any] | None = None):
+        from accelerate import Accelerator
+        from diffusers.optimization import get_cosine_schedule_with_warmup
+
+        self.cfg = cfg
+        self.output_dir = Path(output_dir)
+        self.eval_fn = eval_fn
+        self.command = command
+        self.extra_meta = extra_meta or {}
+        cpu = cfg.device == "cpu" or (cfg.device == "auto" and not torch.cuda.is_available())
+        if cfg.device == "cuda" and not torch.cuda.is_available():
+            raise ConfigError("train.device=cuda but torch sees no CUDA device")
+        self.accelerator = Accelerator(cpu=cpu, mixed_precision=cfg.mixed_precision)
+        torch.manual_seed(cfg.seed + self.accelerator.process_index)
+        self.model = executor
+        self.optimizer = torch.optim.AdamW(executor.parameters(), lr=cfg.lr, betas=cfg.betas,
+                                           weight_decay=cfg.weight_decay)
+        self.lr_scheduler = get_cosine_schedule_with_warmup(self.optimizer, cfg.warmup_steps, cfg.steps)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, drop_last=False,
+                                             num_workers=cfg.num_workers, persistent_workers=cfg.num_workers > 0,
+                                             pin_memory=not cpu)
+        self.model_ddp, self.optimizer, self.loader, self.lr_scheduler = self.accelerator.prepare(
+            executor, self.optimizer, loader, self.lr_scheduler)
+        self.ema = EMA(self.unwrapped, cfg.ema_max_decay) if cfg.ema_max_decay > 0 else None
+        self.step = 0
+        self.history: list[dict[str, float]] = []
+        self.last_checkpoint: Path | None = None
+
+    @property
+    def unwrapped(self) -> DiffusionExecutor:
+        return self.accelerator.unwrap_model(self.model_ddp)
+
+    # ------------------------------------------------------------------ checkpoints
+    def ema_state_dict(self) -> dict[str, torch.Tensor]:
+        """The weights checkpoints carry: the EMA if enabled, else the raw weights (CPU, contiguous)."""
+        if self.ema is None:
+            return state_dict_for_save(self.unwrapped)
+        return {k: v.detach().cpu().contiguous().clone() for k, v in self.ema.shadow.items()}
+
+    def ema_executor(self) -> DiffusionExecutor:
+        """A separate eval-mode executor holding the EMA weights (for evaluation)."""
+        m = self.unwrapped
+        ex = DiffusionExecutor(m.cfg, text_encoder=m._text_encoder, action_low=m.action_low, action_high=m.action_high)
+        ex.load_state_dict(self.ema_state_dict())
+        return ex.to(m.device).eval()
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write a checkpoint (EMA weights + training state) to ``path`` (default ``checkpoints/step_N``)."""
+        path = Path(path) if path else self.output_dir / "checkpoints" / f"step_{self.step:07d}"
+        if not self.accelerator.is_main_process:
+            return path
+        m = self.unwrapped
+        save_checkpoint(m, path, command=self.command, state_dict=self.ema_state_dict(),
+                        extra={"step": self.step, "train": _jsonable(asdict(self.cfg)), **self.extra_meta})
+        ts = path / TRAIN_STATE
+        ts.mkdir(exist_ok=True)
+        save_file(state_dict_for_save(m), str(ts / "raw_model.safetensors"))
+        opt_tensors, opt_meta = _flatten_optimizer(self.optimizer)
+        save_file(opt_tensors, str(ts / "optimizer.safetensors"))
+        sched = self.lr_scheduler.state_dict()  # LambdaLR stores None for its (function) lambdas
+        sched["lr_lambdas"] = [None for _ in sched.get("lr_lambdas", [])]
+        (ts / "trainer_state.json").write_text(json.dumps(
+            {"step": self.step, "optimizer": opt_meta, "lr_scheduler": sched, "ema": self.ema is not None},
+            indent=1, default=float))
+        return path
+
+    def resume(self, path: str | Path) -> None:
+        """Restore weights, EMA, optimizer, schedule and step from a checkpoint written by :meth:`save`.
+
+        Raises:
+            CheckpointError: a missing ``training_state``, or weights/optimizer that do not match.
+        """
+        path = Path(path)
+        ts = path / TRAIN_STATE
+        if not (ts / "trainer_state.json").is_file():
+            raise CheckpointError(f"{path} has no {TRAIN_STATE}/trainer_state.json: it cannot be resumed "
+                                  "(only trainer-written checkpoints can)")
+        state = json.loads((ts / "trainer_state.json").read_text())
+        m = self.unwrapped
+        load_weights_strict(m, load_file(str(ts / "raw_model.safetensors")), str(ts / "raw_model.safetensors"))
+        ema_weights = load_file(str(path / "model.safetensors"))
+        if self.ema is not None:
+            check_weights(m.state_dict(), ema_weights, str(path / "model.safetensors"))
+            self.ema.shadow = {k: v.to(m.device) for k, v in ema_weights.items()}
+        try:
+            opt_sd = _unflatten_optimizer(load_file(str(ts / "optimizer.safetensors")), state["optimizer"])
+            self.optimizer.load_state_dict(opt_sd)
+        except (ValueError, KeyError) as e:
+            raise CheckpointError(f"optimizer state in {ts} does not match the model: {e}") from e
+        self.lr_scheduler.load_state_dict(state["lr_scheduler"])
+        self.step = int(state["step"])
+
+    # ------------------------------------------------------------------ loop
+    def train(self, steps: int | None = None, progress: bool = True) -> list[dict[str, float]]:
+        """Run until ``self.step == steps`` (default ``cfg.steps``); returns the logged rows.
+
+        Saves every ``save_every`` steps and at the end; logs every ``log_every`` steps to
+        ``train_log.jsonl``; calls ``eval_fn`` every ``eval_every`` steps.
+
+        Raises:
+            FloatingPointError: if the loss becomes NaN/inf (names the step).
+        """
+        from tqdm.auto import tqdm
+
+        cfg = self.cfg
+        total = steps or cfg.steps
+        self.model_ddp.train()
+        log_path = self.output_dir / "train_log.jsonl"
+        self.output_dir.mkdir(parents=True, exist_ok=True)
+        bar = tqdm(total=total, initial=self.step, disable=not (progress and self.accelerator.is_main_process),
+                   desc="train", dynamic_ncols=True)
+        data = cycle(self.loader)
+        t0, samples = time.perf_counter(), 0
+        while self.step < total:
+            batch = batch_to_device(next(data), self.accelerator.device)
+            with self.accelerator.accumulate(self.model_ddp):
+                out = self.model_ddp(batch)
+                loss = out["loss"]
+                if not torch.isfinite(loss):
+                    raise FloatingPointError(f"loss is {loss.item()} at step {self.step}")
+                self.accelerator.backward(loss)
+                if cfg.grad_clip > 0:
+                    self.accelerator.clip_grad_norm_(self.model_ddp.parameters(), cfg.grad_clip)
+                self.optimizer.step()
+                self.lr_scheduler.step()
+                self.optimizer.zero_grad(set_to_none=True)
+            self.step += 1
+            samples += batch["action"].shape[0] * self.accelerator.num_processes
+            if self.ema is not None:
+                self.ema.update(self.unwrapped, self.step)
+            bar.update(1)
+            if self.step % cfg.log_every == 0 or self.step == total:
+                dt = time.perf_counter() - t0
+                row = {"step": self.step, "lr": self.lr_scheduler.get_last_lr()[0],
+                       "samples_per_s": samples / max(dt, 1e-9),
+                       **{k: float(v.detach()) for k, v in out.items()}}
+                t0, samples = time.perf_counter(), 0
+                self.history.append(row)
+                bar.set_postfix(loss=f"{row['loss']:.4f}", lr=f"{row['lr']:.2e}")
+                if self.accelerator.is_main_process:
+                    with log_path.open("a") as f:
+                        f.write(json.dumps(row) + "\n")
+            if self.eval_fn is not None and cfg.eval_every > 0 and self.step % cfg.eval_every == 0:
+                self.evaluate(log_path)
+            if self.step % cfg.save_every == 0 or self.step == total:
+                self.last_checkpoint = self.save()
+        bar.close()
+        return self.history
+
+    def evaluate(self, log_path: Path | None = None) -> dict[str, Any]:
+        """Run ``eval_fn`` on the EMA executor; the metrics are logged with the step."""
+        if self.eval_fn is None or not self.accelerator.is_main_process:
+            return {}
+        metrics = dict(self.eval_fn(self.ema_executor()))
+        row = {"step": self.step, "eval": _jsonable(metrics)}
+        if log_path is not None:
+            with log_path.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+        self.history.append({"step": self.step, **{f"eval/{k}": v for k, v in metrics.items()
+                                                    if isinstance(v, int | float)}})
+        return metrics
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, float) and not math.isfinite(x):
+        return str(x)
+    return x
