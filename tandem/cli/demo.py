@@ -79,3 +79,6 @@ def main(cfg) -> None:
 
 
 __all__ = ["main", "run", "CONFIG_DIR"]
+
+if __name__ == "__main__":
+    main()
