@@ -25,11 +25,15 @@ prepare_runtime()
 
 def run(cfg) -> dict:
     """Collect with a live progress display (episodes bar + steps of the current episode); print the report."""
+    import logging
+
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from tandem.collect import collect, open_writer, report_json
 
+    for name in ("lerobot", "lerobot.configs.video", "lerobot.utils.import_utils"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     console = Console(stderr=True)
     target = int(cfg.episodes)
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),

@@ -1,0 +1,66 @@
+"""``tandem-dataset``: look at a tandem dataset (LeRobotDataset v3 with subgoal annotations).
+
+Examples::
+
+    tandem-dataset inspect datasets/stack_three
+    tandem-dataset inspect datasets/stack_three --sheet sheet.png --episodes 0 1 --max-rows 8
+    tandem-dataset inspect datasets/stack_three --json
+
+``inspect`` validates the dataset (fails loudly, exit status 2, on a malformed, incomplete or mixed-schema
+dataset, listing every problem), prints counts and per-subgoal statistics, and writes a contact sheet PNG of
+subgoal attempts with their goal images and keypoint traces drawn.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from tandem.cli.common import prepare_runtime
+
+prepare_runtime()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="tandem-dataset", description=__doc__.split("\n\n")[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    ins = sub.add_parser("inspect", help="validate, summarise and draw a contact sheet")
+    ins.add_argument("root", type=Path, help="dataset directory (the LeRobot root)")
+    ins.add_argument("--sheet", type=Path, default=None,
+                     help="contact sheet PNG path (default: outputs/inspect/<name>_sheet.png)")
+    ins.add_argument("--no-sheet", action="store_true", help="do not draw the contact sheet")
+    ins.add_argument("--episodes", type=int, nargs="*", default=None, help="episodes to draw (default: the first ones)")
+    ins.add_argument("--max-rows", type=int, default=12, help="subgoal attempts drawn (rows of the sheet)")
+    ins.add_argument("--json", action="store_true", help="print the statistics as JSON")
+    ins.add_argument("--no-lerobot", action="store_true", help="skip opening it with LeRobotDataset (faster)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    import logging
+
+    from tandem.errors import TandemError
+
+    args = build_parser().parse_args(argv)
+    logging.getLogger("lerobot").setLevel(logging.ERROR)
+    logging.getLogger("lerobot.utils.import_utils").setLevel(logging.ERROR)
+    from executor_vla.dataset_inspect import format_stats, inspect_dataset
+
+    if not args.root.is_dir():
+        print(f"error: {args.root} is not a directory", file=sys.stderr)
+        sys.exit(2)
+    sheet = None if args.no_sheet else (args.sheet or Path("outputs/inspect") / f"{args.root.resolve().name}_sheet.png")
+    try:
+        stats = inspect_dataset(args.root, sheet, episodes=args.episodes, max_rows=args.max_rows,
+                                open_with_lerobot=not args.no_lerobot)
+    except TandemError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()

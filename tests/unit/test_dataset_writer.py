@@ -1,0 +1,254 @@
+"""TandemDatasetWriter: LeRobot round trip, schema checks, commits, roll-back after a crash or a full disk.
+
+Small synthetic frames (16x16 images) keep these fast; the real collector is tested in
+tests/integration/test_collect.py.
+"""
+
+from __future__ import annotations
+
+import errno
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from executor_vla import schema
+from executor_vla.dataset_writer import (
+    JOURNAL_PATH,
+    DatasetWriteError,
+    TandemDatasetWriter,
+    check_frame,
+    read_journal,
+)
+from tandem.errors import ConfigError, DatasetSchemaError
+
+REPO = Path(__file__).resolve().parents[2]
+SIZE = (16, 16)
+K = 4
+
+
+def make_frame(i: int, sg: int, task_index: int, goal: np.ndarray, instruction: str = "stack it all") -> dict:
+    rng = np.random.default_rng(i)
+    return {
+        schema.image_key("agentview"): rng.integers(0, 255, (*SIZE, 3), dtype=np.uint8),
+        schema.image_key("wrist"): rng.integers(0, 255, (*SIZE, 3), dtype=np.uint8),
+        schema.STATE_KEY: rng.normal(size=8).astype(np.float32),
+        schema.ACTION_KEY: rng.uniform(-1, 1, 7).astype(np.float32),
+        schema.SUBGOAL_INDEX_KEY: np.array([sg], np.int64),
+        schema.SUBGOAL_TASK_INDEX_KEY: np.array([task_index], np.int64),
+        schema.GOAL_IMAGE_KEY: goal,
+        schema.TRACE_KEY: rng.uniform(0, 15, (K, 2)).astype(np.float32),
+        schema.TRACE_MASK_KEY: np.ones(K, np.float32),
+        schema.PROGRESS_KEY: np.array([0.5], np.float32),
+        schema.SUBGOAL_SUCCESS_KEY: np.array([0.0], np.float32),
+        schema.TASK_SUCCESS_KEY: np.array([0.0], np.float32),
+        "task": instruction,
+    }
+
+
+def writer(root: Path, **kw) -> TandemDatasetWriter:
+    return TandemDatasetWriter(root, "tandem/test", image_size=SIZE, trace_len=K, **kw)
+
+
+def write_episode(w: TandemDatasetWriter, n: int = 6, seed: int = 0, texts=("pick a", "place a")) -> list[dict]:
+    frames = []
+    for k, text in enumerate(texts):
+        ti = w.subgoal_task_index(text)
+        goal = np.full((*SIZE, 3), 40 * (k + 1), np.uint8)
+        for i in range(n // len(texts)):
+            f = make_frame(seed * 100 + len(frames), k, ti, goal)
+            f[schema.PROGRESS_KEY] = np.array([(i + 1) / (n // len(texts))], np.float32)
+            frames.append({kk: (v.copy() if isinstance(v, np.ndarray) else v) for kk, v in f.items()})
+            w.add_frame(f)
+    w.save_episode({"seed": seed}, state={"next_seed": seed + 1})
+    return frames
+
+
+def load(root: Path, **kw):
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    return LeRobotDataset("tandem/test", root=root, video_backend="pyav", **kw)
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("image_threads", [0, 2])
+def test_round_trip_through_lerobot(tmp_path, image_threads):
+    root = tmp_path / "ds"
+    with writer(root, image_threads=image_threads) as w:
+        ep0 = write_episode(w, seed=0)
+        ep1 = write_episode(w, seed=1, texts=("pick b", "place a"))
+    ds = load(root, delta_timestamps={schema.ACTION_KEY: [0.0, 0.05, 0.1]})
+    assert ds.num_episodes == 2 and len(ds) == 12 and ds.fps == schema.FPS
+    tasks = {int(i): t for t, i in zip(ds.meta.tasks.index, ds.meta.tasks["task_index"])}
+    live = ep0 + ep1
+    for j, f in enumerate(live):
+        item = ds[j]
+        for key in (schema.image_key("agentview"), schema.image_key("wrist"), schema.GOAL_IMAGE_KEY):
+            got = (item[key].permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
+            np.testing.assert_array_equal(got, f[key])
+        np.testing.assert_array_equal(item[schema.STATE_KEY].numpy(), f[schema.STATE_KEY])
+        np.testing.assert_array_equal(item[schema.ACTION_KEY].numpy()[0], f[schema.ACTION_KEY])
+        np.testing.assert_array_equal(item[schema.TRACE_KEY].numpy(), f[schema.TRACE_KEY])
+        assert int(item[schema.SUBGOAL_INDEX_KEY]) == int(f[schema.SUBGOAL_INDEX_KEY][0])
+        assert item["task"] == "stack it all"
+        assert tasks[int(item[schema.SUBGOAL_TASK_INDEX_KEY])] in ("pick a", "place a", "pick b")
+    assert tasks[int(ds[6][schema.SUBGOAL_TASK_INDEX_KEY])] == "pick b"
+    assert item[schema.ACTION_KEY].shape == (3, 7)  # delta_timestamps window
+    j = read_journal(root)
+    assert j["total_episodes"] == 2 and [e["seed"] for e in j["episodes"]] == [0, 1]
+    assert j["state"]["next_seed"] == 2
+    # each commit's LeRobot session wrote its own (closed) parquet files
+    assert len(list((root / "data").rglob("*.parquet"))) == 2
+    assert not (root / "images").exists()
+
+
+def test_resume_appends_and_rejects_other_schema_without_touching_files(tmp_path):
+    root = tmp_path / "ds"
+    with writer(root) as w:
+        write_episode(w)
+    with writer(root) as w:  # auto mode: same schema -> append
+        assert w.num_episodes == 1 and w.state["next_seed"] == 1 and w.recovered == []
+        write_episode(w, seed=1)
+    assert load(root).num_episodes == 2
+    before = tree(root)
+    with pytest.raises(DatasetSchemaError, match=r"different schema(.|\n)*subgoal.trace"):
+        TandemDatasetWriter(root, "tandem/test", image_size=SIZE, trace_len=K + 1)
+    with pytest.raises(DatasetSchemaError, match="observation.images.agentview"):
+        TandemDatasetWriter(root, "tandem/test", image_size=(32, 32), trace_len=K)
+    with pytest.raises(DatasetSchemaError, match="fps"):
+        TandemDatasetWriter(root, "tandem/test", image_size=SIZE, trace_len=K, fps=10)
+    with pytest.raises(ConfigError, match="already exists"):
+        writer(root, mode="create")
+    assert tree(root) == before
+
+
+def test_not_a_dataset_and_bad_frames(tmp_path):
+    junk = tmp_path / "junk"
+    junk.mkdir()
+    (junk / "notes.txt").write_text("hi")
+    with pytest.raises(DatasetSchemaError, match="not a LeRobot dataset"):
+        writer(junk)
+    with pytest.raises(DatasetSchemaError, match="does not exist"):
+        writer(tmp_path / "nope", mode="resume")
+    w = writer(tmp_path / "ds")
+    ti = w.subgoal_task_index("pick a")
+    f = make_frame(0, 0, ti, np.zeros((*SIZE, 3), np.uint8))
+    bad = dict(f, **{schema.STATE_KEY: np.zeros(8, np.float64)})
+    with pytest.raises(DatasetSchemaError, match=r"observation.state.*float32"):
+        w.add_frame(bad)
+    missing = {k: v for k, v in f.items() if k != schema.TRACE_KEY}
+    with pytest.raises(DatasetSchemaError, match="missing key 'subgoal.trace'"):
+        w.add_frame(missing)
+    with pytest.raises(DatasetSchemaError, match="NaN"):
+        w.add_frame(dict(f, **{schema.ACTION_KEY: np.full(7, np.nan, np.float32)}))
+    with pytest.raises(DatasetSchemaError, match="no frames"):
+        w.save_episode()
+    check_frame(f, w.features)
+    w.close()
+
+
+_CRASH = textwrap.dedent("""
+    import os, sys
+    sys.path.insert(0, {tests!r}); sys.path.insert(0, {repo!r})
+    from unit.test_dataset_writer import writer, write_episode
+    from executor_vla.dataset_writer import TandemDatasetWriter
+    from pathlib import Path
+    w = writer(Path({root!r}))
+    write_episode(w, seed=0)                      # committed
+    if {where!r} == "commit":
+        TandemDatasetWriter._commit = lambda self: os._exit(9)   # killed after LeRobot saved, before the commit
+        write_episode(w, seed=1)
+    else:                                            # killed while frames of episode 1 were being staged
+        import numpy as np
+        from unit.test_dataset_writer import make_frame
+        ti = w.subgoal_task_index("a brand new subgoal")
+        w.add_frame(make_frame(1, 0, ti, np.zeros((16, 16, 3), np.uint8)))
+        os._exit(9)
+""")
+
+
+@pytest.mark.parametrize("where", ["commit", "staging"])
+def test_killed_collection_keeps_committed_episodes_and_resumes(tmp_path, where):
+    from executor_vla.dataset_inspect import validate_dataset
+
+    root = tmp_path / "ds"
+    code = _CRASH.format(tests=str(REPO / "tests"), repo=str(REPO), root=str(root), where=where)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 9, proc.stderr[-3000:]
+    if where == "commit":  # info.json already counts episode 1, whose parquet file has no footer
+        with pytest.raises(DatasetSchemaError, match="failed validation"):
+            validate_dataset(root)
+    w = writer(root)
+    assert w.num_episodes == 1 and w.recovered, "the interrupted write should have been rolled back"
+    w.close()
+    validate_dataset(root)
+    ds = load(root)
+    assert ds.num_episodes == 1 and len(ds) == 6
+    assert "a brand new subgoal" not in set(ds.meta.tasks.index)
+    with writer(root) as w:
+        write_episode(w, seed=1)
+    assert load(root).num_episodes == 2
+    validate_dataset(root)
+
+
+def test_disk_full_rolls_back_to_last_commit(tmp_path, monkeypatch):
+    import PIL.Image
+
+    from executor_vla.dataset_inspect import validate_dataset
+
+    root = tmp_path / "ds"
+    w = writer(root)
+    write_episode(w, seed=0)
+    real_save = PIL.Image.Image.save
+    calls = {"n": 0}
+
+    def full_disk(self, *a, **k):
+        calls["n"] += 1
+        if calls["n"] > 5:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real_save(self, *a, **k)
+
+    monkeypatch.setattr(PIL.Image.Image, "save", full_disk)
+    with pytest.raises(DatasetWriteError, match=r"No space left(.|\n)*1 episodes, intact"):
+        write_episode(w, seed=1)
+    monkeypatch.undo()
+    validate_dataset(root)
+    assert load(root).num_episodes == 1
+    w.close()
+    # a write error inside LeRobot's save_episode (after its parquet writer opened) is rolled back too
+    import lerobot.datasets.dataset_writer as ldw
+
+    real = ldw.DatasetWriter._save_episode_data
+
+    def half_written(self, buf):
+        real(self, buf)
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    w = writer(root)
+    monkeypatch.setattr(ldw.DatasetWriter, "_save_episode_data", half_written)
+    with pytest.raises(DatasetWriteError, match="saving episode 1"):
+        write_episode(w, seed=1)
+    monkeypatch.undo()
+    validate_dataset(root)
+    with writer(root) as w2:
+        assert w2.num_episodes == 1
+        write_episode(w2, seed=1)
+    assert load(root).num_episodes == 2
+
+
+def test_checkpoint_every_batches_commits(tmp_path):
+    root = tmp_path / "ds"
+    with writer(root, checkpoint_every=3) as w:
+        for s in range(4):
+            write_episode(w, seed=s)
+        assert read_journal(root)["total_episodes"] == 3  # the 4th is saved, committed on close
+    assert read_journal(root)["total_episodes"] == 4
+    assert len(list((root / "data").rglob("*.parquet"))) == 2
+    assert (root / JOURNAL_PATH).exists()
+    assert load(root).num_episodes == 4
