@@ -1,0 +1,83 @@
+"""The smoke suite on the local process pool and on a local Ray instance gives identical rows; crashes are rows.
+
+The Ray instance is started by the module fixture (2 CPUs, no dashboard) and shared by the tests here.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+TESTS = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(TESTS))  # eval_fakes
+
+from tandem.evaluate import Suite, Variant, deterministic_view, evaluate  # noqa: E402
+
+FAKE = {"builder": "eval_fakes:build_fake_stack",
+        "executor": {"name": "fake", "fail_seeds": [1], "unstable_seeds": [2], "exit_seeds": [3]}}
+BROKEN = {"builder": "eval_fakes:build_broken_stack"}
+
+
+@pytest.fixture(scope="module")
+def ray_instance():
+    ray = pytest.importorskip("ray")
+    env_vars = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl", "HF_HUB_OFFLINE": "1",
+                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env_vars})
+    yield ray
+    ray.shutdown()
+
+
+def _smoke_config():
+    from hydra import compose, initialize_config_dir
+
+    from tandem.cli.common import CONFIG_DIR
+
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        cfg = compose(config_name="eval", overrides=["suite=smoke"])
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(cfg, resolve=True)
+
+
+@pytest.mark.sim
+@pytest.mark.slow
+@pytest.mark.integration
+def test_smoke_suite_local_and_ray_rows_are_identical(tmp_path, ray_instance):
+    c = _smoke_config()
+    suite = Suite.from_config(c["suite"])
+    variants = [Variant.from_config(n, c["variants"][n]) for n in c["run_variants"]]
+    kw = {"env": c["env"], "agent": c["agent"], "workers": 2, "progress": False}
+    local = evaluate(suite, variants, tmp_path / "local", backend="local", **kw)
+    on_ray = evaluate(suite, variants, tmp_path / "ray", backend="ray", **kw)
+    assert len(local.results) == 6 and set(local.results["task"]) == {"stack_three", "pick_place_bins",
+                                                                         "nut_assembly"}
+    assert set(local.results["backend"]) == {"local"} and set(on_ray.results["backend"]) == {"ray"}
+    pd.testing.assert_frame_equal(deterministic_view(local.results), deterministic_view(on_ray.results))
+    # the oracle stack solves stack_three (the privileged expert is 200/200 on Stack in FIELD-NOTES)
+    assert local.results[local.results["task"] == "stack_three"]["success"].all()
+    assert (tmp_path / "local" / "results.parquet").exists() and (tmp_path / "ray" / "metrics.json").exists()
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("backend", ["local", "ray"])
+def test_crashing_variant_is_recorded_and_the_run_continues(tmp_path, backend, request):
+    if backend == "ray":
+        request.getfixturevalue("ray_instance")
+    suite = Suite.from_config({"name": "fake", "seeds": 5, "tasks": ["toy"]})
+    variants = [Variant.from_config("fake", FAKE), Variant.from_config("broken", BROKEN)]
+    out = evaluate(suite, variants, tmp_path, backend=backend, workers=2, validate=False, progress=False)
+    df = out.results.set_index("key")
+    assert len(df) == 10
+    kind = df["failure_kind"].to_dict()
+    assert kind["fake/toy/none/seed0000"] is None and kind["fake/toy/none/seed0004"] is None
+    assert kind["fake/toy/none/seed0001"] == "gave_up"
+    assert kind["fake/toy/none/seed0002"] == "sim_unstable"
+    assert kind["fake/toy/none/seed0003"] == "worker_crash"  # os._exit in the worker
+    assert "died" in df.loc["fake/toy/none/seed0003", "failure"]
+    assert all(kind[f"broken/toy/none/seed{s:04d}"] == "build_error" for s in range(5))
+    assert "checkpoint is corrupt" in df.loc["broken/toy/none/seed0000", "failure"]
