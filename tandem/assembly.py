@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.errors import UnknownNameError
+from tandem.errors import ConfigError, UnknownNameError
 from tandem.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
 
 PLANNERS = ("oracle", "vlm")
@@ -102,7 +102,11 @@ def build_executor(cfg: Any, env: Env) -> Executor:
     if name == "diffusion":
         from executor_vla.policy import DiffusionExecutor
 
-        return DiffusionExecutor.from_checkpoint(_get(ex_cfg, "checkpoint"), device=_get(ex_cfg, "device", "cpu"))
+        checkpoint = _get(ex_cfg, "checkpoint")
+        if not checkpoint:
+            raise ConfigError("executor=diffusion needs executor.checkpoint=<dir written by tandem-train>; "
+                              "no trained default checkpoint ships yet (see executor_vla/README.md)")
+        return DiffusionExecutor.from_checkpoint(checkpoint, device=_get(ex_cfg, "device", "cpu"))
     raise UnknownNameError("executor", name, EXECUTORS)
 
 
