@@ -133,7 +133,10 @@ def test_sim_robot_and_bridge_reach_success_then_watchdog_trips(tmp_path):
     from tandem.cli.bridge import run as bridge_run
 
     domain = random.randint(1, 200)
-    overrides = [f"bridge.domain_id={domain}", "sim_robot.goals_limit=1", "sim_robot.duration_s=150"]
+    # abort_after_stale_s=30: a sim-robot hiccup on a loaded 2-core CI machine makes the bridge command stops
+    # (still checked below) instead of ending the rehearsal; seen once in a fresh clone with the default 3 s.
+    overrides = [f"bridge.domain_id={domain}", "sim_robot.goals_limit=1", "sim_robot.duration_s=150",
+                 "bridge.abort_after_stale_s=30"]
     env_vars = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
                 "MUJOCO_GL": os.environ.get("MUJOCO_GL", "egl")}
     log_file = (tmp_path / "sim_robot.log").open("w")
