@@ -22,28 +22,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from bridge import conversions as cv
 from bridge.errors import MalformedMessageError, MissingTopicError
 from bridge.transport import Transport
+from tandem.types import to_jsonable
 
 PRIVILEGED_TOPIC = "/tandem/oracle/privileged"
 SUBGOAL_TOPIC = "/tandem/oracle/subgoal"
 WAYPOINTS_TOPIC = "/tandem/oracle/waypoints"
-
-
-def jsonable(x: Any) -> Any:
-    """numpy arrays/scalars, tuples and nested dicts -> JSON-safe Python values."""
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, (np.floating, np.integer, np.bool_)):
-        return x.item()
-    if isinstance(x, dict):
-        return {str(k): jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [jsonable(v) for v in x]
-    return x
 
 
 class OracleChannelServer:
@@ -75,7 +61,7 @@ class OracleChannelServer:
             reqs, self._pending = self._pending, []
         for req in reqs:
             try:
-                ans = {"seq": req.get("seq"), **jsonable(self.waypoints_fn(req["subgoal"]))}
+                ans = {"seq": req.get("seq"), **to_jsonable(self.waypoints_fn(req["subgoal"]))}
             except Exception as e:  # noqa: BLE001 - the error goes back to the requester
                 ans = {"seq": req.get("seq"), "error": f"{type(e).__name__}: {e}"}
             self._pub(cv.json_to_msg(self.transport.msg_type, ans))

@@ -29,10 +29,10 @@ from bridge import conversions as cv
 from bridge.action_mapping import twist_to_action
 from bridge.config import BridgeConfig
 from bridge.errors import MalformedMessageError
-from bridge.oracle_channel import PRIVILEGED_TOPIC, OracleChannelServer, jsonable
+from bridge.oracle_channel import PRIVILEGED_TOPIC, OracleChannelServer
 from bridge.transport import Transport
 from tandem.protocols import Env
-from tandem.types import Observation
+from tandem.types import Observation, to_jsonable
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +130,8 @@ class SimRobotNode:
                 preds = priv.get("predicates", {})
                 success = all(bool(preds.get(g, False)) for g in goals)
                 priv["goals"], priv["success"], spec["goals"] = goals, success, goals
-            self._pub_oracle(cv.json_to_msg(types, {"stamp": now, "step": self.steps, "privileged": jsonable(priv),
-                                                    "success": success, "spec": jsonable(spec)}))
+            self._pub_oracle(cv.json_to_msg(types, {"stamp": now, "step": self.steps, "privileged": to_jsonable(priv),
+                                                    "success": success, "spec": to_jsonable(spec)}))
 
     # ---- loop -------------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> Observation:

@@ -21,7 +21,6 @@ EMA executor (0 disables it).
 from __future__ import annotations
 
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -35,6 +34,7 @@ from executor_vla.checkpoint import check_weights, load_weights_strict, save_che
 from executor_vla.data import batch_to_device, cycle
 from executor_vla.policy import DiffusionExecutor
 from tandem.errors import CheckpointError, ConfigError
+from tandem.types import to_jsonable
 
 EvalFn = Callable[[DiffusionExecutor], dict]
 TRAIN_STATE = "training_state"
@@ -202,7 +202,7 @@ class Trainer:
             return path
         m = self.unwrapped
         save_checkpoint(m, path, command=self.command, state_dict=self.ema_state_dict(),
-                        extra={"step": self.step, "train": _jsonable(asdict(self.cfg)), **self.extra_meta})
+                        extra={"step": self.step, "train": to_jsonable(asdict(self.cfg)), **self.extra_meta})
         ts = path / TRAIN_STATE
         ts.mkdir(exist_ok=True)
         save_file(state_dict_for_save(m), str(ts / "raw_model.safetensors"))
@@ -303,7 +303,7 @@ class Trainer:
         if self.eval_fn is None or not self.accelerator.is_main_process:
             return {}
         metrics = dict(self.eval_fn(self.ema_executor()))
-        row = {"step": self.step, "eval": _jsonable(metrics)}
+        row = {"step": self.step, "eval": to_jsonable(metrics)}
         if log_path is not None:
             with log_path.open("a") as f:
                 f.write(json.dumps(row) + "\n")
@@ -312,11 +312,3 @@ class Trainer:
         return metrics
 
 
-def _jsonable(x: Any) -> Any:
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, list | tuple):
-        return [_jsonable(v) for v in x]
-    if isinstance(x, float) and not math.isfinite(x):
-        return str(x)
-    return x

@@ -38,10 +38,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from tandem.errors import ConfigError, TandemError
-from tandem.types import Plan, Subgoal, TaskSpec, Verdict
+from tandem.types import Plan, Subgoal, TaskSpec, Verdict, to_jsonable
 
 FORMAT_NAME = "tandem.task_memory"
 FORMAT_VERSION = 1
@@ -64,30 +62,8 @@ class MemoryFileError(TandemError, ValueError):
         super().__init__(f"{path}:{line}: {reason}")
 
 
-def _jsonable(x: Any) -> Any:
-    """Convert numpy values, tuples and objects with ``to_json`` into plain JSON types.
-
-    Anything else that JSON cannot encode is stored as its ``str()`` so the event log stays writable.
-    """
-    if x is None or isinstance(x, (bool, int, float, str)):
-        return x
-    if isinstance(x, np.ndarray):
-        return x.tolist()
-    if isinstance(x, (np.floating, np.integer, np.bool_)):
-        return x.item()
-    if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple, set, frozenset)):
-        return [_jsonable(v) for v in x]
-    if hasattr(x, "to_json"):
-        return _jsonable(x.to_json())
-    if isinstance(x, Path):
-        return str(x)
-    return str(x)
-
-
 def _task_to_json(task: TaskSpec) -> dict[str, Any]:
-    return _jsonable(dataclasses.asdict(task))
+    return to_jsonable(dataclasses.asdict(task))
 
 
 def _task_from_json(d: dict[str, Any]) -> TaskSpec:
@@ -163,18 +139,18 @@ class TaskMemoryV1:
         if not isinstance(task, TaskSpec):
             raise ConfigError(f"start_episode needs a TaskSpec, got {type(task).__name__}")
         self._clear()
-        self._apply({"kind": "episode_start", "step": 0, "task": _task_to_json(task), "meta": _jsonable(meta or {})})
+        self._apply({"kind": "episode_start", "step": 0, "task": _task_to_json(task), "meta": to_jsonable(meta or {})})
 
     def record_plan(self, plan: Plan, step: int, source: str) -> None:
         """Record a new plan from planner ``source`` (e.g. ``"oracle"``, ``"vlm"``) at control step ``step``."""
         self._require_started("record_plan")
-        self._apply({"kind": "plan", "step": int(step), "source": str(source), "plan": _jsonable(plan.to_json())})
+        self._apply({"kind": "plan", "step": int(step), "source": str(source), "plan": to_jsonable(plan.to_json())})
 
     def record_attempt(self, subgoal: Subgoal, step: int) -> int:
         """Mark the start of an attempt at ``subgoal``; returns the attempt number (1-based) for its signature."""
         self._require_started("record_attempt")
         attempt = self.attempt_counts.get(subgoal.signature, 0) + 1
-        self._apply({"kind": "attempt", "step": int(step), "subgoal": _jsonable(subgoal.to_json()),
+        self._apply({"kind": "attempt", "step": int(step), "subgoal": to_jsonable(subgoal.to_json()),
                      "signature": subgoal.signature, "attempt": attempt})
         return attempt
 
@@ -185,9 +161,9 @@ class TaskMemoryV1:
         a success moves the subgoal (matched by signature) from the plan's remaining to done.
         """
         self._require_started("record_verdict")
-        self._apply({"kind": "verdict", "step": int(step), "subgoal": _jsonable(subgoal.to_json()),
+        self._apply({"kind": "verdict", "step": int(step), "subgoal": to_jsonable(subgoal.to_json()),
                      "signature": subgoal.signature, "attempt": self.attempt_counts.get(subgoal.signature, 0),
-                     "verdict": _jsonable(verdict.to_json())})
+                     "verdict": to_jsonable(verdict.to_json())})
 
     def record_fact(self, obj: str, fact: str, step: int) -> None:
         """Record a fact about object ``obj``, e.g. ``record_fact("red", "knocked off green", 312)``."""
@@ -207,7 +183,7 @@ class TaskMemoryV1:
         if kind in STRUCTURED_KINDS:
             raise ConfigError(f"event kind {kind!r} is reserved; use the matching record_* method "
                               f"(reserved: {sorted(STRUCTURED_KINDS)})")
-        self._apply({"kind": str(kind), "step": int(step), **_jsonable(data)})
+        self._apply({"kind": str(kind), "step": int(step), **to_jsonable(data)})
 
     # ---------------------------------------------------------------- apply
     def _apply(self, ev: dict[str, Any]) -> None:

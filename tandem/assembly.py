@@ -21,7 +21,8 @@ EXECUTORS = ("scripted", "diffusion")
 GOAL_PRODUCERS = ("oracle", "none")
 
 
-def _get(cfg: Any, key: str, default: Any = None) -> Any:
+def config_get(cfg: Any, key: str, default: Any = None) -> Any:
+    """``cfg[key]`` for a Mapping/OmegaConf node or ``cfg.key`` for an object; ``default`` if absent or cfg is None."""
     if cfg is None:
         return default
     if isinstance(cfg, Mapping):
@@ -49,25 +50,25 @@ def build_env(cfg: Any) -> Env:
     from sim.perturbations import PerturbationSpec
     from sim.robosuite_env import RobosuiteEnv
 
-    env_cfg = _get(cfg, "env", {}) or {}
-    perturb = _get(cfg, "perturb", None)
+    env_cfg = config_get(cfg, "env", {}) or {}
+    perturb = config_get(cfg, "perturb", None)
     spec = None
-    pname = _get(perturb, "name", "none")
+    pname = config_get(perturb, "name", "none")
     if pname and pname != "none":
-        spec = PerturbationSpec(name=pname, at_step=_get(perturb, "at_step"),
-                                after_success=int(_get(perturb, "after_success", 1) or 1))
+        spec = PerturbationSpec(name=pname, at_step=config_get(perturb, "at_step"),
+                                after_success=int(config_get(perturb, "after_success", 1) or 1))
     return RobosuiteEnv(
-        _get(_get(cfg, "task"), "name"),
-        cameras=tuple(_get(env_cfg, "cameras", ("agentview", "wrist"))),
-        image_size=tuple(_get(env_cfg, "image_size", (128, 128))),
-        control_freq=int(_get(env_cfg, "control_freq", 20)),
-        render=bool(_get(env_cfg, "render", True)),
+        config_get(config_get(cfg, "task"), "name"),
+        cameras=tuple(config_get(env_cfg, "cameras", ("agentview", "wrist"))),
+        image_size=tuple(config_get(env_cfg, "image_size", (128, 128))),
+        control_freq=int(config_get(env_cfg, "control_freq", 20)),
+        render=bool(config_get(env_cfg, "render", True)),
         perturbation=spec,
     )
 
 
 def build_planner(cfg: Any, env: Env) -> Planner:
-    name = _get(_get(cfg, "planner"), "name", "oracle")
+    name = config_get(config_get(cfg, "planner"), "name", "oracle")
     if name == "oracle":
         from planner_vlm.oracle_planner import OraclePlanner
 
@@ -75,12 +76,12 @@ def build_planner(cfg: Any, env: Env) -> Planner:
     if name == "vlm":
         from planner_vlm.factory import make_vlm_planner
 
-        return make_vlm_planner(_get(cfg, "planner"))
+        return make_vlm_planner(config_get(cfg, "planner"))
     raise UnknownNameError("planner", name, PLANNERS)
 
 
 def build_verifier(cfg: Any, env: Env) -> Verifier:
-    name = _get(_get(cfg, "verifier"), "name", "oracle")
+    name = config_get(config_get(cfg, "verifier"), "name", "oracle")
     if name == "oracle":
         from planner_vlm.oracle_verifier import OracleVerifier
 
@@ -88,13 +89,13 @@ def build_verifier(cfg: Any, env: Env) -> Verifier:
     if name == "vlm":
         from planner_vlm.factory import make_vlm_verifier
 
-        return make_vlm_verifier(_get(cfg, "verifier"))
+        return make_vlm_verifier(config_get(cfg, "verifier"))
     raise UnknownNameError("verifier", name, VERIFIERS)
 
 
 def build_executor(cfg: Any, env: Env) -> Executor:
-    ex_cfg = _get(cfg, "executor")
-    name = _get(ex_cfg, "name", "scripted")
+    ex_cfg = config_get(cfg, "executor")
+    name = config_get(ex_cfg, "name", "scripted")
     if name == "scripted":
         from sim.experts import ScriptedExecutor
 
@@ -102,23 +103,23 @@ def build_executor(cfg: Any, env: Env) -> Executor:
     if name == "diffusion":
         from executor_vla.policy import DiffusionExecutor
 
-        checkpoint = _get(ex_cfg, "checkpoint")
+        checkpoint = config_get(ex_cfg, "checkpoint")
         if not checkpoint:
             raise ConfigError("executor=diffusion needs executor.checkpoint=<dir written by tandem-train>; "
                               "no trained default checkpoint ships yet (see executor_vla/README.md)")
-        return DiffusionExecutor.from_checkpoint(checkpoint, device=_get(ex_cfg, "device", "cpu"))
+        return DiffusionExecutor.from_checkpoint(checkpoint, device=config_get(ex_cfg, "device", "cpu"))
     raise UnknownNameError("executor", name, EXECUTORS)
 
 
 def build_goal_producer(cfg: Any, env: Env) -> GoalProducer | None:
-    g = _get(cfg, "goals")
-    name = _get(g, "name", "oracle")
+    g = config_get(cfg, "goals")
+    name = config_get(g, "name", "oracle")
     if name == "none":
         return None
     if name == "oracle":
         from sim.goal_render import OracleGoalProducer
 
-        return OracleGoalProducer(env, camera=_get(g, "camera", "agentview"))
+        return OracleGoalProducer(env, camera=config_get(g, "camera", "agentview"))
     raise UnknownNameError("goal producer", name, GOAL_PRODUCERS)
 
 
@@ -136,7 +137,7 @@ def build_stack(cfg: Any) -> Stack:
     """
     env = build_env(cfg)
     try:
-        a = _get(cfg, "agent", {}) or {}
+        a = config_get(cfg, "agent", {}) or {}
         agent = HierarchicalAgent(
             planner=build_planner(cfg, env),
             verifier=build_verifier(cfg, env),
@@ -144,9 +145,9 @@ def build_stack(cfg: Any) -> Stack:
             memory=build_memory(cfg),
             goal_producer=build_goal_producer(cfg, env),
             config=AgentConfig(
-                max_attempts_per_subgoal=int(_get(a, "max_attempts_per_subgoal", 3)),
-                subgoal_step_budget=int(_get(a, "subgoal_step_budget", 400)),
-                max_plans=int(_get(a, "max_plans", 40)),
+                max_attempts_per_subgoal=int(config_get(a, "max_attempts_per_subgoal", 3)),
+                subgoal_step_budget=int(config_get(a, "subgoal_step_budget", 400)),
+                max_plans=int(config_get(a, "max_plans", 40)),
             ),
         )
     except BaseException:

@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 
 from executor_vla import schema
+from tandem.assembly import config_get
 from tandem.errors import ConfigError, DatasetSchemaError, SubgoalSchemaError, TandemError
 from tandem.protocols import Env
 from tandem.rollout import StepRecord, run_episode
@@ -403,14 +404,6 @@ class CollectReport:
     seeds: list[int] = field(default_factory=list)
 
 
-def _get(cfg: Any, key: str, default: Any = None) -> Any:
-    if cfg is None:
-        return default
-    if isinstance(cfg, Mapping):
-        return cfg.get(key, default)
-    return getattr(cfg, key, default)
-
-
 def open_writer(cfg: Any) -> Any:
     """The dataset writer for a collect config (``out``, ``repo_id``, ``env``, ``dataset``, ``resume``).
 
@@ -420,17 +413,17 @@ def open_writer(cfg: Any) -> Any:
     """
     from executor_vla.dataset_writer import TandemDatasetWriter
 
-    env_cfg, ds_cfg = _get(cfg, "env", {}) or {}, _get(cfg, "dataset", {}) or {}
-    out = _get(cfg, "out")
+    env_cfg, ds_cfg = config_get(cfg, "env", {}) or {}, config_get(cfg, "dataset", {}) or {}
+    out = config_get(cfg, "out")
     if not out:
         raise ConfigError("collect needs out=<dataset directory>")
-    cameras = tuple(_get(env_cfg, "cameras", schema.CAMERAS))
+    cameras = tuple(config_get(env_cfg, "cameras", schema.CAMERAS))
     return TandemDatasetWriter(
-        out, str(_get(cfg, "repo_id", "tandem/dataset")),
-        image_size=tuple(_get(env_cfg, "image_size", schema.IMAGE_SIZE)),
-        trace_len=int(_get(ds_cfg, "trace_len", schema.TRACE_LEN)), cameras=cameras,
-        checkpoint_every=int(_get(ds_cfg, "checkpoint_every", 1)), mode=str(_get(cfg, "resume", "auto")),
-        image_threads=int(_get(ds_cfg, "image_threads", 0)),
+        out, str(config_get(cfg, "repo_id", "tandem/dataset")),
+        image_size=tuple(config_get(env_cfg, "image_size", schema.IMAGE_SIZE)),
+        trace_len=int(config_get(ds_cfg, "trace_len", schema.TRACE_LEN)), cameras=cameras,
+        checkpoint_every=int(config_get(ds_cfg, "checkpoint_every", 1)), mode=str(config_get(cfg, "resume", "auto")),
+        image_threads=int(config_get(ds_cfg, "image_threads", 0)),
     )
 
 
@@ -458,21 +451,21 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
     """
     from tandem.assembly import build_stack
 
-    target = int(_get(cfg, "episodes", 1))
+    target = int(config_get(cfg, "episodes", 1))
     if target < 1:
         raise ConfigError(f"episodes must be >= 1, got {target}")
-    dart = _get(cfg, "dart", {}) or {}
-    sigma = float(_get(dart, "sigma", 0.0) or 0.0)
+    dart = config_get(cfg, "dart", {}) or {}
+    sigma = float(config_get(dart, "sigma", 0.0) or 0.0)
     if sigma < 0:
         raise ConfigError(f"dart.sigma must be >= 0, got {sigma}")
-    fraction = float(_get(cfg, "perturb_fraction", 1.0))
+    fraction = float(config_get(cfg, "perturb_fraction", 1.0))
     if not 0.0 <= fraction <= 1.0:
         raise ConfigError(f"perturb_fraction must be in [0, 1], got {fraction}")
-    freq = int(_get(_get(cfg, "env", {}) or {}, "control_freq", schema.FPS))
+    freq = int(config_get(config_get(cfg, "env", {}) or {}, "control_freq", schema.FPS))
     if freq != schema.FPS:
         raise ConfigError(f"env.control_freq must equal the dataset fps ({schema.FPS} Hz), got {freq}")
-    keep_failed = bool(_get(cfg, "keep_failed", False))
-    max_steps = _get(cfg, "max_steps", None)
+    keep_failed = bool(config_get(cfg, "keep_failed", False))
+    max_steps = config_get(cfg, "max_steps", None)
     max_steps = None if max_steps in (None, "null") else int(max_steps)
     writer = open_writer(cfg)  # schema check before the (slow) env is built
     report = CollectReport(root=str(writer.root), episodes_total=writer.num_episodes, recovered=list(writer.recovered))
@@ -486,12 +479,12 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
             stack = build_stack(cfg)
         env, agent = stack.env, stack.agent
         perturbation = getattr(env, "perturbation", None)
-        env_cfg, ds_cfg = _get(cfg, "env", {}) or {}, _get(cfg, "dataset", {}) or {}
-        labeller = OracleFrameLabeller(writer, cameras=tuple(_get(env_cfg, "cameras", schema.CAMERAS)),
-                                       image_size=tuple(_get(env_cfg, "image_size", schema.IMAGE_SIZE)),
-                                       trace_len=int(_get(ds_cfg, "trace_len", schema.TRACE_LEN)), observer=observer)
-        seed = int(writer.state.get("next_seed", int(_get(cfg, "seed", 0)) + writer.num_episodes))
-        max_tries = _get(cfg, "max_tries", None)
+        env_cfg, ds_cfg = config_get(cfg, "env", {}) or {}, config_get(cfg, "dataset", {}) or {}
+        labeller = OracleFrameLabeller(writer, cameras=tuple(config_get(env_cfg, "cameras", schema.CAMERAS)),
+                                       image_size=tuple(config_get(env_cfg, "image_size", schema.IMAGE_SIZE)),
+                                       trace_len=int(config_get(ds_cfg, "trace_len", schema.TRACE_LEN)), observer=observer)
+        seed = int(writer.state.get("next_seed", int(config_get(cfg, "seed", 0)) + writer.num_episodes))
+        max_tries = config_get(cfg, "max_tries", None)
         max_tries = 3 * (target - writer.num_episodes) if max_tries in (None, "null") else int(max_tries)
         t0 = time.perf_counter()
         tries = 0
@@ -503,7 +496,7 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
                     env.perturbation = perturbation if perturbed else None
                 out = collect_episode(env, agent, writer, labeller, seed, keep_failed=keep_failed,
                                       max_steps=max_steps, dart_sigma=sigma,
-                                      dart_gripper=bool(_get(dart, "gripper", False)),
+                                      dart_gripper=bool(config_get(dart, "gripper", False)),
                                       extra={"perturbation": perturbation.name if perturbed else None},
                                       state={"next_seed": seed + 1})
                 seed += 1

@@ -14,6 +14,7 @@ This module imports nothing from the project; it raises plain ``ValueError`` on 
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -267,18 +268,26 @@ class ActionChunk:
             raise ValueError("ActionChunk.actions contains NaN or inf")
 
 
-def _jsonable(x: Any) -> Any:
+def to_jsonable(x: Any) -> Any:
+    """Convert a value to plain JSON types: numpy arrays/scalars -> lists/numbers, tuples/sets -> lists,
+    objects with ``to_json()`` -> their JSON, dict keys -> str, non-finite floats and anything else JSON
+    cannot encode (paths, enums, ...) -> ``str()``, so a log line is always writable and strictly valid JSON.
+    """
+    if x is None or isinstance(x, (bool, int, str)):
+        return x
+    if isinstance(x, float):
+        return x if math.isfinite(x) else str(x)
     if isinstance(x, np.ndarray):
-        return x.tolist()
+        return to_jsonable(x.tolist())
     if isinstance(x, (np.floating, np.integer, np.bool_)):
-        return x.item()
+        return to_jsonable(x.item())
     if isinstance(x, dict):
-        return {str(k): _jsonable(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_jsonable(v) for v in x]
+        return {str(k): to_jsonable(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple, set, frozenset)):
+        return [to_jsonable(v) for v in x]
     if hasattr(x, "to_json"):
-        return x.to_json()
-    return x
+        return to_jsonable(x.to_json())
+    return str(x)
 
 
 @dataclass
@@ -296,10 +305,10 @@ class EpisodeLog:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def add_step(self, **row: Any) -> None:
-        self.steps.append(_jsonable(row))
+        self.steps.append(to_jsonable(row))
 
     def add_event(self, kind: str, step: int, **data: Any) -> None:
-        self.events.append({"kind": kind, "step": int(step), **_jsonable(data)})
+        self.events.append({"kind": kind, "step": int(step), **to_jsonable(data)})
 
     def save_jsonl(self, path: str | Path) -> Path:
         """Write one JSON object per line: a ``meta`` line, then steps and events in step order.
@@ -308,7 +317,7 @@ class EpisodeLog:
         """
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        rows = [{"type": "meta", **_jsonable(self.meta)}]
+        rows = [{"type": "meta", **to_jsonable(self.meta)}]
         merged = [(r["step"], 0, {"type": "step", **r}) for r in self.steps]
         merged += [(e["step"], 1, {"type": "event", **e}) for e in self.events]
         rows += [r for _, _, r in sorted(merged, key=lambda x: (x[0], x[1]))]
