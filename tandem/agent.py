@@ -188,8 +188,9 @@ class HierarchicalAgent:
             else:
                 self._finish(True, "planner reports nothing remaining")
             return
-        if self.memory.attempts(nxt) >= self.config.max_attempts_per_subgoal:
-            self._finish(False, f"gave up: {nxt.signature} failed {self.memory.attempts(nxt)} times")
+        attempts = self.memory.attempts(nxt)
+        if attempts >= self.config.max_attempts_per_subgoal:
+            self._finish(False, f"gave up: {nxt.signature} failed {attempts} times")
             return
         self._start_subgoal(nxt, observation)
 

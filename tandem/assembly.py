@@ -68,6 +68,11 @@ def build_env(cfg: Any) -> Env:
 
 
 def build_planner(cfg: Any, env: Env) -> Planner:
+    """Planner named by ``cfg.planner.name``: ``oracle`` (symbolic over privileged predicates) or ``vlm``.
+
+    Raises:
+        UnknownNameError: for any other name. ConfigError (from the VLM factory) for a bad VLM config.
+    """
     name = config_get(config_get(cfg, "planner"), "name", "oracle")
     if name == "oracle":
         from planner_vlm.oracle_planner import OraclePlanner
@@ -81,6 +86,11 @@ def build_planner(cfg: Any, env: Env) -> Planner:
 
 
 def build_verifier(cfg: Any, env: Env) -> Verifier:
+    """Verifier named by ``cfg.verifier.name``: ``oracle`` (privileged predicates) or ``vlm``.
+
+    Raises:
+        UnknownNameError: for any other name.
+    """
     name = config_get(config_get(cfg, "verifier"), "name", "oracle")
     if name == "oracle":
         from planner_vlm.oracle_verifier import OracleVerifier
@@ -94,6 +104,13 @@ def build_verifier(cfg: Any, env: Env) -> Verifier:
 
 
 def build_executor(cfg: Any, env: Env) -> Executor:
+    """Executor named by ``cfg.executor.name``: ``scripted`` (privileged waypoint experts driving ``env``) or
+    ``diffusion`` (loaded from ``cfg.executor.checkpoint`` onto ``cfg.executor.device``).
+
+    Raises:
+        UnknownNameError: for any other name. ConfigError: ``diffusion`` without a checkpoint.
+        CheckpointError: a missing, corrupt or mismatched checkpoint.
+    """
     ex_cfg = config_get(cfg, "executor")
     name = config_get(ex_cfg, "name", "scripted")
     if name == "scripted":
@@ -112,6 +129,12 @@ def build_executor(cfg: Any, env: Env) -> Executor:
 
 
 def build_goal_producer(cfg: Any, env: Env) -> GoalProducer | None:
+    """Goal producer named by ``cfg.goals.name``: ``oracle`` (teleport-render-restore goal images and projected
+    expert traces in ``cfg.goals.camera`` pixels; needs a rendering env) or ``none`` (returns None).
+
+    Raises:
+        UnknownNameError: for any other name.
+    """
     g = config_get(cfg, "goals")
     name = config_get(g, "name", "oracle")
     if name == "none":
@@ -124,6 +147,7 @@ def build_goal_producer(cfg: Any, env: Env) -> GoalProducer | None:
 
 
 def build_memory(cfg: Any) -> TaskMemory:
+    """A fresh :class:`memory.task_memory.TaskMemoryV1` (the only memory so far; ``cfg`` is reserved)."""
     from memory.task_memory import TaskMemoryV1
 
     return TaskMemoryV1()

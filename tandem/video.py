@@ -87,5 +87,6 @@ class VideoWriter:
         self._writer.append_data(frame)
 
     def close(self) -> Path:
+        """Finish the file; returns its path."""
         self._writer.close()
         return self.path
