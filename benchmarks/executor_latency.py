@@ -11,7 +11,8 @@ Measured (median wall time of ``predict_action_chunk`` at batch 1, 2 cameras at 
 
 Weights are random: latency does not depend on them. The ratios ``lerobot_*/tandem`` are printed.
 ``--closed-loop`` also runs the executor in the robosuite env (stack_three, rendering agentview +
-wrist at 128 x 128) and reports control steps per second, rendering included.
+wrist at 128 x 128, or with ``--checkpoint`` a trained executor at the image size it was trained on) and
+reports control steps per second, rendering included.
 
 Usage::
 
@@ -127,14 +128,22 @@ def bench_lerobot(our_size: bool, repeats: int) -> dict:
     return res
 
 
-def bench_closed_loop(steps: int) -> dict:
-    """Control steps/s of the executor in the robosuite env with rendering (random weights)."""
+def bench_closed_loop(steps: int, checkpoint: str | None = None) -> dict:
+    """Control steps/s of the executor in the robosuite env with rendering: random weights at 128 x 128, or
+    a trained ``checkpoint`` (rendering at the cameras and image size it was trained on)."""
     from tandem.assembly import build_env
 
-    env = build_env({"task": {"name": "stack_three"}, "env": {"cameras": list(CAMS), "image_size": [H, W]}})
+    cams, size = list(CAMS), [H, W]
+    if checkpoint:
+        from executor_vla.policy import DiffusionExecutor
+
+        ex = DiffusionExecutor.from_checkpoint(checkpoint)
+        cams, size = list(ex.cfg.cameras), list(ex.cfg.image_size)
+    env = build_env({"task": {"name": "stack_three"}, "env": {"cameras": cams, "image_size": size}})
     try:
         rng = np.random.default_rng(0)
-        ex = tandem_executor()
+        if not checkpoint:
+            ex = tandem_executor()
         obs, _ = env.reset(seed=0)
         sg = _subgoal(rng)
         sg.goal_image = obs.images["agentview"].copy()
@@ -149,7 +158,8 @@ def bench_closed_loop(steps: int) -> dict:
             t_env += time.perf_counter() - t
         total = t_env + t_pol
         return {"steps": steps, "hz": steps / total, "policy_ms_per_step": 1e3 * t_pol / steps,
-                "env_and_render_ms_per_step": 1e3 * t_env / steps, "task": "stack_three"}
+                "env_and_render_ms_per_step": 1e3 * t_env / steps, "task": "stack_three",
+                "checkpoint": checkpoint, "cameras": cams, "image_size": size}
     finally:
         env.close()
 
@@ -161,6 +171,7 @@ def main() -> None:
     ap.add_argument("--lerobot-repeats", type=int, default=3, help="repeats for LeRobot's default (slow)")
     ap.add_argument("--closed-loop", action="store_true", help="also run the executor in the robosuite env")
     ap.add_argument("--closed-loop-steps", type=int, default=80)
+    ap.add_argument("--checkpoint", default=None, help="closed loop with this trained checkpoint (its image size)")
     ap.add_argument("--skip-lerobot-default", action="store_true")
     ap.add_argument("--out", default=None, help="write the JSON result here too")
     args = ap.parse_args()
@@ -182,7 +193,7 @@ def main() -> None:
     if args.closed_loop:
         torch.set_num_threads(min(args.threads))
         try:
-            result["closed_loop"] = bench_closed_loop(args.closed_loop_steps)
+            result["closed_loop"] = bench_closed_loop(args.closed_loop_steps, args.checkpoint)
             result["closed_loop"]["torch_threads"] = min(args.threads)
         except Exception as e:  # noqa: BLE001 - report, do not hide, a sim that cannot start here
             result["closed_loop"] = {"error": f"{type(e).__name__}: {e}"}

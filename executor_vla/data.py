@@ -89,6 +89,9 @@ class ExecutorDataset(torch.utils.data.Dataset):
         repo_id: LeRobot repo id recorded in the dataset (any string works offline).
         text_encoder: encoder to use instead of loading ``cfg.text_encoder`` (tests).
         episodes: optional subset of episode indices.
+        cache: decode every frame once into RAM (:class:`~executor_vla.frame_cache.FrameCache`) and build
+            the windows from there: identical items, about 3x faster training on a CPU, needs RAM for all
+            frames (``frames x image keys x H x W x 3`` bytes).
 
     Raises:
         DatasetSchemaError: missing/mis-shaped features, or a ``subgoal.task_index`` not in the tasks table.
@@ -96,7 +99,7 @@ class ExecutorDataset(torch.utils.data.Dataset):
     """
 
     def __init__(self, root: str | Path, cfg: ExecutorConfig, repo_id: str = "tandem/dataset",
-                 text_encoder: TextEncoder | None = None, episodes: list[int] | None = None):
+                 text_encoder: TextEncoder | None = None, episodes: list[int] | None = None, cache: bool = False):
         from lerobot.datasets.lerobot_dataset import LeRobotDataset, LeRobotDatasetMetadata
 
         root = Path(root)
@@ -109,6 +112,12 @@ class ExecutorDataset(torch.utils.data.Dataset):
         self.ds = LeRobotDataset(repo_id, root=root, episodes=episodes, video_backend="pyav",
                                  delta_timestamps=delta_timestamps(cfg, self.fps))
         self.meta = self.ds.meta
+        self.cache = None
+        if cache:
+            from executor_vla.frame_cache import FrameCache
+
+            deltas = {k: [round(d * self.fps) for d in v] for k, v in delta_timestamps(cfg, self.fps).items()}
+            self.cache = FrameCache(self.ds, deltas)
         self.image_size = tuple(meta.features[schema.image_key(cfg.cameras[0])]["shape"][:2])
         tasks = self.meta.tasks  # DataFrame: index = task text, column task_index
         self.texts: dict[int, str] = {int(i): str(t) for t, i in zip(tasks.index, tasks["task_index"])}
@@ -143,7 +152,7 @@ class ExecutorDataset(torch.utils.data.Dataset):
         return idx
 
     def __getitem__(self, i: int) -> dict[str, Any]:
-        item = self.ds[i]
+        item = self.cache.window(i) if self.cache is not None else self.ds[i]
         cfg = self.cfg
         if schema.ACTION_IS_PAD_KEY not in item:
             raise DatasetSchemaError("LeRobot did not return action_is_pad; the action window must be loaded with "

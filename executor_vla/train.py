@@ -92,11 +92,17 @@ class TrainConfig:
 
 
 class EMA:
-    """Exponential moving average of a module's floating-point state (parameters and buffers)."""
+    """Exponential moving average of a module's parameters; buffers (e.g. the normaliser statistics) are copied.
+
+    As diffusers' ``EMAModel``, only parameters are averaged: averaging constant buffers in float32 drifts them
+    by rounding (``x * d + x * (1 - d) != x``), and the checkpoint loader then rightly finds the saved normaliser
+    disagreeing with ``stats.json``.
+    """
 
     def __init__(self, module: torch.nn.Module, max_decay: float):
         self.max_decay = max_decay
         self.shadow = {k: v.detach().clone() for k, v in module.state_dict().items()}
+        self.param_names = {k for k, _ in module.named_parameters()}
 
     def decay(self, step: int) -> float:
         """diffusers EMAModel warm-up: ``min(max_decay, 1 - (1 + step) ** -0.75)``."""
@@ -106,7 +112,7 @@ class EMA:
     def update(self, module: torch.nn.Module, step: int) -> None:
         d = self.decay(step)
         for k, v in module.state_dict().items():
-            if v.dtype.is_floating_point:
+            if k in self.param_names and v.dtype.is_floating_point:
                 self.shadow[k].mul_(d).add_(v.detach(), alpha=1 - d)
             else:
                 self.shadow[k].copy_(v)

@@ -1,4 +1,4 @@
-"""Planners, verifiers and goal producers: oracle (privileged, symbolic), VLM and learned.
+"""Planners, verifiers and goal producers: oracle (privileged, symbolic), instruction (flat), VLM and learned.
 
 Kept light on purpose: importing ``planner_vlm`` loads nothing heavy. The oracle classes are
 exported lazily; import VLM backends from their own modules.
@@ -10,7 +10,9 @@ import importlib
 from typing import Any
 
 _LAZY: dict[str, str] = {
+    "InstructionPlanner": "planner_vlm.instruction_planner",
     "OraclePlanner": "planner_vlm.oracle_planner",
+    "OracleTaskSuccessVerifier": "planner_vlm.oracle_task_verifier",
     "OracleVerifier": "planner_vlm.oracle_verifier",
 }
 

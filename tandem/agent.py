@@ -35,18 +35,25 @@ class AgentConfig:
     Attributes:
         max_attempts_per_subgoal: attempts at one subgoal signature (e.g. ``stack(red,green)``) before
             the agent gives up on the episode.
-        subgoal_step_budget: control steps one attempt may take before it is verified anyway.
+        subgoal_step_budget: control steps one attempt may take before it is verified anyway; None means the
+            whole episode's budget (``TaskSpec.max_steps`` of the task given to ``reset``), as a flat policy
+            that runs the task as one subgoal needs.
         max_plans: planner calls per episode (initial plan + replans) before giving up; guards against
             planner-verifier loops (RoboMemory's planner-critic loop guard).
     """
 
     max_attempts_per_subgoal: int = 3
-    subgoal_step_budget: int = 400
+    subgoal_step_budget: int | None = 400
     max_plans: int = 40
 
     def __post_init__(self) -> None:
-        if self.max_attempts_per_subgoal < 1 or self.subgoal_step_budget < 1 or self.max_plans < 1:
-            raise ConfigError(f"AgentConfig budgets must be >= 1, got {self}")
+        budget_ok = self.subgoal_step_budget is None or self.subgoal_step_budget >= 1
+        if self.max_attempts_per_subgoal < 1 or not budget_ok or self.max_plans < 1:
+            raise ConfigError(f"AgentConfig budgets must be >= 1 (subgoal_step_budget may be None), got {self}")
+
+    def step_budget(self, task: TaskSpec) -> int:
+        """Control steps per attempt for ``task``: ``subgoal_step_budget``, or ``task.max_steps`` when None."""
+        return int(task.max_steps) if self.subgoal_step_budget is None else int(self.subgoal_step_budget)
 
 
 @dataclass
@@ -101,11 +108,13 @@ class HierarchicalAgent:
         self._before: Observation | None = None
         self._steps_in_subgoal = 0
         self._step = 0
+        self._budget = self.config.subgoal_step_budget or 0
 
     # ------------------------------------------------------------------ public API
     def reset(self, task: TaskSpec, observation: Observation, meta: dict[str, Any] | None = None) -> None:
         """Start an episode: reset executor and memory, make the first plan, start its first subgoal."""
         self.task = task
+        self._budget = self.config.step_budget(task)
         self.status = AgentStatus()
         self.plan, self.subgoal, self._before = Plan(), None, None
         self._steps_in_subgoal, self._step = 0, observation.step
@@ -132,7 +141,7 @@ class HierarchicalAgent:
             raise ConfigError("HierarchicalAgent.act() called before reset()")
         self._step = observation.step
         while not self.status.finished and self.subgoal is not None and (
-            self._steps_in_subgoal >= self.config.subgoal_step_budget
+            self._steps_in_subgoal >= self._budget
             or (self._steps_in_subgoal > 0 and self.executor.subgoal_done())
         ):
             self._finish_subgoal(observation)
@@ -213,9 +222,9 @@ class HierarchicalAgent:
         subgoal = self.subgoal
         assert subgoal is not None and self._before is not None
         verdict: Verdict = self.verifier.verify(self._before, observation, subgoal)
-        if self._steps_in_subgoal >= self.config.subgoal_step_budget and not verdict.success:
+        if self._steps_in_subgoal >= self._budget and not verdict.success:
             verdict = Verdict(False, verdict.confidence,
-                              f"step budget of {self.config.subgoal_step_budget} spent; {verdict.reason}",
+                              f"step budget of {self._budget} spent; {verdict.reason}",
                               verdict.source)
         self.memory.record_verdict(subgoal, verdict, self._step)
         self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json()})

@@ -7,18 +7,30 @@ Heavy components are imported lazily so that, e.g., the scripted demo never impo
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from tandem.agent import AgentConfig, HierarchicalAgent
 from tandem.errors import ConfigError, UnknownNameError
 from tandem.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
 
-PLANNERS = ("oracle", "vlm")
-VERIFIERS = ("oracle", "vlm")
-EXECUTORS = ("scripted", "diffusion")
+logger = logging.getLogger(__name__)
+
+PLANNERS = ("oracle", "vlm", "instruction")
+VERIFIERS = ("oracle", "vlm", "oracle_task")
+EXECUTORS = ("scripted", "diffusion", "lerobot")
 GOAL_PRODUCERS = ("oracle", "none")
+#: Component names of the design (ARCHITECTURE.md) that ``tandem.assembly`` cannot build yet.
+NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {"planner": ("learned",), "verifier": ("learned",)}
+#: The planner whose single whole-task subgoal matches executors trained with ``conditioning_source="instruction"``.
+FLAT_PLANNER = "instruction"
+#: Trained executor checkpoints committed with the project: ``<task>_diffusion`` (subgoal-conditioned) and
+#: ``<task>_flat`` (the flat baseline); see checkpoints/README.md for the commands that made them.
+SHIPPED_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
 
 
 def config_get(cfg: Any, key: str, default: Any = None) -> Any:
@@ -41,8 +53,14 @@ class Stack:
         self.env.close()
 
 
-def build_env(cfg: Any) -> Env:
+def build_env(cfg: Any, cameras: tuple[str, ...] | None = None,
+              image_size: tuple[int, int] | None = None) -> Env:
     """Robosuite env from ``cfg.task.name``, ``cfg.env`` (cameras, image_size, control_freq) and ``cfg.perturb``.
+
+    Args:
+        cfg: the nested config.
+        cameras, image_size: replace ``cfg.env``'s (``(H, W)`` px), e.g. with what a trained executor was
+            trained on (:func:`executor_observation_spec`).
 
     Raises:
         UnknownTaskError / UnknownNameError: for an unknown task or perturbation.
@@ -59,16 +77,27 @@ def build_env(cfg: Any) -> Env:
                                 after_success=int(config_get(perturb, "after_success", 1) or 1))
     return RobosuiteEnv(
         config_get(config_get(cfg, "task"), "name"),
-        cameras=tuple(config_get(env_cfg, "cameras", ("agentview", "wrist"))),
-        image_size=tuple(config_get(env_cfg, "image_size", (128, 128))),
+        cameras=tuple(cameras or config_get(env_cfg, "cameras", ("agentview", "wrist"))),
+        image_size=tuple(image_size or config_get(env_cfg, "image_size", (128, 128))),
         control_freq=int(config_get(env_cfg, "control_freq", 20)),
         render=bool(config_get(env_cfg, "render", True)),
         perturbation=spec,
     )
 
 
+def unknown_component(kind: str, name: str, known: tuple[str, ...]) -> UnknownNameError:
+    """The error for a component name ``tandem.assembly`` cannot build; names of the design that are not built
+    yet (:data:`NOT_IMPLEMENTED`, e.g. ``planner=learned``) say so."""
+    err = UnknownNameError(kind, name, known)
+    if name in NOT_IMPLEMENTED.get(kind, ()):
+        err.args = (f"{kind} {name!r} is not implemented yet (a design placeholder, see docs/evaluation.md); "
+                    f"known {kind}s: {', '.join(sorted(known))}",)
+    return err
+
+
 def build_planner(cfg: Any, env: Env) -> Planner:
-    """Planner named by ``cfg.planner.name``: ``oracle`` (symbolic over privileged predicates) or ``vlm``.
+    """Planner named by ``cfg.planner.name``: ``oracle`` (symbolic over privileged predicates), ``vlm``, or
+    ``instruction`` (no decomposition: the whole instruction as one subgoal, for flat policies).
 
     Raises:
         UnknownNameError: for any other name. ConfigError (from the VLM factory) for a bad VLM config.
@@ -82,11 +111,16 @@ def build_planner(cfg: Any, env: Env) -> Planner:
         from planner_vlm.factory import make_vlm_planner
 
         return make_vlm_planner(config_get(cfg, "planner"))
-    raise UnknownNameError("planner", name, PLANNERS)
+    if name == "instruction":
+        from planner_vlm.instruction_planner import InstructionPlanner
+
+        return InstructionPlanner()
+    raise unknown_component("planner", name, PLANNERS)
 
 
 def build_verifier(cfg: Any, env: Env) -> Verifier:
-    """Verifier named by ``cfg.verifier.name``: ``oracle`` (privileged predicates) or ``vlm``.
+    """Verifier named by ``cfg.verifier.name``: ``oracle`` (privileged subgoal predicates), ``vlm``, or
+    ``oracle_task`` (privileged whole-task success flag; for the single subgoal of ``planner=instruction``).
 
     Raises:
         UnknownNameError: for any other name.
@@ -100,16 +134,130 @@ def build_verifier(cfg: Any, env: Env) -> Verifier:
         from planner_vlm.factory import make_vlm_verifier
 
         return make_vlm_verifier(config_get(cfg, "verifier"))
-    raise UnknownNameError("verifier", name, VERIFIERS)
+    if name == "oracle_task":
+        from planner_vlm.oracle_task_verifier import OracleTaskSuccessVerifier
+
+        return OracleTaskSuccessVerifier()
+    raise unknown_component("verifier", name, VERIFIERS)
+
+
+def resolve_checkpoint(cfg: Any) -> Path:
+    """The diffusion executor's checkpoint directory for ``cfg``.
+
+    ``cfg.executor.checkpoint`` when set (a relative path that does not exist from the working directory is
+    also tried from the project root); otherwise the shipped one for ``cfg.task.name``:
+    ``checkpoints/<task>_flat`` under ``planner=instruction``, else ``checkpoints/<task>_diffusion``.
+
+    Raises:
+        ConfigError: no checkpoint given and none shipped for the task (lists the shipped ones).
+    """
+    given = config_get(config_get(cfg, "executor"), "checkpoint")
+    if given:
+        path = Path(str(given))
+        if not path.is_absolute() and not path.exists() and (SHIPPED_CHECKPOINTS.parent / path).exists():
+            path = SHIPPED_CHECKPOINTS.parent / path
+        return path
+    task = config_get(config_get(cfg, "task"), "name")
+    kind = "flat" if config_get(config_get(cfg, "planner"), "name", "oracle") == FLAT_PLANNER else "diffusion"
+    path = SHIPPED_CHECKPOINTS / f"{task}_{kind}"
+    if not (path / "config.json").is_file():
+        shipped = sorted(p.name for p in SHIPPED_CHECKPOINTS.glob("*") if (p / "config.json").is_file())
+        raise ConfigError(f"no shipped {kind} executor checkpoint for task {task!r} (shipped: "
+                          f"{', '.join(shipped) or 'none'}); pass executor.checkpoint=<dir written by tandem-train>")
+    return path
+
+
+def _checkpoint_executor_dict(checkpoint: str | Path) -> dict[str, Any] | None:
+    try:
+        raw = json.loads((Path(checkpoint) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    ex = raw.get("executor") if isinstance(raw, dict) else None
+    return ex if isinstance(ex, dict) else None
+
+
+def checkpoint_conditioning(checkpoint: str | Path) -> str | None:
+    """``conditioning_source`` (``"subgoal"`` or ``"instruction"``) recorded in a tandem executor checkpoint's
+    ``config.json``; None when the file cannot be read (loading the checkpoint then raises the real error)."""
+    ex = _checkpoint_executor_dict(checkpoint)
+    src = ex.get("conditioning_source", "subgoal") if ex is not None else None
+    return src if isinstance(src, str) else None
+
+
+def executor_observation_spec(cfg: Any) -> tuple[tuple[str, ...], tuple[int, int]] | None:
+    """``(cameras, (H, W) px)`` that ``cfg``'s trained diffusion executor was trained on, read from its checkpoint's
+    ``config.json`` without loading it; None for other executors or an unreadable checkpoint (loading it later
+    raises the real error). The env is built to match, so a checkpoint trained at 84 x 84 px runs as is.
+
+    Raises:
+        ConfigError: from :func:`resolve_checkpoint`.
+    """
+    if config_get(config_get(cfg, "executor"), "name", "scripted") != "diffusion":
+        return None
+    ex = _checkpoint_executor_dict(resolve_checkpoint(cfg))
+    if ex is None or "cameras" not in ex or "image_size" not in ex:
+        return None
+    return tuple(ex["cameras"]), tuple(int(v) for v in ex["image_size"])
+
+
+def check_executor_conditioning(planner: str, checkpoint: str | Path | None,
+                                conditioning: str | None = None) -> None:
+    """Refuse a diffusion checkpoint whose conditioning does not match the planner's subgoals.
+
+    A flat checkpoint (``conditioning_source="instruction"``, trained on whole episodes, done head on episode
+    progress) belongs under ``planner=instruction``; a subgoal-conditioned one under a decomposing planner.
+    Mixed, the executor would be conditioned silently on text it was not trained on.
+
+    Args:
+        planner: the planner name (``cfg.planner.name``).
+        checkpoint: the checkpoint directory (read with :func:`checkpoint_conditioning` unless ``conditioning``).
+        conditioning: the checkpoint's ``conditioning_source`` if already known.
+
+    Raises:
+        ConfigError: naming the checkpoint, its conditioning and what to use instead.
+    """
+    src = conditioning if conditioning is not None else (
+        checkpoint_conditioning(checkpoint) if checkpoint else None)
+    if src is None:
+        return
+    if planner == FLAT_PLANNER and src != "instruction":
+        raise ConfigError(
+            f"planner=instruction runs the whole task as one subgoal, but executor checkpoint {checkpoint} is "
+            f"subgoal-conditioned (conditioning_source={src!r}): it would be conditioned on the full instruction, "
+            "which it never saw in training. Use a flat checkpoint (tandem-train executor=flat) or a planner that "
+            f"decomposes the task ({', '.join(p for p in PLANNERS if p != FLAT_PLANNER)})")
+    if planner != FLAT_PLANNER and src == "instruction":
+        raise ConfigError(
+            f"executor checkpoint {checkpoint} is the flat baseline (conditioning_source='instruction', trained on "
+            f"whole episodes): under planner={planner} every subgoal would be conditioned on the whole instruction. "
+            "Run it with planner=instruction verifier=oracle_task agent.subgoal_step_budget=null (the 'flat' "
+            "variant of configs/eval.yaml)")
+
+
+def set_torch_threads(n: int | None) -> None:
+    """``torch.set_num_threads(n)`` for CPU inference when ``n`` is set (1 avoids OpenMP oversubscription when
+    several workers share a small CPU); None keeps torch's default."""
+    if n:
+        import torch
+
+        torch.set_num_threads(int(n))
 
 
 def build_executor(cfg: Any, env: Env) -> Executor:
-    """Executor named by ``cfg.executor.name``: ``scripted`` (privileged waypoint experts driving ``env``) or
-    ``diffusion`` (loaded from ``cfg.executor.checkpoint`` onto ``cfg.executor.device``).
+    """Executor named by ``cfg.executor.name``:
+
+    * ``scripted``: privileged waypoint experts driving ``env``;
+    * ``diffusion``: tandem's DiffusionExecutor loaded from ``cfg.executor.checkpoint`` onto ``cfg.executor.device``;
+      a flat checkpoint (``conditioning_source="instruction"``) needs ``planner=instruction`` and a subgoal one
+      any other planner (:func:`check_executor_conditioning`);
+    * ``lerobot``: any LeRobot policy from a ``pretrained_model`` directory (``cfg.executor.checkpoint``) behind
+      the Executor protocol (:class:`executor_vla.lerobot_executor.LeRobotPolicyExecutor`), options ``device``,
+      ``task_text`` (``subgoal`` or ``instruction``) and ``camera_map``; actions clipped to ``env.action_low/high``.
 
     Raises:
-        UnknownNameError: for any other name. ConfigError: ``diffusion`` without a checkpoint.
-        CheckpointError: a missing, corrupt or mismatched checkpoint.
+        UnknownNameError: for any other name. ConfigError: ``diffusion``/``lerobot`` without a checkpoint, or a
+        checkpoint whose conditioning does not match the planner. CheckpointError: a missing, corrupt or
+        mismatched checkpoint.
     """
     ex_cfg = config_get(cfg, "executor")
     name = config_get(ex_cfg, "name", "scripted")
@@ -118,14 +266,27 @@ def build_executor(cfg: Any, env: Env) -> Executor:
 
         return ScriptedExecutor(env)
     if name == "diffusion":
+        checkpoint = resolve_checkpoint(cfg)
+        planner = config_get(config_get(cfg, "planner"), "name", "oracle")
+        check_executor_conditioning(planner, checkpoint)
         from executor_vla.policy import DiffusionExecutor
 
+        set_torch_threads(config_get(ex_cfg, "torch_threads"))
+        executor = DiffusionExecutor.from_checkpoint(checkpoint, device=config_get(ex_cfg, "device", "cpu"))
+        check_executor_conditioning(planner, checkpoint, conditioning=executor.cfg.conditioning_source)
+        return executor
+    if name == "lerobot":
         checkpoint = config_get(ex_cfg, "checkpoint")
         if not checkpoint:
-            raise ConfigError("executor=diffusion needs executor.checkpoint=<dir written by tandem-train>; "
-                              "no trained default checkpoint ships yet (see executor_vla/README.md)")
-        return DiffusionExecutor.from_checkpoint(checkpoint, device=config_get(ex_cfg, "device", "cpu"))
-    raise UnknownNameError("executor", name, EXECUTORS)
+            raise ConfigError("executor=lerobot needs executor.checkpoint=<a LeRobot pretrained_model directory, "
+                              "e.g. outputs/train/<run>/checkpoints/last/pretrained_model>")
+        from executor_vla.lerobot_executor import LeRobotPolicyExecutor
+
+        return LeRobotPolicyExecutor.from_pretrained(
+            checkpoint, device=config_get(ex_cfg, "device", "cpu"),
+            task_text=config_get(ex_cfg, "task_text", "subgoal"), camera_map=config_get(ex_cfg, "camera_map"),
+            action_low=getattr(env, "action_low", None), action_high=getattr(env, "action_high", None))
+    raise unknown_component("executor", name, EXECUTORS)
 
 
 def build_goal_producer(cfg: Any, env: Env) -> GoalProducer | None:
@@ -143,7 +304,7 @@ def build_goal_producer(cfg: Any, env: Env) -> GoalProducer | None:
         from sim.goal_render import OracleGoalProducer
 
         return OracleGoalProducer(env, camera=config_get(g, "camera", "agentview"))
-    raise UnknownNameError("goal producer", name, GOAL_PRODUCERS)
+    raise unknown_component("goal producer", name, GOAL_PRODUCERS)
 
 
 def build_memory(cfg: Any) -> TaskMemory:
@@ -153,26 +314,43 @@ def build_memory(cfg: Any) -> TaskMemory:
     return TaskMemoryV1()
 
 
+def build_agent_config(cfg: Any) -> AgentConfig:
+    """AgentConfig from ``cfg.agent`` (``max_attempts_per_subgoal`` 3, ``subgoal_step_budget`` 400, ``max_plans`` 40
+    when absent); ``subgoal_step_budget: null`` means the task's whole ``max_steps`` (flat policies).
+
+    Raises:
+        ConfigError: a budget < 1.
+    """
+    a = config_get(cfg, "agent", {}) or {}
+    budget = config_get(a, "subgoal_step_budget", 400)
+    return AgentConfig(
+        max_attempts_per_subgoal=int(config_get(a, "max_attempts_per_subgoal", 3)),
+        subgoal_step_budget=None if budget is None else int(budget),
+        max_plans=int(config_get(a, "max_plans", 40)),
+    )
+
+
 def build_stack(cfg: Any) -> Stack:
     """Env + HierarchicalAgent from a Hydra/OmegaConf config (or a plain nested dict).
 
     Raises:
         UnknownNameError: for an unknown task, planner, verifier, executor, goal producer or perturbation.
     """
-    env = build_env(cfg)
+    spec = executor_observation_spec(cfg)
+    if spec is not None:
+        want = (tuple(config_get(config_get(cfg, "env"), "cameras", ()) or ()),
+                tuple(config_get(config_get(cfg, "env"), "image_size", ()) or ()))
+        if want != spec:
+            logger.info("env cameras/image size %s -> %s, as the executor checkpoint was trained", want, spec)
+    env = build_env(cfg, *spec) if spec is not None else build_env(cfg)
     try:
-        a = config_get(cfg, "agent", {}) or {}
         agent = HierarchicalAgent(
             planner=build_planner(cfg, env),
             verifier=build_verifier(cfg, env),
             executor=build_executor(cfg, env),
             memory=build_memory(cfg),
             goal_producer=build_goal_producer(cfg, env),
-            config=AgentConfig(
-                max_attempts_per_subgoal=int(config_get(a, "max_attempts_per_subgoal", 3)),
-                subgoal_step_budget=int(config_get(a, "subgoal_step_budget", 400)),
-                max_plans=int(config_get(a, "max_plans", 40)),
-            ),
+            config=build_agent_config(cfg),
         )
     except BaseException:
         env.close()

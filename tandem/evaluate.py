@@ -149,8 +149,12 @@ class Variant:
         """Check component names against what ``tandem.assembly`` can build (skipped with a custom builder).
 
         Raises:
-            UnknownNameError: e.g. ``unknown executor 'flat_diffusion'; known executors: diffusion, scripted``.
-            ConfigError: a diffusion executor without ``checkpoint``.
+            UnknownNameError: e.g. ``unknown executor 'flat_diffusion'; known executors: diffusion, lerobot,
+                scripted``, or ``planner 'learned' is not implemented yet``.
+            ConfigError: a lerobot executor without ``checkpoint`` (a diffusion one without it uses the shipped
+                ``checkpoints/<task>_diffusion`` or ``<task>_flat``, see ``tandem.assembly.resolve_checkpoint``); a
+                diffusion checkpoint whose
+                ``conditioning_source`` does not match the planner (flat checkpoint <-> ``planner=instruction``).
         """
         if self.builder:
             if ":" not in self.builder:
@@ -162,11 +166,17 @@ class Variant:
                             ("executor", assembly.EXECUTORS), ("goal producer", assembly.GOAL_PRODUCERS)):
             name = (self.goals if part == "goal producer" else getattr(self, part))["name"]
             if name not in known:
-                err = UnknownNameError(part, name, known)
+                err = assembly.unknown_component(part, name, known)
                 err.args = (f"variant {self.name!r}: {err.args[0]}",)
                 raise err
-        if self.executor["name"] == "diffusion" and not self.executor.get("checkpoint"):
-            raise ConfigError(f"variant {self.name!r}: executor=diffusion needs executor.checkpoint=<dir>")
+        ex = self.executor["name"]
+        if ex == "lerobot" and not self.executor.get("checkpoint"):
+            raise ConfigError(f"variant {self.name!r}: executor={ex} needs executor.checkpoint=<dir>")
+        if ex == "diffusion" and self.executor.get("checkpoint"):
+            try:
+                assembly.check_executor_conditioning(self.planner["name"], self.executor["checkpoint"])
+            except ConfigError as e:
+                raise ConfigError(f"variant {self.name!r}: {e}") from e
 
     def label(self) -> dict[str, str]:
         return {"planner": self.planner["name"], "verifier": self.verifier["name"],

@@ -31,7 +31,7 @@ from tandem.cli.common import CONFIG_DIR, fail, prepare_runtime, to_container
 prepare_runtime()
 
 #: keys of ``cfg.executor`` that are wiring, not network configuration.
-_WIRING_KEYS = ("name", "checkpoint", "device")
+_WIRING_KEYS = ("name", "checkpoint", "device", "torch_threads")
 
 
 def _register_primary_config() -> None:
@@ -114,7 +114,8 @@ def _dataset(cfg: Any, ex_cfg, out_dir: Path):
     if root is None:
         raise ConfigError("dataset.root is not set: pass dataset.root=<LeRobotDataset dir> (or use train=debug)")
     episodes = list(d.episodes) if d.episodes else None
-    return ExecutorDataset(root, ex_cfg, repo_id=d.repo_id, episodes=episodes), str(root)
+    cache = bool(d.get("cache", False))
+    return ExecutorDataset(root, ex_cfg, repo_id=d.repo_id, episodes=episodes, cache=cache), str(root)
 
 
 def run(cfg: Any) -> dict[str, Any]:

@@ -128,7 +128,9 @@ def test_variant_validation_names_unknown_components():
     with pytest.raises(UnknownNameError, match="planner 'learned'"):
         Variant.from_config("l", {"planner": "learned"}).validate()
     with pytest.raises(ConfigError, match="checkpoint"):
-        Variant.from_config("d", {"executor": {"name": "diffusion"}}).validate()
+        Variant.from_config("d", {"executor": {"name": "lerobot"}}).validate()
+    # a diffusion executor without a checkpoint means the shipped checkpoints/<task>_diffusion
+    Variant.from_config("d", {"executor": {"name": "diffusion"}}).validate()
     with pytest.raises(ConfigError, match="unknown keys"):
         Variant.from_config("x", {"planer": {"name": "oracle"}})
     Variant.from_config("ok", {"planner": "oracle", "executor": "scripted"}).validate()

@@ -119,3 +119,17 @@ def test_eval_hook_runs_on_the_ema_executor(dataset_root, tmp_path):
     assert any(r.get("eval/success_rate") == 0.5 for r in hist)
     log = [json.loads(line) for line in (tmp_path / "run" / "train_log.jsonl").read_text().splitlines()]
     assert any("eval" in r for r in log)
+
+
+def test_ema_averages_parameters_and_copies_buffers_exactly():
+    from executor_vla.train import EMA
+
+    m = torch.nn.Linear(3, 3)
+    m.register_buffer("stat", torch.tensor([0.12778398394584656, 0.9999960660934448]))
+    ema = EMA(m, max_decay=0.9999)
+    with torch.no_grad():
+        m.weight.add_(1.0)
+    for step in range(5000):  # float32 averaging of a constant drifts it; a copy never does
+        ema.update(m, step)
+    assert torch.equal(ema.shadow["stat"], m.stat)
+    assert not torch.equal(ema.shadow["weight"], m.weight)  # parameters are averaged (still lagging)
