@@ -81,6 +81,9 @@ class DiffusionExecutor(nn.Module):
         CheckpointError: if the text encoder's size differs from ``cfg.text_dim``.
     """
 
+    #: Seed of the sampling-noise generator, re-applied at every :meth:`reset`.
+    SAMPLE_SEED = 0
+
     def __init__(self, cfg: ExecutorConfig, text_encoder: TextEncoder | None = None,
                  action_low: np.ndarray | None = None, action_high: np.ndarray | None = None):
         super().__init__()
@@ -219,7 +222,11 @@ class DiffusionExecutor(nn.Module):
             raise SubgoalSchemaError("predict_action_chunk: raster trace conditioning needs subgoal.trace_raster")
         cond = self._global_cond(batch, augment=False, subgoal_cond=subgoal_cond)
         b = cond.shape[0]
-        x = torch.randn((b, cfg.horizon, cfg.action_dim), device=cond.device, generator=generator)
+        shape = (b, cfg.horizon, cfg.action_dim)
+        if generator is not None and generator.device != cond.device:  # a CPU generator drives GPU sampling
+            x = torch.randn(shape, generator=generator).to(cond.device)
+        else:
+            x = torch.randn(shape, device=cond.device, generator=generator)
         for t in self.scheduler.timesteps:
             model_out = self.net.unet(x, t.to(cond.device).expand(b), cond)
             x = self.scheduler.step(model_out, t, x).prev_sample
@@ -229,7 +236,13 @@ class DiffusionExecutor(nn.Module):
 
     # ------------------------------------------------------------------ Executor protocol
     def reset(self) -> None:
-        """Forget the observation history, the action queue and the subgoal."""
+        """Forget the observation history, the action queue and the subgoal, and re-seed the sampling noise.
+
+        The initial noise of every chunk comes from a CPU ``torch.Generator`` seeded with :attr:`SAMPLE_SEED`
+        here, so an episode is reproducible given the env's seed (tandem-eval's rows are deterministic given
+        task, seed and variant).
+        """
+        self._noise = torch.Generator().manual_seed(self.SAMPLE_SEED)
         self._history: collections.deque[Observation] = collections.deque(maxlen=self.cfg.n_obs_steps)
         self._queue: collections.deque[np.ndarray] = collections.deque()
         self._subgoal_batch: dict[str, Tensor] | None = None
@@ -345,7 +358,8 @@ class DiffusionExecutor(nn.Module):
         if not self._queue:
             batch = self._obs_batch()
             batch.update(self._subgoal_batch)
-            chunk = self.predict_action_chunk(batch, subgoal_cond=self._subgoal_cond)[0].cpu().numpy()
+            chunk = self.predict_action_chunk(batch, subgoal_cond=self._subgoal_cond,
+                                              generator=self._noise)[0].cpu().numpy()
             if not np.all(np.isfinite(chunk)):
                 raise NonFiniteActionError("the diffusion executor produced NaN/inf actions")
             start = self.cfg.n_obs_steps - 1
