@@ -33,6 +33,10 @@ class FrameCache:
     The item has every per-frame column of the dataset: images ``float32 (3, H, W)`` in ``[0, 1]`` (``(T, 3, H,
     W)`` for windowed keys), vectors as stored (``(T, D)`` when windowed), scalars as 0-d tensors, the ``task``
     string, and ``<key>_is_pad`` ``bool (T,)`` for each windowed key.
+
+    Raises:
+        KeyError: a frame whose episode is missing from the dataset's episode table (a corrupt dataset).
+        MemoryError: when the frames do not fit in RAM (use ``dataset.cache=false``).
     """
 
     def __init__(self, lerobot_dataset: Any, deltas: dict[str, list[int]], read_batch: int = 256):
@@ -40,7 +44,6 @@ class FrameCache:
         features = lerobot_dataset.meta.features
         self.deltas = {k: np.asarray(v, np.int64) for k, v in deltas.items()}
         self.image_keys = [k for k in hf.column_names if features.get(k, {}).get("dtype") in IMAGE_DTYPES]
-        self.columns: dict[str, torch.Tensor] = {}
         n = len(hf)
         parts: dict[str, list[torch.Tensor]] = {k: [] for k in hf.column_names}
         for start in tqdm(range(0, n, read_batch), desc="caching frames", leave=False):

@@ -268,12 +268,11 @@ def build_executor(cfg: Any, env: Env) -> Executor:
     if name == "diffusion":
         checkpoint = resolve_checkpoint(cfg)
         planner = config_get(config_get(cfg, "planner"), "name", "oracle")
-        check_executor_conditioning(planner, checkpoint)
         from executor_vla.policy import DiffusionExecutor
 
         set_torch_threads(config_get(ex_cfg, "torch_threads"))
         executor = DiffusionExecutor.from_checkpoint(checkpoint, device=config_get(ex_cfg, "device", "cpu"))
-        check_executor_conditioning(planner, checkpoint, conditioning=executor.cfg.conditioning_source)
+        check_executor_conditioning(planner, checkpoint, conditioning=executor.cfg.conditioning_source)  # loaded cfg
         return executor
     if name == "lerobot":
         checkpoint = config_get(ex_cfg, "checkpoint")
