@@ -19,15 +19,44 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 
+from sim.tasks.base import TaskDefinition, TaskEpisode
 from tandem.errors import ConfigError, UnknownNameError
 
-if TYPE_CHECKING:
-    from sim.robosuite_env import RobosuiteEnv
-    from sim.tasks.base import TaskDefinition
+
+class PerturbableEnv(Protocol):
+    """What a :class:`Perturber` needs of the simulator adapter (implemented by ``sim.robosuite_env.RobosuiteEnv``).
+
+    Declared here so that this module does not import the adapter that owns it (no import cycle).
+
+    Attributes:
+        rs_env: the raw robosuite env (privileged).
+        episode: the current :class:`TaskEpisode`.
+        task_def: the episode's :class:`TaskDefinition`.
+        step_count: control steps since reset.
+    """
+
+    rs_env: Any
+    episode: TaskEpisode
+    task_def: TaskDefinition
+
+    @property
+    def step_count(self) -> int: ...
+
+    def eef_pose(self) -> tuple[np.ndarray, np.ndarray]:
+        """Grip-site ``(pos (3,) m world, rotation (3, 3) site->world)``."""
+        ...
+
+    def teleport(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """Move objects to ``(pos (3,) m, quat wxyz (4,))`` instantly, then ``forward()``."""
+        ...
+
+    def forward(self) -> None:
+        """``mj_forward`` after qpos was written."""
+        ...
 
 #: Every perturbation name; a task supports those in its ``perturbation_names``.
 PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "pull_from_bin")
@@ -111,7 +140,7 @@ class Perturber:
         self.rng.bit_generator.state = st["rng"]
 
     # -- hooks called by the env
-    def before_step(self, env: RobosuiteEnv, action: np.ndarray) -> np.ndarray:
+    def before_step(self, env: PerturbableEnv, action: np.ndarray) -> np.ndarray:
         """Override the action while the gripper is forced open. Returns the (possibly modified) ``(7,)`` action."""
         if self.force_open_left > 0:
             self.force_open_left -= 1
@@ -119,7 +148,7 @@ class Perturber:
             action[-1] = -1.0
         return action
 
-    def _current_events(self, env: RobosuiteEnv, preds: dict[str, bool]) -> list[str]:
+    def _current_events(self, env: PerturbableEnv, preds: dict[str, bool]) -> list[str]:
         prefix = _event_prefix(self.spec.name)
         if self.spec.name != "open_gripper":
             return [p for p, v in preds.items() if v and p.startswith(prefix)]
@@ -132,7 +161,7 @@ class Perturber:
                 out.append(f"carried({name})")
         return out
 
-    def after_step(self, env: RobosuiteEnv, preds: dict[str, bool] | None = None) -> dict[str, Any] | None:
+    def after_step(self, env: PerturbableEnv, preds: dict[str, bool] | None = None) -> dict[str, Any] | None:
         """Check the trigger after a physics step and apply the effect. Returns the info dict when it fired.
 
         ``preds`` are the task predicates of the current state (computed here when None).
@@ -165,7 +194,7 @@ class Perturber:
         return {"name": self.spec.name, "step": step, "detail": detail}
 
     # -- effects
-    def _apply(self, env: RobosuiteEnv, trigger: str) -> dict[str, Any] | None:
+    def _apply(self, env: PerturbableEnv, trigger: str) -> dict[str, Any] | None:
         args = _args_of(trigger)
         if self.spec.name == "open_gripper":
             self.force_open_left = OPEN_GRIPPER_STEPS
@@ -174,11 +203,11 @@ class Perturber:
             return knock_off(env, args[0], args[1], self.rng)
         detail = self.task_def.perturb(env.rs_env, env.episode, self.spec.name, self.rng, target=args[0])
         if detail is not None:
-            env._forward()
+            env.forward()
         return detail
 
 
-def knock_off(env: RobosuiteEnv, obj: str, support: str, rng: np.random.Generator) -> dict[str, Any]:
+def knock_off(env: PerturbableEnv, obj: str, support: str, rng: np.random.Generator) -> dict[str, Any]:
     """Teleport ``obj`` (resting on ``support``) to free table space, lying flat with a random yaw.
 
     The new xy is drawn in the table region ``table_offset.xy + [-0.15, 0.15] x [-0.2, 0.2]`` (m) at least 8 cm

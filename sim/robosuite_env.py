@@ -45,12 +45,40 @@ from tandem.types import Observation, TaskSpec
 #: User-facing camera name -> robosuite/MuJoCo camera name.
 CAMERA_ALIASES: dict[str, str] = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
 
+#: Contact penetration (m) between a free object and anything else beyond which a placement is redrawn at reset.
+PENETRATION_TOL = 0.002
+#: Placement draws per reset before :class:`PlacementError`.
+MAX_PLACEMENT_DRAWS = 10
+#: Settling at reset: the arm holds still (zero OSC delta, gripper open) for at least ``SETTLE_MIN_STEPS`` and at
+#: most ``SETTLE_MAX_STEPS`` control steps, until every free object moves slower than these speeds.
+SETTLE_MIN_STEPS = 2
+SETTLE_MAX_STEPS = 20
+SETTLED_LINEAR_SPEED = 0.005  # m/s
+SETTLED_ANGULAR_SPEED = 0.05  # rad/s
+#: The hold action used while settling (OSC_ACTION_LAYOUT): no motion, gripper open.
+HOLD_ACTION = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0])
+
 #: |qpos| (m or rad) and |qvel| (m/s or rad/s) beyond which the simulation counts as diverged.
 QPOS_LIMIT = 50.0
 QVEL_LIMIT = 500.0
 
 _BAD_WARNINGS = (mujoco.mjtWarning.mjWARN_BADQACC, mujoco.mjtWarning.mjWARN_BADQPOS, mujoco.mjtWarning.mjWARN_BADQVEL)
 _STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
+
+
+def seed_placement(rs_env: Any, rng: np.random.Generator) -> None:
+    """Make robosuite draw the episode from ``rng``: the env's own rng (robot init noise) and every placement
+    sampler in the tree of ``rs_env.placement_initializer`` (a ``SequentialCompositeSampler`` hands each
+    sub-sampler the rng it had at construction, so setting ``env.rng`` alone does not reach them; FIELD-NOTES,
+    "Seeding"). The one place tandem reseeds robosuite."""
+    rs_env.rng = rng
+    stack = [getattr(rs_env, "placement_initializer", None)]
+    while stack:
+        s = stack.pop()
+        if s is None:
+            continue
+        s.rng = rng
+        stack.extend(getattr(s, "samplers", {}).values())
 
 
 class RobosuiteEnv:
@@ -233,15 +261,53 @@ class RobosuiteEnv:
         return camgeo.world_to_pixel(self.rs_env.sim, self.rs_camera_name(camera), self.image_size, points)
 
     # ------------------------------------------------------------------ episode
-    def _seed_samplers(self, rng: np.random.Generator) -> None:
-        self.rs_env.rng = rng
-        stack = [getattr(self.rs_env, "placement_initializer", None)]
-        while stack:
-            s = stack.pop()
-            if s is None:
+    def interpenetrations(self) -> list[tuple[str, str, float]]:
+        """Contacts that penetrate deeper than :data:`PENETRATION_TOL` and involve a free object.
+
+        robosuite's placement samplers test only horizontal radii, so two objects can spawn inside each other
+        (pick_place_bins seed 1: the cereal box and the can by 5.8 mm before this check).
+
+        Returns:
+            ``[(root body 1, root body 2, depth m > 0)]``, deepest first; empty when the scene is valid.
+        """
+        m, d = self.rs_env.sim.model._model, self.rs_env.sim.data._data
+        free_roots = {int(m.body_rootid[m.jnt_bodyid[j]]) for j in range(m.njnt)
+                      if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE}
+        found: dict[tuple[str, str], float] = {}
+        for i in range(d.ncon):
+            c = d.contact[i]
+            if c.dist >= -PENETRATION_TOL:
                 continue
-            s.rng = rng
-            stack.extend(getattr(s, "samplers", {}).values())
+            r1, r2 = int(m.body_rootid[m.geom_bodyid[c.geom1]]), int(m.body_rootid[m.geom_bodyid[c.geom2]])
+            if r1 in free_roots or r2 in free_roots:
+                key = tuple(sorted((m.body(r1).name, m.body(r2).name)))
+                found[key] = max(found.get(key, 0.0), -float(c.dist))
+        return sorted(((a, b, depth) for (a, b), depth in found.items()), key=lambda x: -x[2])
+
+    def _free_object_speeds(self) -> tuple[float, float]:
+        """Largest linear (m/s) and angular (rad/s) speed over the model's free-joint objects."""
+        m, d = self.rs_env.sim.model._model, self.rs_env.sim.data._data
+        lin, ang = 0.0, 0.0
+        for j in range(m.njnt):
+            if m.jnt_type[j] == mujoco.mjtJoint.mjJNT_FREE:
+                a = int(m.jnt_dofadr[j])
+                lin = max(lin, float(np.linalg.norm(d.qvel[a:a + 3])))
+                ang = max(ang, float(np.linalg.norm(d.qvel[a + 3:a + 6])))
+        return lin, ang
+
+    def _settle(self) -> int:
+        """Let the scene come to rest before the first observation: robosuite drops objects 5-10 mm above their
+        support. The arm holds still (:data:`HOLD_ACTION`) for :data:`SETTLE_MIN_STEPS` to :data:`SETTLE_MAX_STEPS`
+        control steps, until every free object is slower than :data:`SETTLED_LINEAR_SPEED` and
+        :data:`SETTLED_ANGULAR_SPEED`. Returns the control steps taken (not counted in ``step_count``)."""
+        for k in range(1, SETTLE_MAX_STEPS + 1):
+            self.rs_env.step(HOLD_ACTION)
+            self.forward()
+            if k >= SETTLE_MIN_STEPS:
+                lin, ang = self._free_object_speeds()
+                if lin < SETTLED_LINEAR_SPEED and ang < SETTLED_ANGULAR_SPEED:
+                    return k
+        return SETTLE_MAX_STEPS
 
     def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
         """Start an episode drawn from ``seed`` (a fresh random seed if None).
@@ -270,13 +336,22 @@ class RobosuiteEnv:
             control_dt=1.0 / self.control_freq,
         )
         self.episode.spec = self.spec
-        self._seed_samplers(rng)
+        seed_placement(self.rs_env, rng)
         self.task_def.configure_episode(self.rs_env, self.episode)
-        try:
-            self.rs_env.reset()
-        except RandomizationError as e:
-            raise PlacementError(f"task {self.task_name!r}: object placement failed for seed {self.seed}: {e}") from e
-        self._forward()
+        overlaps: list[tuple[str, str, float]] = []
+        for _ in range(MAX_PLACEMENT_DRAWS):
+            try:
+                self.rs_env.reset()
+            except RandomizationError as e:
+                raise PlacementError(f"task {self.task_name!r}: object placement failed for seed {self.seed}: {e}") from e
+            self.forward()
+            overlaps = self.interpenetrations()
+            if not overlaps:
+                break
+        else:
+            raise PlacementError(f"task {self.task_name!r} seed {self.seed}: objects interpenetrate after "
+                                 f"{MAX_PLACEMENT_DRAWS} placement draws: {overlaps}")
+        self._settle()
         self._step = 0
         d = self.rs_env.sim.data._data
         self._warn_base = np.array([d.warning[w].number for w in _BAD_WARNINGS], dtype=np.int64)
@@ -323,7 +398,7 @@ class RobosuiteEnv:
         if self._perturber is not None:
             a = self._perturber.before_step(self, a)
         self.rs_env.step(a)
-        self._forward()
+        self.forward()
         self._check_stable()
         self._step += 1
         preds = self.task_def.predicates(self.rs_env, self.episode)
@@ -338,7 +413,8 @@ class RobosuiteEnv:
             info["perturbation"] = fired
         return obs, float(success), success, truncated, info
 
-    def _forward(self) -> None:
+    def forward(self) -> None:
+        """``mj_forward``: recompute derived quantities (poses, contacts) after qpos was written."""
         mujoco.mj_forward(self.rs_env.sim.model._model, self.rs_env.sim.data._data)
 
     def _check_stable(self) -> None:
@@ -462,7 +538,7 @@ class RobosuiteEnv:
             raise ConfigError(f"restore_state: snapshot lacks key {e}") from e
         if self._perturber is not None and state.get("perturber") is not None:
             self._perturber.set_state(state["perturber"])
-        self._forward()
+        self.forward()
 
     def teleport(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         """Move objects to poses instantly (free-joint qpos = pos + wxyz quat, qvel = 0), then ``mj_forward``.
@@ -481,7 +557,7 @@ class RobosuiteEnv:
             q = q / max(np.linalg.norm(q), 1e-12)
             sim.data.set_joint_qpos(obj.joints[0], np.concatenate([np.asarray(pos, dtype=np.float64), q]))
             sim.data.set_joint_qvel(obj.joints[0], np.zeros(6))
-        self._forward()
+        self.forward()
 
     def close(self) -> None:
         """Release the robosuite env and its GL context. Idempotent."""

@@ -274,16 +274,6 @@ class NutAssemblyTask(TaskDefinition):
             kwargs["placement_initializer"] = make_nut_sampler(kwargs.get("table_offset", (0.0, 0.0, TABLE_Z)))
         return robosuite.make("NutAssembly", **kwargs)
 
-    def configure_episode(self, rs_env: Any, episode: TaskEpisode) -> None:
-        """Make every placement sub-sampler use ``rs_env.rng`` (robosuite gives them the rng the env had at
-        construction, so a later ``env.rng = ...`` alone would not reseed the nut placement)."""
-        stack = [getattr(rs_env, "placement_initializer", None)]
-        while stack:
-            s = stack.pop()
-            if s is not None:
-                s.rng = rs_env.rng
-                stack.extend(getattr(s, "samplers", {}).values())
-
     # ------------------------------------------------------------------ state
     def _nut(self, rs_env: Any, name: str) -> Any:
         _check_name(name, NUTS)
@@ -340,6 +330,11 @@ class NutAssemblyTask(TaskDefinition):
             return False
         released = not rs_env.check_contact(self._gripper(rs_env), self._nut(rs_env, name))
         return bool(released and self.is_settled(rs_env, name))
+
+    def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        preds = tuple(SKILL_PREDICATES["pick"].format(n) for n in NUTS)
+        preds += tuple(SKILL_PREDICATES["insert"].format(n, p) for n in NUTS for p in PEGS)
+        return tuple(NUTS), preds
 
     def predicates(self, rs_env: Any, episode: TaskEpisode) -> dict[str, bool]:
         """``grasped(n)`` for each nut and ``on_peg(n,p)`` for every nut/peg pair (see :meth:`is_on_peg`)."""

@@ -152,8 +152,8 @@ class PickPlaceBinsTask(TaskDefinition):
 
         ``env_kwargs`` (cameras, image size, ``hard_reset``, ``control_freq``, ...) are forwarded to
         robosuite; ``robots``, ``controller_configs`` and ``single_object_mode`` are fixed by this task.
-        The env re-seeds every sub-sampler of its placement initializer from the rng the adapter set
-        (see :func:`_seeded_pick_place_cls`).
+        The adapter reseeds every sub-sampler of its placement initializer per episode
+        (``sim.robosuite_env.seed_placement``).
 
         Raises:
             ConfigError: ``env_kwargs`` contains ``robots``, ``controller_configs``, ``single_object_mode`` or
@@ -173,7 +173,9 @@ class PickPlaceBinsTask(TaskDefinition):
         }
         kwargs.update(env_kwargs)
         cfg = load_composite_controller_config(controller="BASIC", robot="Panda")
-        return _seeded_pick_place_cls()(robots="Panda", controller_configs=cfg, single_object_mode=0, **kwargs)
+        from robosuite.environments.manipulation.pick_place import PickPlace
+
+        return PickPlace(robots="Panda", controller_configs=cfg, single_object_mode=0, **kwargs)
 
     # ------------------------------------------------------------------ state
     def _check(self, skill: str, args: tuple[str, ...]) -> None:
@@ -319,6 +321,9 @@ class PickPlaceBinsTask(TaskDefinition):
         lin, ang = self._velocity(rs_env, obj)
         settled = lin < SETTLED_LIN_SPEED and ang < SETTLED_ANG_SPEED
         return settled and not self._gripper_touches(rs_env, obj)
+
+    def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        return OBJECTS, tuple(p for o in OBJECTS for p in (f"grasped({o})", f"in_bin({o})"))
 
     def predicates(self, rs_env: Any, episode: TaskEpisode) -> dict[str, bool]:
         """``grasped(x)`` and ``in_bin(x)`` for all four objects (distractors included).
@@ -664,36 +669,3 @@ class PickPlaceBinsTask(TaskDefinition):
         """Radius (m) of ``obj``'s bounding circle in its body xy plane."""
         lo, hi = self._half_extents(rs_env, obj)
         return float(np.linalg.norm(np.maximum(np.abs(lo[:2]), np.abs(hi[:2]))))
-
-
-_SEEDED_CLS: Any = None
-
-
-def _seeded_pick_place_cls() -> Any:
-    """robosuite ``PickPlace`` whose placement sub-samplers all draw from the rng set by the adapter.
-
-    robosuite hands ``self.rng`` to each ``UniformRandomSampler`` when the model is built, and the
-    ``SequentialCompositeSampler`` itself has its own unused rng. Setting ``env.rng`` or
-    ``env.placement_initializer.rng`` after construction would therefore not reach the sub-samplers; this
-    subclass re-points them at reset: to ``placement_initializer.rng`` if the adapter replaced it, else to
-    ``env.rng``.
-    """
-    global _SEEDED_CLS
-    if _SEEDED_CLS is None:
-        from robosuite.environments.manipulation.pick_place import PickPlace
-
-        class _SeededPickPlace(PickPlace):
-            def _get_placement_initializer(self) -> None:
-                super()._get_placement_initializer()
-                self._tandem_default_sampler_rng = self.placement_initializer.rng
-
-            def _reset_internal(self) -> None:
-                init = getattr(self, "placement_initializer", None)
-                if init is not None:
-                    rng = init.rng if init.rng is not self._tandem_default_sampler_rng else self.rng
-                    for sampler in init.samplers.values():
-                        sampler.rng = rng
-                super()._reset_internal()
-
-        _SEEDED_CLS = _SeededPickPlace
-    return _SEEDED_CLS
