@@ -42,19 +42,23 @@ _SCALAR_KEYS = (schema.SUBGOAL_INDEX_KEY, schema.SUBGOAL_TASK_INDEX_KEY, schema.
 
 
 def schema_of(info: dict[str, Any]) -> dict[str, Any]:
-    """Recover ``(image_size, trace_len, cameras)`` of a tandem dataset from its ``info.json`` features.
+    """Recover the keyword arguments of :func:`executor_vla.schema.dataset_features` (``image_size``, ``trace_len``,
+    ``cameras``, ``goal_image``, ``trace_3d_len``) of a tandem dataset from its ``info.json`` features.
 
     Raises:
         DatasetSchemaError: a feature needed to tell them is missing or malformed.
     """
     feats = info.get("features", {})
+    cams = tuple(key[len(schema.IMAGE_PREFIX):] for key in feats if key.startswith(schema.IMAGE_PREFIX))
     try:
-        h, w = (int(x) for x in feats[schema.GOAL_IMAGE_KEY]["shape"][:2])
+        image_keys = [schema.GOAL_IMAGE_KEY] if schema.GOAL_IMAGE_KEY in feats else [schema.image_key(c) for c in cams]
+        h, w = (int(x) for x in feats[image_keys[0]]["shape"][:2]) if image_keys else schema.IMAGE_SIZE
         k = int(feats[schema.TRACE_KEY]["shape"][0])
+        k3 = int(feats[schema.TRACE_3D_KEY]["shape"][0])
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise DatasetSchemaError(f"not a tandem dataset: feature {e} missing or malformed in meta/info.json") from e
-    cams = tuple(key[len(schema.IMAGE_PREFIX):] for key in feats if key.startswith(schema.IMAGE_PREFIX))
-    return {"image_size": (h, w), "trace_len": k, "cameras": cams}
+    return {"image_size": (h, w), "trace_len": k, "cameras": cams, "goal_image": schema.GOAL_IMAGE_KEY in feats,
+            "trace_3d_len": k3, "labels": schema.label_vocabulary_of(feats)}
 
 
 @dataclass
@@ -264,7 +268,7 @@ def validate_dataset(root: str | Path, *, open_with_lerobot: bool = True, repo_i
     if int(info.get("fps", -1)) != schema.FPS:
         problems.append(f"fps {info.get('fps')}, expected {schema.FPS}")
     sch = schema_of(info)
-    expected = schema.dataset_features(image_size=sch["image_size"], trace_len=sch["trace_len"], cameras=sch["cameras"])
+    expected = schema.dataset_features(**sch)
     problems += [f"meta/info.json: {d}" for d in features_diff(info.get("features", {}), expected)]
     t = load_tables(root, problems)
     want_cols = set(info.get("features", {}))
@@ -356,6 +360,18 @@ def dataset_stats(t: DatasetTables) -> dict[str, Any]:
     }
     m = np.asarray(c[schema.TRACE_MASK_KEY].tolist(), np.float64)
     out["frames_with_trace"] = round(float(np.mean(m.max(axis=1) > 0.5)), 4)
+    if schema.TRACE_3D_MASK_KEY in c:
+        m3 = np.asarray(c[schema.TRACE_3D_MASK_KEY].tolist(), np.float64)
+        out["frames_with_trace_3d"] = round(float(np.mean(m3.max(axis=1) > 0.5)), 4)
+        out["trace_3d_points"] = _describe(m3.sum(axis=1)[:, None])
+    feats = t.info.get("features", {})
+    out["cameras"] = [k[len(schema.IMAGE_PREFIX):] for k in feats if k.startswith(schema.IMAGE_PREFIX)]
+    out["goal_images"] = schema.GOAL_IMAGE_KEY in feats
+    vocab = schema.label_vocabulary_of(feats)
+    if vocab is not None and schema.LABEL_PREDICATES_KEY in c:
+        preds = np.asarray(c[schema.LABEL_PREDICATES_KEY].tolist(), np.float64)
+        out["labels"] = {"objects": list(vocab[0]),
+                         "predicates": {p: round(float(preds[:, i].mean()), 4) for i, p in enumerate(vocab[1])}}
     out["state"] = _describe(np.asarray(c[schema.STATE_KEY].tolist(), np.float64))
     out["action"] = _describe(np.asarray(c[schema.ACTION_KEY].tolist(), np.float64))
     if t.journal and t.journal.get("episodes"):
@@ -465,8 +481,9 @@ def contact_sheet(t: DatasetTables, out_png: str | Path, *, episodes: list[int] 
         y = 24 + row * (H + pad)
         tr = np.asarray(tr_all[a].tolist(), np.float32)
         m = np.asarray(m_all[a].tolist(), np.float32)
-        tiles = [draw_trace(up(images[a][agent_key]), tr, m, scale), draw_trace(up(images[b - 1][agent_key]), tr, m, scale),
-                 up(images[a][schema.GOAL_IMAGE_KEY])]
+        tiles = [draw_trace(up(images[a][agent_key]), tr, m, scale), draw_trace(up(images[b - 1][agent_key]), tr, m, scale)]
+        if schema.GOAL_IMAGE_KEY in images[a]:
+            tiles.append(up(images[a][schema.GOAL_IMAGE_KEY]))
         if wrist_key in images[b - 1]:
             tiles.append(up(images[b - 1][wrist_key]))
         for i, tile in enumerate(tiles):
@@ -495,7 +512,9 @@ def inspect_dataset(root: str | Path, sheet: str | Path | None = None, *, episod
     """
     t = validate_dataset(root, open_with_lerobot=open_with_lerobot)
     stats = dataset_stats(t)
-    if sheet is not None and t.num_frames:
+    if sheet is not None and t.num_frames and schema.image_key(schema.GOAL_CAMERA) not in t.info.get("features", {}):
+        stats["sheet"] = "none (the dataset has no camera images)"
+    elif sheet is not None and t.num_frames:
         stats["sheet"] = str(contact_sheet(t, sheet, episodes=episodes, max_rows=max_rows))
     return stats
 
@@ -514,6 +533,13 @@ def format_stats(stats: dict[str, Any]) -> str:
         for text, d in stats["per_subgoal"].items():
             lines.append(f"    {text[:48]:48s} {d['attempts']:4d}  {d['frames_mean']:7.1f} [{d['frames_min']}, "
                          f"{d['frames_max']}]  {d['success_rate']:.0%}")
+        lines.append(f"  cameras {stats.get('cameras', [])}, goal images {'yes' if stats.get('goal_images') else 'no'}, "
+                     f"frames with a 3-D trace {stats.get('frames_with_trace_3d', 0):.0%}")
+        if "labels" in stats:
+            lab = stats["labels"]
+            lines.append(f"  labels: keypoints of {lab['objects']} (2 per object, m and px); predicates "
+                         "(fraction of frames true): "
+                         + ", ".join(f"{p} {v:.0%}" for p, v in lab["predicates"].items()))
         for key in ("state", "action"):
             lines.append(f"  {key} mean {np.round(stats[key]['mean'], 3).tolist()}")
             lines.append(f"  {key} std  {np.round(stats[key]['std'], 3).tolist()}")

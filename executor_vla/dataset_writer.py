@@ -208,7 +208,9 @@ class TandemDatasetWriter:
         repo_id: LeRobot repo id recorded in the dataset (no network use), e.g. ``"tandem/stack_three"``.
         image_size: ``(H, W)`` px of the cameras and the goal image.
         trace_len: K, points per keypoint trace.
-        cameras: camera names, each stored as ``observation.images.<camera>``.
+        cameras: camera names, each stored as ``observation.images.<camera>`` (may be empty).
+        goal_image: store each frame's subgoal goal image (``subgoal.goal_image``).
+        labels: ``(objects, predicates)`` of the ``labels.*`` ground-truth features, or None (no labels).
         robot_type: stored in ``info.json``.
         fps: frames per second (:data:`executor_vla.schema.FPS` = 20).
         checkpoint_every: commit after this many saved episodes (1 = after every episode: a crash loses
@@ -222,6 +224,7 @@ class TandemDatasetWriter:
             (``benchmarks/collect_throughput.py``: 1.35x vs 1.27x of the bare env).
 
     Attributes:
+        cameras: the camera names stored.
         features: the dataset features (:func:`executor_vla.schema.dataset_features`).
         recovered: what the opening roll-back removed (empty when the dataset was consistent).
 
@@ -239,6 +242,8 @@ class TandemDatasetWriter:
         image_size: tuple[int, int] = schema.IMAGE_SIZE,
         trace_len: int = schema.TRACE_LEN,
         cameras: tuple[str, ...] = schema.CAMERAS,
+        goal_image: bool = True,
+        labels: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
         robot_type: str = "panda",
         fps: int = schema.FPS,
         checkpoint_every: int = 1,
@@ -255,8 +260,9 @@ class TandemDatasetWriter:
         self.fps = int(fps)
         self.robot_type = robot_type
         self.checkpoint_every = int(checkpoint_every)
+        self.cameras = tuple(cameras)
         self.features = schema.dataset_features(image_size=tuple(image_size), trace_len=int(trace_len),
-                                                cameras=tuple(cameras))
+                                                cameras=self.cameras, goal_image=bool(goal_image), labels=labels)
         self.recovered: list[str] = []
         _quiet_progress_bars()
         if not 0 <= int(png_compress_level) <= 9:

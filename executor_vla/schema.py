@@ -19,6 +19,18 @@ Conventions (see ``tandem/types.py``):
   ``"task"`` string is the episode's full instruction.
 * ``subgoal.trace``: ``float32 (K, 2)`` keypoint trace in agentview pixels ``(x right, y down)``,
   origin top-left, resampled to ``K`` points; ``subgoal.trace_mask`` ``float32 (K,)`` 1 = valid point.
+* ``subgoal.trace_3d``: ``float32 (K3, 5)`` the subgoal's 3-D trace (:class:`tandem.types.Trace3D`), one row per
+  point ``(x, y, z, yaw, gripper)``: grip-site position in m (world frame), finger-axis yaw in rad (continuous
+  along the trace), gripper command (-1 open, +1 closed); padded to ``K3`` rows by repeating the last point
+  (:func:`pad_trace_3d`); ``subgoal.trace_3d_mask`` ``float32 (K3,)`` 1 = a real point.
+* ``labels.*`` (optional; a task's label vocabulary of objects and predicates, ``TaskDefinition.label_vocabulary``):
+  the simulator's ground truth per frame, the training targets of the learned state model (issue 12):
+  ``labels.predicates`` ``float32 (P,)`` 0/1 per named predicate (``grasped(red)``, ``on(red,green)``...);
+  ``labels.keypoints_3d`` ``float32 (O*2*3,)``: two keypoints per object in m (world frame), its origin and the point
+  :data:`KEYPOINT_OFFSET_M` along its local x axis (so the pair says the object's yaw), named ``<obj>.k<j>.<x|y|z>``;
+  ``labels.keypoints_px`` ``float32 (O*2*2,)``: the same points in agentview pixels ``(x right, y down)``, origin
+  top-left, at the dataset's image size, named ``<obj>.k<j>.<x|y>``.
+* ``subgoal.goal_image`` is optional: a dataset collected without rendering (``goals.goal_image=false``) has none.
 * ``subgoal.progress``: ``float32 (1,)`` in ``[0, 1]``: fraction of the active subgoal's frames elapsed.
 * ``subgoal.success``: ``float32 (1,)``: 1 once the subgoal's predicate holds.
 * ``task.success``: ``float32 (1,)``: 1 once the whole task's success holds.
@@ -30,11 +42,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from tandem.types import OSC_ACTION_LAYOUT, PROPRIO_LAYOUT
+import numpy as np
+
+from tandem.errors import SubgoalSchemaError
+from tandem.types import OSC_ACTION_LAYOUT, PROPRIO_LAYOUT, Trace3D
 
 FPS: int = 20
 IMAGE_SIZE: tuple[int, int] = (128, 128)
 TRACE_LEN: int = 16
+#: Rows of ``subgoal.trace_3d`` (the longest expert plan, nut_assembly's pick with its wrist turns, has 13 points).
+TRACE_3D_LEN: int = 16
+#: Columns of a ``subgoal.trace_3d`` row.
+TRACE_3D_COLUMNS: tuple[str, ...] = ("x", "y", "z", "yaw", "gripper")
 STATE_DIM: int = len(PROPRIO_LAYOUT)  # 8
 ACTION_DIM: int = len(OSC_ACTION_LAYOUT)  # 7
 
@@ -51,6 +70,14 @@ SUBGOAL_TASK_INDEX_KEY = "subgoal.task_index"
 GOAL_IMAGE_KEY = "subgoal.goal_image"
 TRACE_KEY = "subgoal.trace"
 TRACE_MASK_KEY = "subgoal.trace_mask"
+LABEL_PREDICATES_KEY = "labels.predicates"
+LABEL_KEYPOINTS_3D_KEY = "labels.keypoints_3d"
+LABEL_KEYPOINTS_PX_KEY = "labels.keypoints_px"
+#: Keypoints per object in the labels, and the distance (m) of the second one along the object's local x axis.
+KEYPOINTS_PER_OBJECT = 2
+KEYPOINT_OFFSET_M = 0.03
+TRACE_3D_KEY = "subgoal.trace_3d"
+TRACE_3D_MASK_KEY = "subgoal.trace_3d_mask"
 PROGRESS_KEY = "subgoal.progress"
 SUBGOAL_SUCCESS_KEY = "subgoal.success"
 TASK_SUCCESS_KEY = "task.success"
@@ -71,13 +98,19 @@ def _image_feature(image_size: tuple[int, int]) -> dict[str, Any]:
 
 
 def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = TRACE_LEN,
-                     cameras: tuple[str, ...] = CAMERAS) -> dict[str, dict[str, Any]]:
+                     cameras: tuple[str, ...] = CAMERAS, goal_image: bool = True,
+                     trace_3d_len: int = TRACE_3D_LEN,
+                     labels: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> dict[str, dict[str, Any]]:
     """The ``features`` dict to pass to ``LeRobotDataset.create(..., use_videos=False)``.
 
     Args:
         image_size: ``(H, W)`` in px of every camera and of the goal image.
         trace_len: K, number of points each keypoint trace is resampled to.
-        cameras: camera names; each gets an ``observation.images.<camera>`` image feature.
+        cameras: camera names; each gets an ``observation.images.<camera>`` image feature (may be empty: a
+            low-dimensional dataset for the track executor, collected without rendering).
+        goal_image: include the ``subgoal.goal_image`` feature.
+        trace_3d_len: K3, rows of ``subgoal.trace_3d``.
+        labels: ``(objects, predicates)`` to add the ``labels.*`` features over, or None.
 
     Returns:
         feature name -> ``{"dtype", "shape", "names"}`` in LeRobot 0.6.1's format. Frame values must
@@ -85,12 +118,12 @@ def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = 
         ``int64 (1,)`` index features.
 
     Raises:
-        ValueError: if ``image_size`` or ``trace_len`` is not positive.
+        ValueError: if ``image_size``, ``trace_len`` or ``trace_3d_len`` is not positive.
     """
     if len(image_size) != 2 or min(image_size) <= 0:
         raise ValueError(f"image_size must be (H, W) > 0, got {image_size}")
-    if trace_len <= 0:
-        raise ValueError(f"trace_len must be > 0, got {trace_len}")
+    if trace_len <= 0 or trace_3d_len <= 0:
+        raise ValueError(f"trace_len and trace_3d_len must be > 0, got {trace_len} and {trace_3d_len}")
     feats: dict[str, dict[str, Any]] = {}
     for cam in cameras:
         feats[image_key(cam)] = _image_feature(image_size)
@@ -98,10 +131,75 @@ def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = 
     feats[ACTION_KEY] = {"dtype": "float32", "shape": (ACTION_DIM,), "names": list(OSC_ACTION_LAYOUT)}
     feats[SUBGOAL_INDEX_KEY] = {"dtype": "int64", "shape": (1,), "names": None}
     feats[SUBGOAL_TASK_INDEX_KEY] = {"dtype": "int64", "shape": (1,), "names": None}
-    feats[GOAL_IMAGE_KEY] = _image_feature(image_size)
+    if goal_image:
+        feats[GOAL_IMAGE_KEY] = _image_feature(image_size)
     feats[TRACE_KEY] = {"dtype": "float32", "shape": (trace_len, 2), "names": None}
     feats[TRACE_MASK_KEY] = {"dtype": "float32", "shape": (trace_len,), "names": None}
+    feats[TRACE_3D_KEY] = {"dtype": "float32", "shape": (trace_3d_len, len(TRACE_3D_COLUMNS)), "names": None}
+    feats[TRACE_3D_MASK_KEY] = {"dtype": "float32", "shape": (trace_3d_len,), "names": None}
+    if labels is not None:
+        objects, predicates = labels
+        feats[LABEL_PREDICATES_KEY] = {"dtype": "float32", "shape": (len(predicates),), "names": list(predicates)}
+        feats[LABEL_KEYPOINTS_3D_KEY] = {"dtype": "float32", "shape": (len(objects) * KEYPOINTS_PER_OBJECT * 3,),
+                                         "names": keypoint_names(objects, "xyz")}
+        feats[LABEL_KEYPOINTS_PX_KEY] = {"dtype": "float32", "shape": (len(objects) * KEYPOINTS_PER_OBJECT * 2,),
+                                         "names": keypoint_names(objects, "xy")}
     feats[PROGRESS_KEY] = {"dtype": "float32", "shape": (1,), "names": None}
     feats[SUBGOAL_SUCCESS_KEY] = {"dtype": "float32", "shape": (1,), "names": None}
     feats[TASK_SUCCESS_KEY] = {"dtype": "float32", "shape": (1,), "names": None}
     return feats
+
+
+def keypoint_names(objects: tuple[str, ...], axes: str) -> list[str]:
+    """Names of a flattened keypoint label: ``<obj>.k<j>.<axis>`` for each object, keypoint and axis."""
+    return [f"{o}.k{j}.{a}" for o in objects for j in range(KEYPOINTS_PER_OBJECT) for a in axes]
+
+
+def label_vocabulary_of(features: dict[str, dict[str, Any]]) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """``(objects, predicates)`` of a dataset's ``labels.*`` features (from their names), or None without labels."""
+    if LABEL_PREDICATES_KEY not in features or LABEL_KEYPOINTS_3D_KEY not in features:
+        return None
+    names = features[LABEL_KEYPOINTS_3D_KEY].get("names") or []
+    objects = tuple(dict.fromkeys(n.split(".k")[0] for n in names))
+    return objects, tuple(features[LABEL_PREDICATES_KEY].get("names") or ())
+
+
+def object_keypoints(pos: np.ndarray, quat_wxyz: np.ndarray) -> np.ndarray:
+    """The two label keypoints of an object: its origin and the point :data:`KEYPOINT_OFFSET_M` along its local x
+    axis, ``float64 (2, 3)`` m in the frame of ``pos`` (world). ``quat_wxyz`` is the object's orientation."""
+    w, x, y, z = np.asarray(quat_wxyz, np.float64) / max(np.linalg.norm(quat_wxyz), 1e-12)
+    x_axis = np.array([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)])
+    p = np.asarray(pos, np.float64)
+    return np.stack([p, p + KEYPOINT_OFFSET_M * x_axis])
+
+
+def pad_trace_3d(trace: Trace3D | None, k: int = TRACE_3D_LEN) -> tuple[np.ndarray, np.ndarray]:
+    """A 3-D trace as fixed-size rows for datasets and networks: the one conversion training and inference share.
+
+    Points are semantic (above, grasp, lift...), so they are kept as they are, not resampled by arc length; the
+    trace is padded to ``k`` rows by repeating its last point (a natural "stay there" for the network).
+
+    Args:
+        trace: the subgoal's :class:`tandem.types.Trace3D`, or None.
+        k: K3, rows.
+
+    Returns:
+        ``(rows float32 (k, 5), mask float32 (k,))`` with rows laid out as :data:`TRACE_3D_COLUMNS` (m, world frame;
+        rad; -1/+1) and mask 1 for real points; zeros and mask 0 for ``trace=None``.
+
+    Raises:
+        SubgoalSchemaError: the trace has more than ``k`` points.
+    """
+    rows = np.zeros((k, len(TRACE_3D_COLUMNS)), np.float32)
+    mask = np.zeros(k, np.float32)
+    if trace is None:
+        return rows, mask
+    n = len(trace)
+    if n > k:
+        raise SubgoalSchemaError(f"a 3-D trace of {n} points does not fit the {k} rows of {TRACE_3D_KEY}")
+    rows[:n, :3] = trace.points
+    rows[:n, 3] = trace.yaw
+    rows[:n, 4] = trace.gripper
+    rows[n:] = rows[n - 1]
+    mask[:n] = 1.0
+    return rows, mask

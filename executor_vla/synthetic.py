@@ -2,7 +2,9 @@
 
 It is NOT robot data: a point "end effector" moves toward a per-subgoal target drawn as a coloured
 square in the images, so a policy can learn something in a few steps, but nothing here is meant to
-be realistic. The real dataset comes from ``tandem-collect`` (issue 3); both follow
+be realistic. The 3-D trace of a subgoal goes from the start to the target in the state's own units
+(``observation.state[:2]`` is the point's position scaled to ``[0, 1]``, z = 0), so the track executor, which
+sees the trace relative to the end effector, can learn the same motion. The real dataset comes from ``tandem-collect`` (issue 3); both follow
 :mod:`executor_vla.schema`.
 """
 
@@ -13,6 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from executor_vla import schema
+from tandem.types import Trace3D
 
 
 def _draw(img: np.ndarray, xy: np.ndarray, color: tuple[int, int, int], r: int = 4) -> None:
@@ -67,6 +70,10 @@ def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_e
             trace = np.linspace(start, targets[k], trace_len).astype(np.float32)
             trace_mask = np.ones(trace_len, np.float32)
             trace_mask[-2:] = 0.0 if k % 2 else 1.0  # exercise padded traces too
+            grip = 1.0 if k % 2 else -1.0
+            trace_3d, trace_3d_mask = schema.pad_trace_3d(Trace3D(
+                points=np.array([[*(start / np.array([w, h])), 0.0], [*(targets[k] / np.array([w, h])), 0.0]]),
+                yaw=np.zeros(2), gripper=np.array([grip, grip])))
             task_index = ds.meta.get_task_index(texts[k])
             for f in range(frames_per_subgoal):
                 delta = targets[k] - pos
@@ -95,6 +102,8 @@ def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_e
                     schema.GOAL_IMAGE_KEY: goal_img,
                     schema.TRACE_KEY: trace,
                     schema.TRACE_MASK_KEY: trace_mask,
+                    schema.TRACE_3D_KEY: trace_3d,
+                    schema.TRACE_3D_MASK_KEY: trace_3d_mask,
                     schema.PROGRESS_KEY: np.array([progress], np.float32),
                     schema.SUBGOAL_SUCCESS_KEY: np.array([float(f == frames_per_subgoal - 1)], np.float32),
                     schema.TASK_SUCCESS_KEY: np.array(

@@ -90,6 +90,32 @@ def resolve_yaw(target: float, current: float, wrist_q: float | None) -> float:
     return min(cands, key=lambda y: abs(wrist_q + WRIST_YAW_SIGN * (y - current)))
 
 
+def resolved_yaws(waypoints: list[Waypoint], current_yaw: float, wrist_q: float | None) -> np.ndarray:
+    """The yaw (rad) the :class:`WaypointTracker` will command at each waypoint, predicted from the current state.
+
+    The tracker resolves each waypoint's yaw modulo pi when it becomes active (:func:`resolve_yaw`, nearest to the
+    gripper's yaw then, keeping the wrist off its limit). Assuming each waypoint's yaw is reached before the next
+    becomes active, this replays that choice along the list, so the result is continuous (not wrapped): the turn
+    between consecutive waypoints, and its direction, is the difference of consecutive entries.
+
+    Args:
+        waypoints: the expert's waypoints, in order.
+        current_yaw: the gripper's finger-axis yaw now (rad, :func:`gripper_yaw`).
+        wrist_q: Panda joint 7 now (rad), or None to ignore the joint limit.
+
+    Returns:
+        ``float64 (len(waypoints),)`` rad.
+    """
+    out = np.zeros(len(waypoints))
+    yaw, q = float(current_yaw), wrist_q
+    for i, wp in enumerate(waypoints):
+        nxt = resolve_yaw(wp.yaw, yaw, q)
+        if q is not None:
+            q = q + WRIST_YAW_SIGN * (nxt - yaw)
+        out[i] = yaw = nxt
+    return out
+
+
 def rotation_error(target: np.ndarray, current: np.ndarray) -> np.ndarray:
     """Axis-angle ``(3,)`` (rad, world frame) of ``target @ current.T``."""
     r = target @ current.T

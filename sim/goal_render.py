@@ -5,6 +5,9 @@
   so the simulation is bit-identical afterwards (tested).
 * Trace: the current grip-site position followed by the scripted expert's planned waypoints
   (:func:`sim.experts.plan_waypoints`), projected into the camera (:mod:`sim.cameras`) and clipped into the image.
+* 3-D trace (:class:`tandem.types.Trace3D`): the same points in metres (world frame), with the yaw the expert's
+  tracker will command at each (:func:`sim.experts.resolved_yaws`) and its gripper command. Its first point is
+  the grip site now, with the current yaw and the first waypoint's gripper command.
 """
 
 from __future__ import annotations
@@ -15,9 +18,9 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from sim.cameras import clip_to_image
-from sim.experts import plan_waypoints
+from sim.experts import gripper_yaw, plan_waypoints, resolved_yaws
 from tandem.errors import ConfigError
-from tandem.types import KeypointTrace, Observation, Subgoal
+from tandem.types import KeypointTrace, Observation, Subgoal, Trace3D
 
 if TYPE_CHECKING:
     from sim.robosuite_env import RobosuiteEnv
@@ -30,7 +33,8 @@ class OracleGoalProducer:
         env: the live :class:`RobosuiteEnv` (must be built with ``render=True`` for goal images).
         camera: user camera name of the goal image and the trace (``"agentview"``).
         goal_image: whether to render goal images.
-        trace_points: whether to fill the keypoint trace.
+        trace_points: whether to fill the keypoint trace (2-D, in ``camera``'s pixels).
+        trace_3d: whether to fill the 3-D trace (needs no rendering).
 
     Raises:
         ConfigError: ``goal_image=True`` on an env built with ``render=False``.
@@ -38,7 +42,7 @@ class OracleGoalProducer:
     """
 
     def __init__(self, env: RobosuiteEnv, camera: str = "agentview", goal_image: bool = True,
-                 trace_points: bool = True) -> None:
+                 trace_points: bool = True, trace_3d: bool = True) -> None:
         if goal_image and not env.render_enabled:
             raise ConfigError("OracleGoalProducer(goal_image=True) needs RobosuiteEnv(render=True)")
         env.rs_camera_name(camera)  # validates the name
@@ -46,6 +50,7 @@ class OracleGoalProducer:
         self.camera = camera
         self.goal_image = goal_image
         self.trace_points = trace_points
+        self.trace_3d_enabled = trace_3d
 
     def render_goal(self, subgoal: Subgoal) -> np.ndarray:
         """``uint8 (H, W, 3)`` upright image of ``camera`` with the subgoal's objects at their goal poses.
@@ -72,6 +77,17 @@ class OracleGoalProducer:
         px = env.world_to_pixel(np.stack(pts), self.camera)
         return KeypointTrace(camera=self.camera, points=clip_to_image(px, env.image_size), image_size=env.image_size)
 
+    def trace_3d(self, subgoal: Subgoal) -> Trace3D:
+        """3-D trace: the grip site now, then each planned waypoint, with resolved yaws and gripper commands."""
+        env = self.env
+        eef, rot = env.eef_pose()
+        waypoints = plan_waypoints(env, subgoal)
+        yaw_now = gripper_yaw(rot)
+        yaws = resolved_yaws(waypoints, yaw_now, env.wrist_angle())
+        points = np.stack([eef] + [np.asarray(w.pos, dtype=np.float64) for w in waypoints])
+        grip = [waypoints[0].gripper if waypoints else -1.0] + [float(w.gripper) for w in waypoints]
+        return Trace3D(points=points, yaw=np.concatenate([[yaw_now], yaws]), gripper=np.asarray(grip))
+
     def produce(self, subgoal: Subgoal, observation: Observation | None = None) -> Subgoal:
         """Return a copy of ``subgoal`` with ``goal_image`` and/or ``trace`` filled in from the live simulator.
 
@@ -79,4 +95,5 @@ class OracleGoalProducer:
         """
         goal = self.render_goal(subgoal) if self.goal_image else subgoal.goal_image
         trace = self.trace(subgoal) if self.trace_points else subgoal.trace
-        return dataclasses.replace(subgoal, goal_image=goal, trace=trace)
+        trace_3d = self.trace_3d(subgoal) if self.trace_3d_enabled else subgoal.trace_3d
+        return dataclasses.replace(subgoal, goal_image=goal, trace=trace, trace_3d=trace_3d)

@@ -205,10 +205,12 @@ class HierarchicalAgent:
 
     def _start_subgoal(self, subgoal: Subgoal, observation: Observation) -> None:
         if self.goal_producer is not None:
-            planned_trace = subgoal.trace
+            planned_trace, planned_trace_3d = subgoal.trace, subgoal.trace_3d
             subgoal = self.goal_producer.produce(subgoal, observation)
             if planned_trace is not None:  # a trace the planner predicted wins over the producer's
                 subgoal.trace = planned_trace
+            if planned_trace_3d is not None:
+                subgoal.trace_3d = planned_trace_3d
         self.subgoal = subgoal
         self._before = observation
         self._steps_in_subgoal = 0

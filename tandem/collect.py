@@ -19,12 +19,18 @@ Labels of frame ``t`` (all from the frame's own observation unless stated):
   agent starts a subgoal, so a retry of the same subgoal gets a new index, and each index has one goal image
   and one trace.
 * ``subgoal.task_index``: LeRobot task index of the attempt's subgoal text.
-* ``subgoal.goal_image`` / ``subgoal.trace`` / ``subgoal.trace_mask``: the attempt's goal image and its trace
-  resampled by arc length to K points (mask 1); with no trace the points are 0 and the mask is 0.
+* ``subgoal.goal_image`` / ``subgoal.trace`` / ``subgoal.trace_mask``: the attempt's goal image (when the dataset
+  stores goal images) and its trace resampled by arc length to K points (mask 1); with no trace the points are 0
+  and the mask is 0.
+* ``subgoal.trace_3d`` / ``subgoal.trace_3d_mask``: the attempt's 3-D trace padded to K3 rows
+  (:func:`executor_vla.schema.pad_trace_3d`); zeros and mask 0 without one.
 * ``subgoal.progress``: ``(i + 1) / n`` for the i-th of the attempt's n frames.
 * ``subgoal.success``: 1 iff the subgoal's predicate holds in the frame's observation **and** the attempt was
   not judged failed (frames of a failed attempt are all 0: they are the negatives a verifier needs).
 * ``task.success``: 1 iff every goal predicate holds in the frame's observation.
+* ``labels.predicates`` / ``labels.keypoints_3d`` / ``labels.keypoints_px`` (with ``dataset.labels=true``, the
+  default): the frame's ground-truth predicates over the task's label vocabulary and two keypoints per object in
+  m and in agentview pixels (:func:`executor_vla.schema.object_keypoints`), the targets of the learned state model.
 """
 
 from __future__ import annotations
@@ -162,9 +168,11 @@ class _Pending:
     subgoal: Subgoal
     predicate: str | None
     task_index: int
-    goal_image: np.ndarray
+    goal_image: np.ndarray | None
     trace: np.ndarray
     trace_mask: np.ndarray
+    trace_3d: np.ndarray
+    trace_3d_mask: np.ndarray
     frames: list[dict[str, Any]] = field(default_factory=list)
     holds: list[bool] = field(default_factory=list)
     first_frame: int = 0
@@ -182,12 +190,27 @@ class OracleFrameLabeller:
         image_size: ``(H, W)`` px of the cameras and the goal image.
         trace_len: K, trace points per frame.
         observer: optional extra callback on every StepRecord (tests, progress display).
+        goal_image: write ``subgoal.goal_image`` (the writer's schema must have it).
+        labels: ``(objects, predicates)`` to write the ``labels.*`` features over (the writer's schema must have
+            them), or None.
+        project: world points ``(N, 3)`` m -> agentview pixels ``(N, 2)`` at ``image_size`` (for
+            ``labels.keypoints_px``); required with ``labels``.
+
+    Raises:
+        ConfigError: ``labels`` without ``project``.
     """
 
     def __init__(self, writer: Any, cameras: tuple[str, ...] = schema.CAMERAS,
                  image_size: tuple[int, int] = schema.IMAGE_SIZE, trace_len: int = schema.TRACE_LEN,
-                 observer: Callable[[StepRecord], None] | None = None) -> None:
+                 observer: Callable[[StepRecord], None] | None = None, goal_image: bool = True,
+                 labels: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+                 project: Callable[[np.ndarray], np.ndarray] | None = None) -> None:
+        if labels is not None and project is None:
+            raise ConfigError("OracleFrameLabeller(labels=...) needs project= (world -> agentview pixels)")
         self.writer = writer
+        self.goal_image = bool(goal_image)
+        self.labels = labels
+        self.project = project
         self.cameras = tuple(cameras)
         self.image_size = (int(image_size[0]), int(image_size[1]))
         self.trace_len = int(trace_len)
@@ -230,17 +253,20 @@ class OracleFrameLabeller:
         self.last_record = rec
 
     def _begin(self, index: int, sg: Subgoal) -> _Pending:
-        goal = sg.goal_image if sg.goal_image is not None else self._blank
-        if goal.shape != (*self.image_size, 3) or goal.dtype != np.uint8:
-            raise SubgoalSchemaError(f"subgoal {sg.signature}: goal image must be uint8 {(*self.image_size, 3)}, "
-                                     f"got {goal.dtype} {goal.shape}")
+        goal = None
+        if self.goal_image:
+            goal = sg.goal_image if sg.goal_image is not None else self._blank
+            if goal.shape != (*self.image_size, 3) or goal.dtype != np.uint8:
+                raise SubgoalSchemaError(f"subgoal {sg.signature}: goal image must be uint8 {(*self.image_size, 3)}, "
+                                         f"got {goal.dtype} {goal.shape}")
         trace, mask = resample_trace(sg.trace, self.trace_len, self.image_size)
+        trace_3d, mask_3d = schema.pad_trace_3d(sg.trace_3d)
         predicate = None
         if self.task is not None and sg.skill in self.task.skills:
             predicate = self.task.predicate_for(sg.skill, sg.args)
         return _Pending(index=index, subgoal=sg, predicate=predicate,
                         task_index=self.writer.subgoal_task_index(sg.text), goal_image=goal, trace=trace,
-                        trace_mask=mask, first_frame=self.frames_written)
+                        trace_mask=mask, trace_3d=trace_3d, trace_3d_mask=mask_3d, first_frame=self.frames_written)
 
     @staticmethod
     def _holds(obs: Observation, predicate: str | None) -> bool:
@@ -259,7 +285,24 @@ class OracleFrameLabeller:
         frame[schema.TASK_SUCCESS_KEY] = np.array([float(bool((obs.privileged or {}).get("success", False)))],
                                                   np.float32)
         frame["task"] = self.task.instruction if self.task is not None else ""
+        if self.labels is not None:
+            frame.update(self._labels(obs))
         return frame
+
+    def _labels(self, obs: Observation) -> dict[str, np.ndarray]:
+        """The ``labels.*`` features of one observation, from its privileged ground truth."""
+        assert self.labels is not None and self.project is not None
+        objects, predicates = self.labels
+        priv = obs.privileged or {}
+        poses, preds = priv.get("objects") or {}, priv.get("predicates") or {}
+        missing = [o for o in objects if o not in poses] + [p for p in predicates if p not in preds]
+        if missing:
+            raise DatasetSchemaError(f"step {obs.step}: the simulator's ground truth lacks {missing[:5]} of the "
+                                     "label vocabulary (TaskDefinition.label_vocabulary)")
+        kp = np.concatenate([schema.object_keypoints(poses[o]["pos"], poses[o]["quat"]) for o in objects])
+        return {schema.LABEL_PREDICATES_KEY: np.array([float(bool(preds[p])) for p in predicates], np.float32),
+                schema.LABEL_KEYPOINTS_3D_KEY: kp.reshape(-1).astype(np.float32),
+                schema.LABEL_KEYPOINTS_PX_KEY: np.asarray(self.project(kp), np.float32).reshape(-1)}
 
     def _flush(self, verdicts: list[dict[str, Any]], final_obs: Observation | None) -> None:
         p = self.pending
@@ -274,9 +317,12 @@ class OracleFrameLabeller:
         for i, frame in enumerate(p.frames):
             frame[schema.SUBGOAL_INDEX_KEY] = np.array([p.index], np.int64)
             frame[schema.SUBGOAL_TASK_INDEX_KEY] = np.array([p.task_index], np.int64)
-            frame[schema.GOAL_IMAGE_KEY] = p.goal_image
+            if p.goal_image is not None:
+                frame[schema.GOAL_IMAGE_KEY] = p.goal_image
             frame[schema.TRACE_KEY] = p.trace
             frame[schema.TRACE_MASK_KEY] = p.trace_mask
+            frame[schema.TRACE_3D_KEY] = p.trace_3d
+            frame[schema.TRACE_3D_MASK_KEY] = p.trace_3d_mask
             frame[schema.PROGRESS_KEY] = np.array([(i + 1) / n], np.float32)
             frame[schema.SUBGOAL_SUCCESS_KEY] = np.array([float(ok and p.holds[i])], np.float32)
             self.writer.add_frame(frame)
@@ -285,7 +331,7 @@ class OracleFrameLabeller:
                               "reason": reason,
                               "from_frame": p.first_frame, "to_frame": p.first_frame + n,
                               "has_goal_image": p.subgoal.goal_image is not None,
-                              "has_trace": p.subgoal.trace is not None})
+                              "has_trace": p.subgoal.trace is not None, "has_trace_3d": p.subgoal.trace_3d is not None})
         self.frames_written += n
         self.pending = None
 
@@ -404,6 +450,29 @@ class CollectReport:
     seeds: list[int] = field(default_factory=list)
 
 
+def stores_goal_images(cfg: Any) -> bool:
+    """Whether a collect config records goal images: the oracle goal producer renders them (``goals.goal_image``),
+    which needs a rendering env (``env.render``)."""
+    goals = config_get(cfg, "goals", {}) or {}
+    return (config_get(goals, "name", "oracle") != "none" and bool(config_get(goals, "goal_image", True))
+            and bool(config_get(config_get(cfg, "env", {}) or {}, "render", True)))
+
+
+def label_vocabulary(cfg: Any) -> tuple[tuple[str, ...], tuple[str, ...]] | None:
+    """The task's ``(objects, predicates)`` when ``cfg.dataset.labels`` (default true) and a registered task is
+    configured, else None.
+
+    Raises:
+        UnknownTaskError: a task name that is not registered.
+    """
+    name = config_get(config_get(cfg, "task"), "name")
+    if name is None or not bool(config_get(config_get(cfg, "dataset", {}) or {}, "labels", True)):
+        return None
+    from sim.tasks.registry import make_task
+
+    return make_task(name).label_vocabulary()
+
+
 def open_writer(cfg: Any) -> Any:
     """The dataset writer for a collect config (``out``, ``repo_id``, ``env``, ``dataset``, ``resume``).
 
@@ -417,11 +486,12 @@ def open_writer(cfg: Any) -> Any:
     out = config_get(cfg, "out")
     if not out:
         raise ConfigError("collect needs out=<dataset directory>")
-    cameras = tuple(config_get(env_cfg, "cameras", schema.CAMERAS))
+    cameras = tuple(config_get(env_cfg, "cameras", schema.CAMERAS)) if config_get(env_cfg, "render", True) else ()
     return TandemDatasetWriter(
         out, str(config_get(cfg, "repo_id", "tandem/dataset")),
         image_size=tuple(config_get(env_cfg, "image_size", schema.IMAGE_SIZE)),
         trace_len=int(config_get(ds_cfg, "trace_len", schema.TRACE_LEN)), cameras=cameras,
+        goal_image=stores_goal_images(cfg), labels=label_vocabulary(cfg),
         checkpoint_every=int(config_get(ds_cfg, "checkpoint_every", 1)), mode=str(config_get(cfg, "resume", "auto")),
         image_threads=int(config_get(ds_cfg, "image_threads", 0)),
     )
@@ -480,7 +550,10 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
         env, agent = stack.env, stack.agent
         perturbation = getattr(env, "perturbation", None)
         env_cfg, ds_cfg = config_get(cfg, "env", {}) or {}, config_get(cfg, "dataset", {}) or {}
-        labeller = OracleFrameLabeller(writer, cameras=tuple(config_get(env_cfg, "cameras", schema.CAMERAS)),
+        labels = label_vocabulary(cfg)
+        labeller = OracleFrameLabeller(writer, cameras=tuple(writer.cameras), goal_image=stores_goal_images(cfg),
+                                       labels=labels,
+                                       project=(lambda pts: env.world_to_pixel(pts, "agentview")) if labels else None,
                                        image_size=tuple(config_get(env_cfg, "image_size", schema.IMAGE_SIZE)),
                                        trace_len=int(config_get(ds_cfg, "trace_len", schema.TRACE_LEN)), observer=observer)
         seed = int(writer.state.get("next_seed", int(config_get(cfg, "seed", 0)) + writer.num_episodes))

@@ -145,6 +145,61 @@ class KeypointTrace:
 
 
 @dataclass
+class Trace3D:
+    """The subgoal's path for the gripper in 3-D: LoHo-Manip's keypoint trace lifted off the image plane.
+
+    One camera's 2-D trace confuses height with depth, and a stack must land within about 2 cm, so the executor is
+    given the trace in metres, with the gripper's yaw and open/close command at each point (the orientation a
+    2-D trace cannot say: cube yaw, nut handles, elongated objects). A :class:`KeypointTrace` is its projection
+    into one camera.
+
+    Attributes:
+        points: ``float32 (K, 3)`` grip-site positions in m, world frame (robot base frame on a real robot),
+            ordered start -> end; ``K >= 1``.
+        yaw: ``float32 (K,)`` rad, yaw about world +z of the gripper's finger axis (the grip site's x axis) at
+            each point, with the gripper pointing down. Continuous along the trace (not wrapped), so the turn
+            between consecutive points, and its direction, is ``yaw[k+1] - yaw[k]``.
+        gripper: ``float32 (K,)`` gripper command at each point: -1 open, +1 closed (robosuite's convention).
+        frame: name of the frame of ``points`` (``"world"``).
+
+    Raises:
+        ValueError: wrong shapes, lengths that disagree, non-finite values or a gripper value outside [-1, 1].
+    """
+
+    points: np.ndarray
+    yaw: np.ndarray
+    gripper: np.ndarray
+    frame: str = "world"
+
+    def __post_init__(self) -> None:
+        self.points = np.asarray(self.points, dtype=np.float32)
+        self.yaw = np.asarray(self.yaw, dtype=np.float32).reshape(-1)
+        self.gripper = np.asarray(self.gripper, dtype=np.float32).reshape(-1)
+        k = len(self.points)
+        if self.points.ndim != 2 or self.points.shape[1] != 3 or k == 0:
+            raise ValueError(f"Trace3D.points must be (K, 3) with K >= 1, got {self.points.shape}")
+        if self.yaw.shape != (k,) or self.gripper.shape != (k,):
+            raise ValueError(f"Trace3D.yaw and .gripper must be ({k},), got {self.yaw.shape} and {self.gripper.shape}")
+        for name, arr in (("points", self.points), ("yaw", self.yaw), ("gripper", self.gripper)):
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(f"Trace3D.{name} contains NaN or inf")
+        if np.any(np.abs(self.gripper) > 1.0):
+            raise ValueError(f"Trace3D.gripper must be in [-1, 1], got {self.gripper.tolist()}")
+
+    def __len__(self) -> int:
+        return len(self.points)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"points": self.points.round(4).tolist(), "yaw": self.yaw.round(4).tolist(),
+                "gripper": self.gripper.tolist(), "frame": self.frame}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Trace3D:
+        return cls(points=np.asarray(d["points"], np.float32), yaw=np.asarray(d["yaw"], np.float32),
+                   gripper=np.asarray(d["gripper"], np.float32), frame=d.get("frame", "world"))
+
+
+@dataclass
 class Subgoal:
     """One step of a plan: a skill applied to named objects.
 
@@ -156,6 +211,7 @@ class Subgoal:
         goal_image: ``uint8 (H, W, 3)`` image of the world once the subgoal is achieved (agentview),
             or None until a GoalProducer fills it.
         trace: 2-D path of the gripper in a named camera, or None.
+        trace_3d: the same path in 3-D with yaw and gripper commands (:class:`Trace3D`), or None.
     """
 
     id: str
@@ -164,6 +220,7 @@ class Subgoal:
     text: str
     goal_image: np.ndarray | None = None
     trace: KeypointTrace | None = None
+    trace_3d: Trace3D | None = None
 
     def __post_init__(self) -> None:
         self.args = tuple(self.args)
@@ -184,13 +241,15 @@ class Subgoal:
             "text": self.text,
             "goal_image": None if self.goal_image is None else list(self.goal_image.shape),
             "trace": None if self.trace is None else self.trace.to_json(),
+            "trace_3d": None if self.trace_3d is None else self.trace_3d.to_json(),
         }
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Subgoal:
-        trace = d.get("trace")
+        trace, trace_3d = d.get("trace"), d.get("trace_3d")
         return cls(id=d["id"], skill=d["skill"], args=tuple(d["args"]), text=d["text"],
-                   trace=None if trace is None else KeypointTrace.from_json(trace))
+                   trace=None if trace is None else KeypointTrace.from_json(trace),
+                   trace_3d=None if trace_3d is None else Trace3D.from_json(trace_3d))
 
 
 @dataclass

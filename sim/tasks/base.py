@@ -90,6 +90,16 @@ class TaskDefinition(abc.ABC):
         """Build the robosuite env (Panda, OSC_POSE). ``env_kwargs`` come from the adapter
         (cameras, image size, ``hard_reset=False``, ...). Called once per adapter, not per episode."""
 
+    def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(objects, predicates)``: every object :meth:`object_poses` reports and every ground predicate
+        :meth:`predicates` reports, whatever the episode, in a fixed order. Datasets label each frame over this
+        vocabulary (``labels.*`` features), so that state models have fixed-size targets.
+
+        Default: the graspable objects of :meth:`object_names` of an empty episode and each skill's predicate over
+        them; tasks whose predicates take targets (bins, pegs) override it.
+        """
+        raise NotImplementedError(f"task {self.name!r} does not declare its label vocabulary")
+
     def configure_episode(self, rs_env: Any, episode: TaskEpisode) -> None:  # noqa: B027 - optional hook
         """Optional hook before ``reset()`` (e.g. choose which objects are active)."""
 

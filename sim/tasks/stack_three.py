@@ -148,6 +148,11 @@ class StackThreeTask(TaskDefinition):
     def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
         return COLORS
 
+    def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        preds = tuple(f"grasped({c})" for c in COLORS)
+        preds += tuple(f"on({x},{y})" for x in COLORS for y in COLORS if x != y)
+        return COLORS, preds
+
     def mujoco_object(self, rs_env: Any, episode: TaskEpisode, name: str) -> Any:
         if name not in COLORS:
             raise UnknownObjectError(name, list(COLORS))

@@ -42,6 +42,8 @@ def make_frame(i: int, sg: int, task_index: int, goal: np.ndarray, instruction: 
         schema.GOAL_IMAGE_KEY: goal,
         schema.TRACE_KEY: rng.uniform(0, 15, (K, 2)).astype(np.float32),
         schema.TRACE_MASK_KEY: np.ones(K, np.float32),
+        schema.TRACE_3D_KEY: rng.uniform(-1, 1, (schema.TRACE_3D_LEN, 5)).astype(np.float32),
+        schema.TRACE_3D_MASK_KEY: np.ones(schema.TRACE_3D_LEN, np.float32),
         schema.PROGRESS_KEY: np.array([0.5], np.float32),
         schema.SUBGOAL_SUCCESS_KEY: np.array([0.0], np.float32),
         schema.TASK_SUCCESS_KEY: np.array([0.0], np.float32),
