@@ -21,6 +21,7 @@ EMA executor (0 disables it).
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -56,6 +57,11 @@ class TrainConfig:
         seed: RNG seed.
         device: ``"auto"`` (cuda if available), ``"cpu"`` or ``"cuda"``.
         mixed_precision: accelerate's ``"no"``, ``"fp16"`` or ``"bf16"``.
+        max_minutes: wall-clock budget (min): training stops when it is spent (or at ``steps``, whichever comes
+            first), and the cosine schedule is laid over the budget instead of the steps. None = steps only.
+        snapshot_minutes: wall-clock times (min) at which an extra checkpoint ``checkpoints/min_XXX.X`` is written
+            (the learning curve of ``benchmarks/learning_curve.py``: success against training time).
+        val_every: steps between validation losses on held-out episodes (datasets with a ``val`` split; 0 = off).
     """
 
     steps: int = 100_000
@@ -73,6 +79,9 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     mixed_precision: str = "no"
+    max_minutes: float | None = None
+    snapshot_minutes: tuple[float, ...] = ()
+    val_every: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -84,6 +93,11 @@ class TrainConfig:
             errs.append("eval_every, warmup_steps and num_workers must be >= 0")
         if not 0.0 <= self.ema_max_decay < 1.0:
             errs.append(f"ema_max_decay must be in [0, 1) (got {self.ema_max_decay})")
+        if self.max_minutes is not None and self.max_minutes <= 0:
+            errs.append(f"max_minutes must be > 0 or null (got {self.max_minutes})")
+        self.snapshot_minutes = tuple(sorted(float(m) for m in self.snapshot_minutes))
+        if any(m <= 0 for m in self.snapshot_minutes):
+            errs.append(f"snapshot_minutes must be > 0 (got {list(self.snapshot_minutes)})")
         if self.device not in ("auto", "cpu", "cuda"):
             errs.append(f"device must be auto, cpu or cuda (got {self.device!r})")
         if errs:
@@ -172,12 +186,30 @@ class Trainer:
         self.model = executor
         self.optimizer = torch.optim.AdamW(executor.parameters(), lr=cfg.lr, betas=cfg.betas,
                                            weight_decay=cfg.weight_decay)
-        self.lr_scheduler = get_cosine_schedule_with_warmup(self.optimizer, cfg.warmup_steps, cfg.steps)
-        loader = torch.utils.data.DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, drop_last=False,
-                                             num_workers=cfg.num_workers, persistent_workers=cfg.num_workers > 0,
-                                             pin_memory=not cpu)
-        self.model_ddp, self.optimizer, self.loader, self.lr_scheduler = self.accelerator.prepare(
-            executor, self.optimizer, loader, self.lr_scheduler)
+        self._t_train = 0.0  # wall-clock seconds spent in train() so far (resumes add to it)
+        if cfg.max_minutes:  # cosine over the wall-clock budget (or the steps, whichever runs out first)
+            def lr_lambda(step: int) -> float:
+                if step < cfg.warmup_steps:
+                    return (step + 1) / max(1, cfg.warmup_steps)
+                frac = max(step / cfg.steps, self._elapsed_s() / (60.0 * cfg.max_minutes))
+                return 0.5 * (1.0 + math.cos(math.pi * min(frac, 1.0)))
+            self.lr_scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lr_lambda)
+        else:
+            self.lr_scheduler = get_cosine_schedule_with_warmup(self.optimizer, cfg.warmup_steps, cfg.steps)
+        self.batch_source = getattr(dataset, "batches", None)  # an in-memory dataset that cuts its own batches
+        self.val_source = None
+        if self.batch_source is not None:
+            self.model_ddp, self.optimizer, self.lr_scheduler = self.accelerator.prepare(
+                executor, self.optimizer, self.lr_scheduler)
+            self.loader = None
+            if cfg.val_every and len(getattr(dataset, "val_index", ())):
+                self.val_source = dataset.batches(4 * cfg.batch_size, seed=cfg.seed + 1, split="val")
+        else:
+            loader = torch.utils.data.DataLoader(dataset, batch_size=cfg.batch_size, shuffle=True, drop_last=False,
+                                                 num_workers=cfg.num_workers, persistent_workers=cfg.num_workers > 0,
+                                                 pin_memory=not cpu)
+            self.model_ddp, self.optimizer, self.loader, self.lr_scheduler = self.accelerator.prepare(
+                executor, self.optimizer, loader, self.lr_scheduler)
         self.ema = EMA(self.unwrapped, cfg.ema_max_decay) if cfg.ema_max_decay > 0 else None
         self.step = 0
         self.history: list[dict[str, float]] = []
@@ -194,9 +226,14 @@ class Trainer:
             return state_dict_for_save(self.unwrapped)
         return {k: v.detach().cpu().contiguous().clone() for k, v in self.ema.shadow.items()}
 
+    def _elapsed_s(self) -> float:
+        return self._t_train + (time.perf_counter() - self._t0 if getattr(self, "_t0", None) is not None else 0.0)
+
     def ema_executor(self) -> DiffusionExecutor:
         """A separate eval-mode executor holding the EMA weights (for evaluation)."""
         m = self.unwrapped
+        if not isinstance(m, DiffusionExecutor):  # other families (the track executor) copy themselves
+            return m.with_weights(self.ema_state_dict())
         ex = DiffusionExecutor(m.cfg, text_encoder=m._text_encoder, action_low=m.action_low, action_high=m.action_high)
         ex.load_state_dict(self.ema_state_dict())
         return ex.to(m.device).eval()
@@ -207,8 +244,12 @@ class Trainer:
         if not self.accelerator.is_main_process:
             return path
         m = self.unwrapped
-        save_checkpoint(m, path, command=self.command, state_dict=self.ema_state_dict(),
-                        extra={"step": self.step, "train": to_jsonable(asdict(self.cfg)), **self.extra_meta})
+        extra = {"step": self.step, "train_minutes": round(self._elapsed_s() / 60.0, 3),
+                 "train": to_jsonable(asdict(self.cfg)), **self.extra_meta}
+        if isinstance(m, DiffusionExecutor):
+            save_checkpoint(m, path, command=self.command, state_dict=self.ema_state_dict(), extra=extra)
+        else:
+            m.save(path, command=self.command, state_dict=self.ema_state_dict(), extra=extra)
         ts = path / TRAIN_STATE
         ts.mkdir(exist_ok=True)
         save_file(state_dict_for_save(m), str(ts / "raw_model.safetensors"))
@@ -217,7 +258,8 @@ class Trainer:
         sched = self.lr_scheduler.state_dict()  # LambdaLR stores None for its (function) lambdas
         sched["lr_lambdas"] = [None for _ in sched.get("lr_lambdas", [])]
         (ts / "trainer_state.json").write_text(json.dumps(
-            {"step": self.step, "optimizer": opt_meta, "lr_scheduler": sched, "ema": self.ema is not None},
+            {"step": self.step, "optimizer": opt_meta, "lr_scheduler": sched, "ema": self.ema is not None,
+             "train_seconds": self._elapsed_s()},
             indent=1, default=float))
         return path
 
@@ -246,6 +288,7 @@ class Trainer:
             raise CheckpointError(f"optimizer state in {ts} does not match the model: {e}") from e
         self.lr_scheduler.load_state_dict(state["lr_scheduler"])
         self.step = int(state["step"])
+        self._t_train = float(state.get("train_seconds", 0.0))
 
     # ------------------------------------------------------------------ loop
     def train(self, steps: int | None = None, progress: bool = True) -> list[dict[str, float]]:
@@ -266,9 +309,14 @@ class Trainer:
         self.output_dir.mkdir(parents=True, exist_ok=True)
         bar = tqdm(total=total, initial=self.step, disable=not (progress and self.accelerator.is_main_process),
                    desc="train", dynamic_ncols=True)
-        data = cycle(self.loader)
+        data = self.batch_source(cfg.batch_size, seed=cfg.seed + self.step) if self.batch_source else cycle(self.loader)
         t0, samples = time.perf_counter(), 0
+        self._t0 = time.perf_counter()
+        snapshots = [m for m in cfg.snapshot_minutes if m * 60.0 > self._elapsed_s()]
+        budget_s = 60.0 * cfg.max_minutes if cfg.max_minutes else None
         while self.step < total:
+            if budget_s is not None and self._elapsed_s() >= budget_s:
+                break
             batch = batch_to_device(next(data), self.accelerator.device)
             with self.accelerator.accumulate(self.model_ddp):
                 out = self.model_ddp(batch)
@@ -299,10 +347,31 @@ class Trainer:
                         f.write(json.dumps(row) + "\n")
             if self.eval_fn is not None and cfg.eval_every > 0 and self.step % cfg.eval_every == 0:
                 self.evaluate(log_path)
+            if self.val_source is not None and self.step % cfg.val_every == 0:
+                self.validate(log_path)
+            while snapshots and self._elapsed_s() >= snapshots[0] * 60.0:
+                minute = snapshots.pop(0)
+                self.save(self.output_dir / "checkpoints" / f"min_{minute:05.1f}")
             if self.step % cfg.save_every == 0 or self.step == total:
                 self.last_checkpoint = self.save()
+        self._t_train = self._elapsed_s()
+        self._t0 = None
+        if budget_s is not None and self.step < total:  # stopped by the wall-clock budget: save where it stopped
+            self.last_checkpoint = self.save()
         bar.close()
         return self.history
+
+    @torch.no_grad()
+    def validate(self, log_path: Path | None = None) -> dict[str, float]:
+        """Losses of the EMA model on one batch of held-out episodes (logged as ``val/<name>``)."""
+        model = self.ema_executor()
+        batch = batch_to_device(next(self.val_source), self.accelerator.device)
+        row = {"step": self.step, **{f"val/{k}": float(v) for k, v in model(batch).items()}}
+        self.history.append(row)
+        if log_path is not None and self.accelerator.is_main_process:
+            with log_path.open("a") as f:
+                f.write(json.dumps(row) + "\n")
+        return row
 
     def evaluate(self, log_path: Path | None = None) -> dict[str, Any]:
         """Run ``eval_fn`` on the EMA executor; the metrics are logged with the step."""

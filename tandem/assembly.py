@@ -195,7 +195,7 @@ def executor_observation_spec(cfg: Any) -> tuple[tuple[str, ...], tuple[int, int
     if config_get(config_get(cfg, "executor"), "name", "scripted") != "diffusion":
         return None
     ex = _checkpoint_executor_dict(resolve_checkpoint(cfg))
-    if ex is None or "cameras" not in ex or "image_size" not in ex:
+    if ex is None or "cameras" not in ex or "image_size" not in ex:  # e.g. a track checkpoint: it sees no images
         return None
     return tuple(ex["cameras"]), tuple(int(v) for v in ex["image_size"])
 
@@ -268,11 +268,14 @@ def build_executor(cfg: Any, env: Env) -> Executor:
     if name == "diffusion":
         checkpoint = resolve_checkpoint(cfg)
         planner = config_get(config_get(cfg, "planner"), "name", "oracle")
-        from executor_vla.policy import DiffusionExecutor
+        from executor_vla.loading import load_executor
 
         set_torch_threads(config_get(ex_cfg, "torch_threads"))
-        executor = DiffusionExecutor.from_checkpoint(checkpoint, device=config_get(ex_cfg, "device", "cpu"))
+        executor = load_executor(checkpoint, device=config_get(ex_cfg, "device", "cpu"))
         check_executor_conditioning(planner, checkpoint, conditioning=executor.cfg.conditioning_source)  # loaded cfg
+        if hasattr(executor, "action_low"):
+            executor.action_low = getattr(env, "action_low", executor.action_low)
+            executor.action_high = getattr(env, "action_high", executor.action_high)
         return executor
     if name == "lerobot":
         checkpoint = config_get(ex_cfg, "checkpoint")
@@ -302,7 +305,10 @@ def build_goal_producer(cfg: Any, env: Env) -> GoalProducer | None:
     if name == "oracle":
         from sim.goal_render import OracleGoalProducer
 
-        return OracleGoalProducer(env, camera=config_get(g, "camera", "agentview"))
+        return OracleGoalProducer(env, camera=config_get(g, "camera", "agentview"),
+                                  goal_image=bool(config_get(g, "goal_image", True)),
+                                  trace_points=bool(config_get(g, "trace", True)),
+                                  trace_3d=bool(config_get(g, "trace_3d", True)))
     raise unknown_component("goal producer", name, GOAL_PRODUCERS)
 
 

@@ -63,11 +63,20 @@ def build_eval_fn(cfg: Any):
 
     from omegaconf import OmegaConf
 
-    from tandem.agent import AgentConfig, HierarchicalAgent
-    from tandem.assembly import build_env, build_goal_producer, build_memory, build_planner, build_verifier
+    from tandem.agent import HierarchicalAgent
+    from tandem.assembly import (
+        build_agent_config,
+        build_env,
+        build_goal_producer,
+        build_memory,
+        build_planner,
+        build_verifier,
+    )
     from tandem.rollout import run_episode
 
     ex = cfg.executor
+    flat = ex.get("conditioning_source", "subgoal") == "instruction"
+    track = ex.get("name") == "track"
 
     def eval_fn(executor) -> dict[str, float]:
         metrics: dict[str, float] = {}
@@ -75,17 +84,25 @@ def build_eval_fn(cfg: Any):
         for task in ev.tasks:
             stack_cfg = {
                 "task": to_container(OmegaConf.load(Path(CONFIG_DIR) / "task" / f"{task}.yaml")),
-                "planner": {"name": "oracle"}, "verifier": {"name": "oracle"},
-                "goals": {"name": "oracle", "camera": ex.trace_camera}, "perturb": {"name": "none"},
-                "env": {"cameras": list(ex.cameras), "image_size": list(ex.image_size), "control_freq": 20},
+                # a flat executor runs the whole task as one subgoal, judged by the task's success
+                "planner": {"name": "instruction" if flat else "oracle"},
+                "verifier": {"name": "oracle_task" if flat else "oracle"},
+                "goals": ({"name": "oracle", "goal_image": False, "trace": False, "trace_3d": True} if track
+                          else {"name": "oracle", "camera": ex.trace_camera}),
+                "perturb": {"name": "none"},
+                "env": ({"render": False, "control_freq": 20} if track else
+                        {"cameras": list(ex.cameras), "image_size": list(ex.image_size), "control_freq": 20}),
+                "agent": {"subgoal_step_budget": None} if flat else {},
             }
             env = build_env(stack_cfg)
             try:
                 agent = HierarchicalAgent(planner=build_planner(stack_cfg, env), verifier=build_verifier(stack_cfg, env),
                                           executor=executor, memory=build_memory(stack_cfg),
-                                          goal_producer=build_goal_producer(stack_cfg, env), config=AgentConfig())
+                                          goal_producer=build_goal_producer(stack_cfg, env),
+                                          config=build_agent_config(stack_cfg))
                 ok = 0
-                for seed in range(int(ev.seeds)):
+                start = int(ev.get("seed_start", 1000))
+                for seed in range(start, start + int(ev.seeds)):
                     res = run_episode(env, agent, seed=seed, out_dir=None, record_video=False,
                                       max_steps=ev.max_steps)
                     ok += int(bool(res.summary.get("success")))
@@ -118,6 +135,84 @@ def _dataset(cfg: Any, ex_cfg, out_dir: Path):
     return ExecutorDataset(root, ex_cfg, repo_id=d.repo_id, episodes=episodes, cache=cache), str(root)
 
 
+def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16) -> str:
+    """``dataset.root``, or a synthetic dataset written under ``out_dir`` (``dataset.synthetic``).
+
+    Raises:
+        ConfigError: neither is set.
+    """
+    from executor_vla.synthetic import make_synthetic_dataset
+    from tandem.errors import ConfigError
+
+    d = cfg.dataset
+    if d.synthetic:
+        root = out_dir / "synthetic_dataset"
+        if not root.exists():
+            make_synthetic_dataset(root, n_episodes=int(d.synthetic.episodes),
+                                   image_size=tuple(d.synthetic.image_size), trace_len=trace_len)
+        return str(root)
+    if d.root is None:
+        raise ConfigError("dataset.root is not set: pass dataset.root=<LeRobotDataset dir> (or use train=debug)")
+    return str(d.root)
+
+
+def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
+    """``executor=track``: train :class:`executor_vla.track_policy.TrackExecutor` on an in-memory dataset.
+
+    The wall-clock budget (``train.max_minutes``) and snapshots (``train.snapshot_minutes``) make the learning
+    curve of ``benchmarks/learning_curve.py``; ``dataset.val_episodes`` holds episodes out for the validation loss.
+    """
+    import dataclasses
+
+    from executor_vla.track_config import TrackExecutorConfig
+    from executor_vla.track_data import TrackDataset
+    from executor_vla.track_policy import TrackExecutor
+    from executor_vla.train import TrainConfig, Trainer
+
+    if cfg.resume:
+        raw = json.loads((Path(cfg.resume) / "config.json").read_text())
+        ex_cfg = TrackExecutorConfig.from_dict(raw["executor"])
+    else:
+        ex_cfg = TrackExecutorConfig.from_dict(
+            {k: v for k, v in to_container(cfg.executor).items() if k not in _WIRING_KEYS})
+    root = _dataset_root(cfg, out_dir, ex_cfg.trace_len)
+    episodes = list(cfg.dataset.episodes) if cfg.dataset.episodes else None
+    dataset = TrackDataset(root, ex_cfg, episodes=episodes, val_episodes=int(cfg.dataset.get("val_episodes", 0) or 0))
+    if not ex_cfg.tasks and not ex_cfg.objects:
+        ex_cfg = dataclasses.replace(ex_cfg, tasks=dataset.tasks, objects=dataset.objects)
+    executor = TrackExecutor(ex_cfg, stats=dataset.stats())
+    if ex_cfg.use_text:
+        dataset.attach_text_embeddings(executor.text_encoder.encode(dataset.texts))
+    tcfg = TrainConfig(**to_container(cfg.train))
+    meta = {"dataset": {"root": root, "episodes": len(dataset.episodes), "frames": dataset.num_frames,
+                        "train_frames": len(dataset.train_index), "val_frames": len(dataset.val_index)}}
+    trainer = Trainer(executor, dataset, tcfg, out_dir, eval_fn=build_eval_fn(cfg), command=command, extra_meta=meta)
+    if cfg.resume:
+        trainer.resume(cfg.resume)
+    history = trainer.train()
+    ckpt = trainer.last_checkpoint or trainer.save()
+    losses = [r["loss"] for r in history if "loss" in r]
+    summary: dict[str, Any] = {"checkpoint": str(ckpt), "step": trainer.step,
+                               "train_minutes": round(trainer._elapsed_s() / 60.0, 2),
+                               "first_loss": losses[0] if losses else None, "last": history[-1] if history else None}
+    if cfg.debug_roundtrip:
+        loaded = TrackExecutor.from_checkpoint(ckpt)
+        batch = next(dataset.batches(2, seed=0))
+        chunk, _ = loaded.predict_action_chunk(batch["obs"], batch.get("text"))
+        summary["debug_roundtrip"] = {"checkpoint": str(ckpt), "chunk_shape": list(chunk.shape),
+                                      "chunk_finite": bool(torch_isfinite(chunk))}
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    print(json.dumps(summary, indent=2, default=str))
+    return summary
+
+
+def torch_isfinite(x: Any) -> bool:
+    """Whether every entry of a torch tensor is finite."""
+    import torch
+
+    return bool(torch.isfinite(x).all())
+
+
 def run(cfg: Any) -> dict[str, Any]:
     """Train as configured; returns a JSON-safe summary (last losses, checkpoint path, debug round-trip)."""
     import numpy as np
@@ -132,6 +227,8 @@ def run(cfg: Any) -> dict[str, Any]:
     out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     command = " ".join(shlex.quote(a) for a in ["tandem-train", *sys.argv[1:]])
+    if cfg.executor.get("name") == "track":
+        return run_track(cfg, out_dir, command)
     ex_cfg = executor_config(cfg)
     if cfg.resume:
         ex_cfg, _ = read_config(cfg.resume)  # the network must match the checkpoint being resumed

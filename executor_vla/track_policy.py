@@ -1,0 +1,465 @@
+"""``TrackExecutor``: the track-conditioned executor, a diffusion policy (or chunk regressor) that learns on a CPU.
+
+It implements ``tandem.protocols.Executor``. Inputs, at run time exactly what a real robot stack has:
+
+* proprioception (grip-site position, orientation, gripper opening) over the observation horizon;
+* the subgoal the planner handed over: its 3-D trace (:class:`tandem.types.Trace3D`: points, yaw and gripper
+  command at each), and its text embedding.
+
+Features come from :func:`executor_vla.track_features.track_features`, the same function the dataset loader
+calls. The network (:mod:`executor_vla.track_net`) is about 2 M parameters; a chunk costs about a millisecond on
+one core. Methods: Diffusion Policy (Chi et al., RSS 2023: DDPM training, DDIM sampling with "trailing" timestep
+spacing, x0 prediction, action chunks with receding-horizon execution, EMA), the trace as in LoHo-Manip and
+track-conditioned policies (ATM, Wen et al. 2023; P3PO 2024), the 6-D rotation of Zhou et al. (2019).
+
+``subgoal_done`` comes from a progress head trained on each frame's fraction of its subgoal attempt.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import math
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+
+from executor_vla import schema
+from executor_vla.track_config import TrackExecutorConfig
+from executor_vla.track_data import TrackStats, trace_2d_features
+from executor_vla.track_features import feature_dim, track_features
+from executor_vla.track_net import TrackNet
+from tandem.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
+from tandem.types import Observation, Subgoal, TaskSpec
+
+FORMAT = "tandem-executor/1"
+FAMILY = "track"
+
+
+class DDIMSampler:
+    """Deterministic DDIM (Song et al. 2021, eta = 0) over a DDPM schedule, with "trailing" timestep spacing.
+
+    Timesteps start at ``T - 1`` and are strictly decreasing (diffusers' default "leading" spacing starts a 10-step
+    run at t = 90 and a 1-step run at t = 0, which reads pure noise as a clean sample). The schedule's
+    ``alphas_cumprod`` come from diffusers' ``DDPMScheduler`` so training and sampling share one schedule.
+
+    Args:
+        alphas_cumprod: ``(T,)`` cumulative products of the training schedule.
+        steps: number of denoising steps (1 <= steps <= T).
+        prediction_type: ``"sample"`` (the model predicts x0) or ``"epsilon"``.
+        clip_sample: clamp the predicted x0 to ``[-1, 1]``.
+    """
+
+    def __init__(self, alphas_cumprod: Tensor, steps: int, prediction_type: str, clip_sample: bool):
+        t_total = len(alphas_cumprod)
+        if not 1 <= steps <= t_total:
+            raise ConfigError(f"num_inference_steps must be in [1, {t_total}], got {steps}")
+        self.timesteps = torch.round(torch.arange(t_total, 0, -t_total / steps)).long() - 1
+        self.alphas_cumprod = alphas_cumprod.double()
+        self.prediction_type, self.clip_sample = prediction_type, clip_sample
+
+    def sample(self, model: Any, shape: tuple[int, ...], generator: torch.Generator | None,
+               device: torch.device) -> Tensor:
+        """Denoise pure noise of ``shape`` with ``model(x (B, Tp, A), t (B,)) -> prediction``."""
+        x = torch.randn(shape, generator=generator).to(device)
+        ts = self.timesteps.tolist()
+        for i, t in enumerate(ts):
+            a_t = float(self.alphas_cumprod[t])
+            a_prev = float(self.alphas_cumprod[ts[i + 1]]) if i + 1 < len(ts) else 1.0
+            out = model(x, torch.full((shape[0],), t, device=device, dtype=torch.long))
+            if self.prediction_type == "sample":
+                x0 = out
+                if self.clip_sample:
+                    x0 = x0.clamp(-1.0, 1.0)
+                eps = (x - math.sqrt(a_t) * x0) / math.sqrt(max(1.0 - a_t, 1e-12))
+            else:
+                eps = out
+                x0 = (x - math.sqrt(1.0 - a_t) * eps) / math.sqrt(a_t)
+                if self.clip_sample:
+                    x0 = x0.clamp(-1.0, 1.0)
+            x = math.sqrt(a_prev) * x0 + math.sqrt(1.0 - a_prev) * eps
+        return x
+
+
+class TrackExecutor(nn.Module):
+    """Track-conditioned executor (see module doc).
+
+    Args:
+        cfg: :class:`TrackExecutorConfig`.
+        stats: normalisation statistics (:meth:`executor_vla.track_data.TrackDataset.stats`); None = identity until
+            :meth:`set_stats`.
+        text_encoder: a :class:`executor_vla.text_encoder.TextEncoder` (loaded lazily from ``cfg.text_encoder``).
+        action_low, action_high: ``float32 (A,)`` controller limits the actions are clipped to.
+
+    Raises:
+        ConfigError: an invalid config.
+    """
+
+    SAMPLE_SEED: ClassVar[int] = 0
+
+    def __init__(self, cfg: TrackExecutorConfig, stats: TrackStats | None = None, text_encoder: Any = None,
+                 action_low: np.ndarray | None = None, action_high: np.ndarray | None = None):
+        super().__init__()
+        self.cfg = cfg
+        self.obs_dim = (feature_dim(cfg.trace_3d_len) if cfg.trace_input == "3d"
+                        else 10 + 3 * cfg.trace_len)
+        self.net = TrackNet(cfg, self.obs_dim)
+        self.register_buffer("feature_mean", torch.zeros(self.obs_dim))
+        self.register_buffer("feature_std", torch.ones(self.obs_dim))
+        self.register_buffer("action_min", -torch.ones(cfg.action_dim))
+        self.register_buffer("action_max", torch.ones(cfg.action_dim))
+        if stats is not None:
+            self.set_stats(stats)
+        self._text_encoder = text_encoder
+        self.action_low = np.full(cfg.action_dim, -1.0, np.float32) if action_low is None else np.asarray(action_low, np.float32)
+        self.action_high = np.full(cfg.action_dim, 1.0, np.float32) if action_high is None else np.asarray(action_high, np.float32)
+        from diffusers import DDPMScheduler
+
+        self.train_scheduler = DDPMScheduler(num_train_timesteps=cfg.num_train_timesteps,
+                                             beta_schedule=cfg.beta_schedule, clip_sample=cfg.clip_sample,
+                                             clip_sample_range=1.0, prediction_type=cfg.prediction_type)
+        self.command = ""
+        self.reset()
+
+    # ------------------------------------------------------------------ normalisation
+    def set_stats(self, stats: TrackStats) -> None:
+        """Set the normaliser from dataset statistics.
+
+        Raises:
+            ConfigError: statistics of the wrong size or non-finite.
+        """
+        vals = {"feature_mean": stats.feature_mean, "feature_std": stats.feature_std,
+                "action_min": stats.action_min, "action_max": stats.action_max}
+        for name, v in vals.items():
+            v = np.asarray(v, np.float32)
+            buf = getattr(self, name)
+            if v.shape != tuple(buf.shape) or not np.all(np.isfinite(v)):
+                raise ConfigError(f"stats {name}: expected finite {tuple(buf.shape)}, got {v.shape}")
+            buf.copy_(torch.from_numpy(v))
+
+    def stats(self) -> TrackStats:
+        return TrackStats(*(getattr(self, n).cpu().numpy() for n in ("feature_mean", "feature_std", "action_min",
+                                                                      "action_max")))
+
+    def _norm_obs(self, obs: Tensor) -> Tensor:
+        return (obs - self.feature_mean) / self.feature_std
+
+    def _action_scale(self) -> tuple[Tensor, Tensor]:
+        span = (self.action_max - self.action_min).clamp_min(1e-4)
+        return self.action_min, span
+
+    def normalize_action(self, a: Tensor) -> Tensor:
+        lo, span = self._action_scale()
+        return (a - lo) / span * 2.0 - 1.0
+
+    def unnormalize_action(self, a: Tensor) -> Tensor:
+        lo, span = self._action_scale()
+        return (a + 1.0) / 2.0 * span + lo
+
+    @property
+    def device(self) -> torch.device:
+        return self.feature_mean.device
+
+    @property
+    def text_encoder(self) -> Any:
+        if self._text_encoder is None:
+            from executor_vla.text_encoder import load_text_encoder
+
+            self._text_encoder = load_text_encoder(self.cfg.text_encoder, expected_dim=self.cfg.text_dim)
+        return self._text_encoder
+
+    # ------------------------------------------------------------------ training
+    def compute_loss(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Loss on a training batch.
+
+        Args:
+            batch: ``obs (B, To, F)`` raw features, ``text (B, E)`` (if ``use_text``), ``action (B, Tp, A)`` in
+                controller units, ``action_is_pad (B, Tp)`` bool, ``progress (B,)``.
+
+        Returns:
+            ``{"loss", "action_loss", "progress_loss"}``; the action loss (diffusion MSE of x0 or noise, or the MSE
+            of the regressed chunk, in normalised units) is averaged over non-padded steps only.
+
+        Raises:
+            KeyError: a missing key (``action_is_pad`` is required: padded targets must be masked).
+        """
+        cfg = self.cfg
+        obs = self._norm_obs(batch["obs"])
+        if self.training and cfg.obs_noise_std > 0:
+            obs = obs + cfg.obs_noise_std * torch.randn_like(obs)
+        cond = self.net.encode(obs, batch.get("text"))
+        x0 = self.normalize_action(batch["action"])
+        valid = (~batch["action_is_pad"].bool()).unsqueeze(-1).to(x0.dtype)
+        if cfg.head == "diffusion":
+            b = x0.shape[0]
+            noise = torch.randn_like(x0)
+            t = torch.randint(0, cfg.num_train_timesteps, (b,), device=x0.device)
+            noisy = self.train_scheduler.add_noise(x0, noise, t)
+            pred = self.net.denoiser(noisy, t, cond)
+            target = x0 if cfg.prediction_type == "sample" else noise
+        else:
+            pred, target = self.net.regress(cond), x0
+        act = ((pred - target) ** 2 * valid).sum() / (valid.sum() * cfg.action_dim).clamp_min(1.0)
+        prog = F.mse_loss(self.net.progress(cond), batch["progress"].reshape(-1).to(cond.dtype))
+        loss = act + cfg.progress_loss_weight * prog
+        return {"loss": loss, "action_loss": act.detach(), "progress_loss": prog.detach()}
+
+    def forward(self, batch: dict[str, Tensor]) -> dict[str, Tensor]:
+        """Same as :meth:`compute_loss`."""
+        return self.compute_loss(batch)
+
+    # ------------------------------------------------------------------ inference
+    def _sampler(self) -> Any:
+        cfg = self.cfg
+        if cfg.inference_scheduler == "DDIM":
+            return DDIMSampler(self.train_scheduler.alphas_cumprod, cfg.num_inference_steps, cfg.prediction_type,
+                               cfg.clip_sample)
+        return None
+
+    @torch.no_grad()
+    def predict_action_chunk(self, obs: Tensor, text: Tensor | None,
+                             generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+        """One action chunk per batch element.
+
+        Args:
+            obs: ``(B, To, F)`` raw features. text: ``(B, E)`` or None. generator: RNG of the initial noise.
+
+        Returns:
+            ``(actions (B, Tp, A) in controller units (not clipped), progress (B,) in [0, 1])``.
+        """
+        cfg = self.cfg
+        cond = self.net.encode(self._norm_obs(obs), text)
+        b = cond.shape[0]
+        if cfg.head == "mse":
+            x = self.net.regress(cond)
+        elif cfg.inference_scheduler == "DDIM":
+            x = self._ddim.sample(lambda x_t, t: self.net.denoiser(x_t, t, cond), (b, cfg.horizon, cfg.action_dim),
+                                  generator, cond.device)
+        else:
+            x = self._diffusers_sample(cond, generator)
+        return self.unnormalize_action(x), self.net.progress(cond)
+
+    def _diffusers_sample(self, cond: Tensor, generator: torch.Generator | None) -> Tensor:
+        from diffusers import DDPMScheduler, DPMSolverMultistepScheduler
+
+        cfg = self.cfg
+        common = dict(num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
+                      prediction_type=cfg.prediction_type, timestep_spacing="trailing")
+        sched = (DDPMScheduler(clip_sample=cfg.clip_sample, clip_sample_range=1.0, **common)
+                 if cfg.inference_scheduler == "DDPM" else DPMSolverMultistepScheduler(**common))
+        sched.set_timesteps(cfg.num_inference_steps)  # a fresh scheduler per chunk: no stale step index
+        b = cond.shape[0]
+        x = torch.randn((b, cfg.horizon, cfg.action_dim), generator=generator).to(cond.device)
+        for t in sched.timesteps:
+            out = self.net.denoiser(x, t.to(cond.device).expand(b), cond)
+            x = sched.step(out, t, x).prev_sample
+        return x.clamp(-1.0, 1.0) if cfg.clip_sample else x
+
+    # ------------------------------------------------------------------ Executor protocol
+    def reset(self) -> None:
+        """Forget history, queue and subgoal; re-seed the sampling noise (episodes are reproducible)."""
+        self._noise = torch.Generator().manual_seed(self.SAMPLE_SEED)
+        self._history: collections.deque[np.ndarray] = collections.deque(maxlen=self.cfg.n_obs_steps)
+        self._queue: collections.deque[np.ndarray] = collections.deque()
+        self._trace: tuple[np.ndarray, np.ndarray] | None = None
+        self._text: Tensor | None = None
+        self._done = False
+        self._gripper: float | None = None  # binarised gripper state (None until the first action)
+        self.last_progress: float | None = None
+        self._ddim = self._sampler()
+
+    def _check_vocabulary(self, subgoal: Subgoal, task: TaskSpec | None) -> None:
+        cfg = self.cfg
+        if task is not None and cfg.tasks and task.name not in cfg.tasks:
+            raise SubgoalSchemaError(f"this track executor was trained on task(s) {list(cfg.tasks)}, not "
+                                     f"{task.name!r}: use a checkpoint trained for it")
+        if cfg.objects and cfg.conditioning_source == "subgoal":
+            unknown = [a for a in subgoal.args if a not in cfg.objects]
+            if unknown:
+                raise SubgoalSchemaError(f"subgoal {subgoal.signature} names {unknown}, which this executor never saw "
+                                         f"in training (its objects: {list(cfg.objects)})")
+
+    @torch.no_grad()
+    def set_subgoal(self, subgoal: Subgoal, task: TaskSpec | None = None) -> None:
+        """Condition on ``subgoal``; the previous subgoal's queued actions are dropped first, even if this raises.
+
+        Args:
+            subgoal: with ``trace_3d`` (``trace_input="3d"``) or ``trace`` (``"2d"``) and a non-empty ``text``.
+            task: its ``name`` is checked against the checkpoint's tasks; the flat baseline conditions on
+                ``task.instruction``.
+
+        Raises:
+            SubgoalSchemaError: no trace of the kind the checkpoint needs, a trace longer than it can take, an
+                empty text, a task or object the checkpoint was not trained for.
+        """
+        cfg = self.cfg
+        self._queue.clear()
+        self._history.clear()
+        self._trace, self._text, self._done, self.last_progress = None, None, False, None
+        self._check_vocabulary(subgoal, task)
+        if cfg.conditioning_source == "instruction":
+            if task is None:
+                raise SubgoalSchemaError("the flat track executor conditions on task.instruction: pass the TaskSpec")
+            trace = (np.zeros((cfg.trace_3d_len, 5), np.float32), np.zeros(cfg.trace_3d_len, np.float32))
+            text = task.instruction
+        elif cfg.trace_input == "3d":
+            if subgoal.trace_3d is None:
+                raise SubgoalSchemaError(f"subgoal {subgoal.signature} has no trace_3d, which this track executor "
+                                         "follows: use a planner or goal producer that emits 3-D traces")
+            trace = schema.pad_trace_3d(subgoal.trace_3d, cfg.trace_3d_len)
+            text = subgoal.text
+        else:
+            if subgoal.trace is None:
+                raise SubgoalSchemaError(f"subgoal {subgoal.signature} has no 2-D trace, which this executor needs")
+            from executor_vla.conditioning import resample_trace
+
+            h, w = cfg.image_size
+            pts = resample_trace(subgoal.trace.points, cfg.trace_len) * np.array(
+                [w / subgoal.trace.image_size[1], h / subgoal.trace.image_size[0]], np.float32)
+            trace = (pts, np.ones(cfg.trace_len, np.float32))
+            text = subgoal.text
+        if cfg.use_text:
+            if not text or not text.strip():
+                raise SubgoalSchemaError(f"subgoal {subgoal.id!r} has an empty text")
+            self._text = torch.from_numpy(np.asarray(self.text_encoder.encode([text]), np.float32)).to(self.device)
+        self._trace = trace
+
+    def features(self, proprio: np.ndarray) -> np.ndarray:
+        """``float32 (T, F)`` features of proprio frames ``(T, D)`` against the current subgoal's trace.
+
+        Raises:
+            SubgoalSchemaError: no subgoal set.
+        """
+        if self._trace is None:
+            raise SubgoalSchemaError("select_action called before set_subgoal (or after a set_subgoal that failed)")
+        if self.cfg.trace_input == "3d" or self.cfg.conditioning_source == "instruction":
+            return track_features(proprio, *self._trace)
+        return trace_2d_features(proprio, *self._trace, self.cfg.image_size)
+
+    @torch.no_grad()
+    def select_action(self, observation: Observation) -> np.ndarray:
+        """Next action ``float32 (A,)`` clipped to ``[action_low, action_high]``; a new chunk every ``Ta`` calls.
+
+        Raises:
+            SubgoalSchemaError: no subgoal set.
+            ConfigError: proprio of the wrong length.
+            NonFiniteActionError: NaN/inf in the proprio or in the predicted actions.
+        """
+        cfg = self.cfg
+        p = np.asarray(observation.proprio, np.float32)
+        if p.shape != (cfg.state_dim,):
+            raise ConfigError(f"observation proprio is {p.shape}, the track executor expects ({cfg.state_dim},)")
+        if not np.all(np.isfinite(p)):
+            raise NonFiniteActionError(f"observation proprio contains NaN/inf: {p.tolist()}")
+        if self._trace is None:
+            raise SubgoalSchemaError("select_action called before set_subgoal (or after a set_subgoal that failed)")
+        self._history.append(p)
+        if not self._queue:
+            hist = list(self._history)
+            hist = [hist[0]] * (cfg.n_obs_steps - len(hist)) + hist
+            obs = torch.from_numpy(self.features(np.stack(hist))).to(self.device)[None]
+            chunk, progress = self.predict_action_chunk(obs, self._text, generator=self._noise)
+            chunk = chunk[0].cpu().numpy()
+            if not np.all(np.isfinite(chunk)):
+                raise NonFiniteActionError("the track executor produced NaN/inf actions")
+            self._queue.extend(chunk[:cfg.n_action_steps].astype(np.float32))
+            self.last_progress = float(progress[0])
+            self._done = self.last_progress >= cfg.done_threshold
+        action = np.clip(self._queue.popleft(), self.action_low, self.action_high).astype(np.float32)
+        h = cfg.gripper_hysteresis
+        if h is not None:
+            g = float(action[-1])
+            if self._gripper is None:
+                self._gripper = 1.0 if g > 0 else -1.0
+            elif (self._gripper < 0 and g > h) or (self._gripper > 0 and g < -h):
+                self._gripper = -self._gripper
+            action[-1] = self._gripper
+        return action
+
+    def subgoal_done(self) -> bool:
+        """Whether the progress head, at the latest chunk, reached ``done_threshold``."""
+        return self._done
+
+    # ------------------------------------------------------------------ checkpoints
+    def with_weights(self, state_dict: dict[str, Tensor]) -> TrackExecutor:
+        """A separate eval-mode copy holding ``state_dict`` (e.g. the EMA weights)."""
+        ex = TrackExecutor(self.cfg, text_encoder=self._text_encoder, action_low=self.action_low,
+                           action_high=self.action_high)
+        ex.load_state_dict(state_dict)
+        return ex.to(self.device).eval()
+
+    def save(self, path: str | Path, command: str | None = None, extra: dict[str, Any] | None = None,
+             state_dict: dict[str, Tensor] | None = None) -> Path:
+        """Write a checkpoint directory: ``model.safetensors``, ``config.json`` (``family: "track"``),
+        ``stats.json`` and ``command.txt`` (no pickle)."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        sd = state_dict if state_dict is not None else self.state_dict()
+        sd = {k: v.detach().cpu().contiguous().clone() for k, v in sd.items()}
+        save_file(sd, str(path / "model.safetensors"), metadata={"format": FORMAT, "family": FAMILY})
+        (path / "config.json").write_text(json.dumps({
+            "format": FORMAT, "family": FAMILY, "executor": self.cfg.to_dict(),
+            "action_low": self.action_low.tolist(), "action_high": self.action_high.tolist(), "extra": extra or {}},
+            indent=2))
+        (path / "stats.json").write_text(json.dumps(self.stats().to_json(), indent=1))
+        (path / "command.txt").write_text((command if command is not None else self.command or "(unknown)").strip()
+                                          + "\n")
+        return path
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, device: str = "cpu", overrides: dict[str, Any] | None = None,
+                        text_encoder: Any = None) -> TrackExecutor:
+        """Load a checkpoint written by :meth:`save` (safetensors + JSON only).
+
+        Args:
+            overrides: inference settings to change (:data:`TrackExecutorConfig.INFERENCE_OVERRIDES`).
+
+        Raises:
+            CheckpointError: missing files, another family, weights that do not match the config, stats that
+                disagree with the weights.
+            ConfigError: an override that is not allowed (named).
+        """
+        path = Path(path)
+        cfg_file = path / "config.json"
+        if not cfg_file.is_file():
+            raise CheckpointError(f"checkpoint file missing: {cfg_file}")
+        try:
+            raw = json.loads(cfg_file.read_text())
+        except json.JSONDecodeError as e:
+            raise CheckpointError(f"{cfg_file} is not valid JSON: {e}") from e
+        if raw.get("format") != FORMAT or raw.get("family") != FAMILY:
+            raise CheckpointError(f"{path} is not a track executor checkpoint (format {raw.get('format')!r}, "
+                                  f"family {raw.get('family')!r})")
+        try:
+            cfg = TrackExecutorConfig.from_dict(raw["executor"])
+        except (ConfigError, KeyError, TypeError) as e:
+            raise CheckpointError(f"{cfg_file}: invalid executor config: {e}") from e
+        if overrides:
+            cfg = cfg.with_overrides(dict(overrides))
+        ex = cls(cfg, text_encoder=text_encoder, action_low=np.asarray(raw.get("action_low", [-1] * cfg.action_dim)),
+                 action_high=np.asarray(raw.get("action_high", [1] * cfg.action_dim)))
+        weights_file = path / "model.safetensors"
+        if not weights_file.is_file():
+            raise CheckpointError(f"checkpoint file missing: {weights_file}")
+        sd = load_file(str(weights_file))
+        own = ex.state_dict()
+        missing, unexpected = sorted(set(own) - set(sd)), sorted(set(sd) - set(own))
+        shapes = [f"{k}: {tuple(sd[k].shape)} vs {tuple(own[k].shape)}" for k in set(own) & set(sd)
+                  if tuple(sd[k].shape) != tuple(own[k].shape)]
+        if missing or unexpected or shapes:
+            raise CheckpointError(f"{weights_file} does not match its config: missing {missing[:10]}, unexpected "
+                                  f"{unexpected[:10]}, shapes {shapes[:10]}")
+        ex.load_state_dict(sd)
+        stats_file = path / "stats.json"
+        if stats_file.is_file():
+            saved = TrackStats.from_json(json.loads(stats_file.read_text()))
+            if not np.allclose(saved.feature_mean, ex.feature_mean.numpy(), atol=1e-5) or \
+                    not np.allclose(saved.action_max, ex.action_max.numpy(), atol=1e-5):
+                raise CheckpointError(f"{stats_file} disagrees with the normaliser stored in {weights_file}")
+        ex.command = (path / "command.txt").read_text().strip() if (path / "command.txt").is_file() else ""
+        return ex.to(device).eval()

@@ -1,0 +1,221 @@
+"""The track-conditioned executor: features, windows, set_subgoal errors, checkpoints, and that it learns."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from executor_vla import schema
+from executor_vla.track_config import TrackExecutorConfig
+from executor_vla.track_features import (
+    feature_dim,
+    finger_yaw,
+    quat_wxyz_to_matrix,
+    rotation_6d,
+    track_features,
+)
+from executor_vla.track_policy import DDIMSampler, TrackExecutor
+from tandem.errors import CheckpointError, ConfigError, SubgoalSchemaError
+from tandem.types import Observation, Subgoal, TaskSpec, Trace3D
+
+TASK = TaskSpec(name="toy", instruction="visit the targets", objects=("obj0", "obj1"), max_steps=100)
+
+
+def _down_quat(yaw: float, tilt: float = 0.0) -> np.ndarray:
+    """wxyz quaternion of a gripper pointing down (R = Rz(yaw) @ diag(1, -1, -1)), tilted by ``tilt`` about x."""
+    # Rx(pi) has quaternion (0, 1, 0, 0); Rz(yaw) is (cos(yaw/2), 0, 0, sin(yaw/2)); small tilt about world x.
+    def mul(a, b):
+        w1, x1, y1, z1 = a
+        w2, x2, y2, z2 = b
+        return np.array([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
+                         w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2])
+    q = mul(np.array([math.cos(yaw / 2), 0, 0, math.sin(yaw / 2)]), np.array([0.0, 1.0, 0.0, 0.0]))
+    return mul(np.array([math.cos(tilt / 2), math.sin(tilt / 2), 0, 0]), q)
+
+
+def _trace(points, yaw=None, grip=None) -> Trace3D:
+    pts = np.asarray(points, np.float32)
+    k = len(pts)
+    return Trace3D(points=pts, yaw=np.zeros(k) if yaw is None else yaw,
+                   gripper=-np.ones(k) if grip is None else grip)
+
+
+# ---------------------------------------------------------------- features
+def test_rotation_6d_is_blind_to_the_quaternion_sign_and_continuous_near_w0():
+    q = _down_quat(0.3)
+    assert abs(q[0]) < 1e-6  # pointing down: w ~ 0, where forcing w >= 0 flips the quaternion
+    r1, r2 = rotation_6d(quat_wxyz_to_matrix(q)), rotation_6d(quat_wxyz_to_matrix(-q))
+    np.testing.assert_allclose(r1, r2, atol=1e-12)
+    tilted = _down_quat(0.3, tilt=math.radians(0.5))
+    tilted = tilted if tilted[0] >= 0 else -tilted  # the env's canonical sign flips the whole quaternion here
+    assert np.linalg.norm(rotation_6d(quat_wxyz_to_matrix(tilted)) - r1) < 0.02
+    assert finger_yaw(quat_wxyz_to_matrix(q)) == pytest.approx(0.3)
+
+
+def test_track_features_are_the_trace_relative_to_the_gripper():
+    proprio = np.array([[0.1, 0.2, 0.9, *_down_quat(0.5), 0.08]], np.float32)
+    rows, mask = schema.pad_trace_3d(_trace([[0.1, 0.2, 0.9], [0.3, 0.1, 0.85]], yaw=[0.5, 0.5 + math.pi / 4],
+                                            grip=[-1.0, 1.0]), 4)
+    f = track_features(proprio, rows, mask)
+    assert f.shape == (1, feature_dim(4))
+    np.testing.assert_allclose(f[0, :3], [0.1, 0.2, 0.9], atol=1e-6)
+    assert f[0, 9] == pytest.approx(0.08)
+    p1 = f[0, 10 + 7: 10 + 14]  # second trace point
+    np.testing.assert_allclose(p1[:3], [0.2, -0.1, -0.05], atol=1e-6)
+    assert p1[3] == pytest.approx(math.sin(math.pi / 4), abs=1e-5) and p1[4] == pytest.approx(math.cos(math.pi / 4), abs=1e-5)
+    assert p1[5] == 1.0 and p1[6] == 1.0
+    padded = f[0, 10 + 7 * 3: 10 + 7 * 4]  # a padded row repeats the last point, mask 0
+    np.testing.assert_allclose(padded[:6], p1[:6], atol=1e-6)
+    assert padded[6] == 0.0
+
+
+def test_pad_trace_3d_refuses_a_trace_longer_than_the_rows():
+    with pytest.raises(SubgoalSchemaError, match="does not fit"):
+        schema.pad_trace_3d(_trace(np.zeros((5, 3))), 4)
+    rows, mask = schema.pad_trace_3d(None, 3)
+    assert not rows.any() and not mask.any()
+
+
+def test_trace3d_rejects_nan_and_bad_gripper_values():
+    with pytest.raises(ValueError, match="NaN"):
+        _trace([[0.0, np.nan, 0.0]])
+    with pytest.raises(ValueError, match="gripper"):
+        _trace([[0.0, 0.0, 0.0]], grip=[2.0])
+    with pytest.raises(ValueError, match=r"\(K, 3\)"):
+        Trace3D(points=np.zeros((2, 2)), yaw=np.zeros(2), gripper=np.zeros(2))
+
+
+# ---------------------------------------------------------------- sampler
+@pytest.mark.parametrize("steps", [1, 2, 10, 100])
+def test_ddim_timesteps_start_at_t_minus_1_and_strictly_decrease(steps):
+    from diffusers import DDPMScheduler
+
+    ac = DDPMScheduler(num_train_timesteps=100, beta_schedule="squaredcos_cap_v2").alphas_cumprod
+    ts = DDIMSampler(ac, steps, "sample", True).timesteps.tolist()
+    assert len(ts) == steps and ts[0] == 99 and all(a > b for a, b in zip(ts, ts[1:])) and ts[-1] >= 0
+
+
+def test_ddim_with_an_exact_x0_model_returns_x0_for_any_step_count():
+    from diffusers import DDPMScheduler
+
+    ac = DDPMScheduler(num_train_timesteps=100, beta_schedule="squaredcos_cap_v2").alphas_cumprod
+    x0 = torch.linspace(-0.9, 0.9, 16 * 7).reshape(1, 16, 7)
+    for steps in (1, 3, 10):
+        out = DDIMSampler(ac, steps, "sample", True).sample(lambda x, t: x0.expand_as(x), (1, 16, 7),
+                                                            torch.Generator().manual_seed(0), torch.device("cpu"))
+        torch.testing.assert_close(out, x0, atol=1e-5, rtol=0)
+
+
+# ---------------------------------------------------------------- executor protocol
+def _executor(**kw) -> TrackExecutor:
+    cfg = TrackExecutorConfig(trace_3d_len=4, text_encoder="hash", text_dim=16, hidden_dim=32, cond_dim=32,
+                              n_layers=1, tasks=("toy",), objects=("obj0", "obj1"), **kw)
+    return TrackExecutor(cfg).eval()
+
+
+def _subgoal(name="obj0", trace=True) -> Subgoal:
+    return Subgoal(id="sg0", skill="pick", args=(name,), text=f"pick up the {name}",
+                   trace_3d=_trace([[0.0, 0.0, 1.0], [0.1, 0.0, 0.9]]) if trace else None)
+
+
+def _obs() -> Observation:
+    return Observation(images={}, proprio=np.array([0, 0, 1, *_down_quat(0.0), 0.08], np.float32))
+
+
+def test_select_action_returns_clipped_finite_actions_and_chunks_every_ta_steps():
+    ex = _executor(n_action_steps=4)
+    ex.set_subgoal(_subgoal(), TASK)
+    acts = [ex.select_action(_obs()) for _ in range(9)]
+    assert all(a.shape == (7,) and np.all(np.abs(a) <= 1.0) for a in acts)
+    assert ex.last_progress is not None and 0.0 <= ex.last_progress <= 1.0
+
+
+def test_set_subgoal_without_a_3d_trace_is_refused_and_drops_the_previous_chunk():
+    ex = _executor()
+    ex.set_subgoal(_subgoal(), TASK)
+    ex.select_action(_obs())
+    with pytest.raises(SubgoalSchemaError, match="no trace_3d"):
+        ex.set_subgoal(_subgoal(trace=False), TASK)
+    with pytest.raises(SubgoalSchemaError, match="before set_subgoal"):  # subgoal A's queued actions are gone
+        ex.select_action(_obs())
+
+
+def test_a_checkpoint_for_another_task_or_object_vocabulary_is_refused():
+    ex = _executor()
+    with pytest.raises(SubgoalSchemaError, match="trained on task"):
+        ex.set_subgoal(_subgoal(), TaskSpec(name="nut_assembly", instruction="x", objects=(), max_steps=1))
+    with pytest.raises(SubgoalSchemaError, match="never saw"):
+        ex.set_subgoal(_subgoal("square_nut"), TASK)
+
+
+def test_checkpoint_round_trip_and_inference_overrides(tmp_path):
+    ex = _executor()
+    path = ex.save(tmp_path / "ck", command="test")
+    again = TrackExecutor.from_checkpoint(path)
+    for e in (ex, again):
+        e.reset()
+        e.set_subgoal(_subgoal(), TASK)
+    np.testing.assert_array_equal(ex.select_action(_obs()), again.select_action(_obs()))
+    fast = TrackExecutor.from_checkpoint(path, overrides={"num_inference_steps": 3, "n_action_steps": 2})
+    assert fast.cfg.num_inference_steps == 3 and fast.cfg.n_action_steps == 2 and len(fast._ddim.timesteps) == 3
+    with pytest.raises(ConfigError, match="hidden_dim"):
+        TrackExecutor.from_checkpoint(path, overrides={"hidden_dim": 8})
+    with pytest.raises(ConfigError, match="num_inference_steps"):
+        TrackExecutor.from_checkpoint(path, overrides={"num_inference_steps": 0})
+    (path / "model.safetensors").unlink()
+    with pytest.raises(CheckpointError, match="missing"):
+        TrackExecutor.from_checkpoint(path)
+
+
+# ---------------------------------------------------------------- data and learning
+@pytest.fixture(scope="module")
+def synthetic_root(tmp_path_factory):
+    from executor_vla.synthetic import make_synthetic_dataset
+
+    root = tmp_path_factory.mktemp("track") / "ds"
+    make_synthetic_dataset(root, n_episodes=6, subgoals_per_episode=2, frames_per_subgoal=12, image_size=(16, 16))
+    return root
+
+
+def test_windows_pad_observations_at_the_segment_start_and_mask_actions_past_its_end(synthetic_root):
+    from executor_vla.track_data import TrackDataset
+
+    cfg = TrackExecutorConfig(n_obs_steps=2, horizon=16, trace_3d_len=schema.TRACE_3D_LEN)
+    ds = TrackDataset(synthetic_root, cfg)
+    first_of_second_segment = 12
+    w = ds.windows(np.array([first_of_second_segment, first_of_second_segment + 5]))
+    np.testing.assert_array_equal(w["obs"][0, 0], w["obs"][0, 1])  # padded with the segment's own first frame
+    assert w["action_is_pad"][0].sum() == 16 - 12 and not w["action_is_pad"][0, :12].any()
+    np.testing.assert_array_equal(w["action"][0, 12:], np.repeat(w["action"][0, 11:12], 4, axis=0))
+    # the features of a frame are those the executor computes at run time for the same subgoal
+    ex = TrackExecutor(cfg)
+    rows, mask = ds.segment_trace(first_of_second_segment)
+    ex._trace = (rows, mask)
+    state = ds.state[first_of_second_segment:first_of_second_segment + 1]
+    np.testing.assert_allclose(ex.features(state), ds.features[first_of_second_segment:first_of_second_segment + 1])
+
+
+def test_the_track_executor_learns_the_synthetic_motion(synthetic_root):
+    """A training test that checks something is learned: the action loss falls far below its start."""
+    from executor_vla.track_data import TrackDataset
+
+    torch.manual_seed(0)
+    cfg = TrackExecutorConfig(head="mse", text_encoder="hash", text_dim=16, hidden_dim=64, cond_dim=64, n_layers=2)
+    ds = TrackDataset(synthetic_root, cfg)
+    ex = TrackExecutor(cfg, stats=ds.stats()).train()
+    emb = torch.from_numpy(ex.text_encoder.encode(ds.texts))
+    opt = torch.optim.AdamW(ex.parameters(), lr=1e-3)
+    batches = ds.batches(64, seed=0)
+    losses = []
+    for _ in range(300):
+        b = next(batches)
+        b["text"] = emb[b["text_id"]]
+        loss = ex(b)["action_loss"]
+        opt.zero_grad()
+        ex(b)["loss"].backward()
+        opt.step()
+        losses.append(float(loss))
+    assert np.mean(losses[-20:]) < 0.1 * np.mean(losses[:5])
