@@ -14,13 +14,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from executor_vla.sampling import PREDICTION_TYPES, SCHEDULERS
 from tandem.errors import ConfigError
 
 TraceMode = Literal["raster", "points"]
 ConditioningSource = Literal["subgoal", "instruction"]
 DoneSource = Literal["progress", "success"]
-
-_SCHEDULERS = ("DDIM", "DDPM", "DPMSolver")
 
 
 @dataclass
@@ -140,10 +139,10 @@ class ExecutorConfig:
             errs.append(f"conditioning_source must be 'subgoal' or 'instruction' (got {self.conditioning_source!r})")
         if self.goal_encoder not in ("own", "shared"):
             errs.append(f"goal_encoder must be 'own' or 'shared' (got {self.goal_encoder!r})")
-        if self.prediction_type not in ("epsilon", "sample"):
-            errs.append(f"prediction_type must be 'epsilon' or 'sample' (got {self.prediction_type!r})")
-        if self.inference_scheduler not in _SCHEDULERS:
-            errs.append(f"inference_scheduler must be one of {_SCHEDULERS} (got {self.inference_scheduler!r})")
+        if self.prediction_type not in PREDICTION_TYPES:
+            errs.append(f"prediction_type must be one of {PREDICTION_TYPES} (got {self.prediction_type!r})")
+        if self.inference_scheduler not in SCHEDULERS:
+            errs.append(f"inference_scheduler must be one of {SCHEDULERS} (got {self.inference_scheduler!r})")
         if not 1 <= self.num_inference_steps <= self.num_train_timesteps:
             errs.append(f"num_inference_steps must be in [1, num_train_timesteps={self.num_train_timesteps}] "
                         f"(got {self.num_inference_steps})")

@@ -2,9 +2,10 @@
 
 Method: Diffusion Policy (Chi et al., RSS 2023): a denoising diffusion model over action chunks
 ``(Tp, A)`` conditioned on To observation frames. Trained with diffusers' ``DDPMScheduler`` (100
-steps, squared-cosine betas); sampled with ``DDIMScheduler`` (Song et al. 2021) in few steps, or
-``DPMSolverMultistepScheduler``. Receding horizon: of each chunk predicted at step t, the actions
-for steps t .. t + Ta - 1 (indices ``To - 1 .. To - 2 + Ta``) are queued and executed.
+steps, squared-cosine betas); sampled with DDIM (Song et al. 2021) in few steps, DDPM, or DPM-Solver++
+through :class:`executor_vla.sampling.ChunkSampler` (trailing timesteps, the scheduler reset for every chunk).
+Receding horizon: of each chunk predicted at step t, the actions for steps t .. t + Ta - 1 (indices
+``To - 1 .. To - 2 + Ta``) are queued and executed.
 
 It implements :class:`tandem.protocols.Executor`:
 
@@ -36,36 +37,10 @@ from executor_vla.conditioning import rasterize_batch, resample_trace
 from executor_vla.config import ExecutorConfig
 from executor_vla.network import TEXT_EMB_KEY, TRACE_RASTER_KEY, ExecutorNet
 from executor_vla.normalizer import MinMaxNormalizer
+from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.text_encoder import TextEncoder, load_text_encoder
 from tandem.errors import ConfigError, DatasetSchemaError, NonFiniteActionError, SubgoalSchemaError
 from tandem.types import Observation, Subgoal, TaskSpec
-
-
-def make_train_scheduler(cfg: ExecutorConfig):
-    """diffusers ``DDPMScheduler`` for training (``clip_sample`` valid: actions are min-max scaled)."""
-    from diffusers import DDPMScheduler
-
-    return DDPMScheduler(num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
-                         clip_sample=cfg.clip_sample, clip_sample_range=1.0, prediction_type=cfg.prediction_type)
-
-
-def make_inference_scheduler(cfg: ExecutorConfig):
-    """The sampler named by ``cfg.inference_scheduler``, with ``cfg.num_inference_steps`` set.
-
-    The prediction type always matches training (``cfg.prediction_type``).
-    """
-    from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
-
-    common = dict(num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
-                  prediction_type=cfg.prediction_type)
-    if cfg.inference_scheduler == "DDIM":
-        s = DDIMScheduler(clip_sample=cfg.clip_sample, clip_sample_range=1.0, **common)
-    elif cfg.inference_scheduler == "DDPM":
-        s = DDPMScheduler(clip_sample=cfg.clip_sample, clip_sample_range=1.0, **common)
-    else:
-        s = DPMSolverMultistepScheduler(**common)
-    s.set_timesteps(cfg.num_inference_steps)
-    return s
 
 
 class DiffusionExecutor(nn.Module):
@@ -90,8 +65,11 @@ class DiffusionExecutor(nn.Module):
         self.cfg = cfg
         self.net = ExecutorNet(cfg)
         self.normalizer = MinMaxNormalizer(cfg.action_dim, cfg.state_dim)
-        self.train_scheduler = make_train_scheduler(cfg)
-        self.scheduler = make_inference_scheduler(cfg)
+        self.train_scheduler = make_train_scheduler(cfg.num_train_timesteps, cfg.beta_schedule, cfg.prediction_type,
+                                                    cfg.clip_sample)
+        self.sampler = ChunkSampler(cfg.inference_scheduler, cfg.num_inference_steps,
+                                    num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
+                                    prediction_type=cfg.prediction_type, clip_sample=cfg.clip_sample)
         self._text_encoder = text_encoder
         if text_encoder is not None and cfg.use_text and text_encoder.dim != cfg.text_dim:
             raise ConfigError(f"text encoder dim {text_encoder.dim} != cfg.text_dim {cfg.text_dim}")
@@ -221,15 +199,9 @@ class DiffusionExecutor(nn.Module):
         elif cfg.use_trace and cfg.trace_mode == "raster" and TRACE_RASTER_KEY not in batch:
             raise SubgoalSchemaError("predict_action_chunk: raster trace conditioning needs subgoal.trace_raster")
         cond = self._global_cond(batch, augment=False, subgoal_cond=subgoal_cond)
-        b = cond.shape[0]
-        shape = (b, cfg.horizon, cfg.action_dim)
-        if generator is not None and generator.device != cond.device:  # a CPU generator drives GPU sampling
-            x = torch.randn(shape, generator=generator).to(cond.device)
-        else:
-            x = torch.randn(shape, device=cond.device, generator=generator)
-        for t in self.scheduler.timesteps:
-            model_out = self.net.unet(x, t.to(cond.device).expand(b), cond)
-            x = self.scheduler.step(model_out, t, x).prev_sample
+        shape = (cond.shape[0], cfg.horizon, cfg.action_dim)
+        x = self.sampler.sample(lambda noisy, t: self.net.unet(noisy, t, cond), shape, generator=generator,
+                                device=cond.device, dtype=cond.dtype)
         progress, success_logit = self.net.done_outputs(cond)
         self.last_progress, self.last_success_prob = progress, torch.sigmoid(success_logit)
         return self.normalizer.unnormalize_action(x)
