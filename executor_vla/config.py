@@ -110,6 +110,10 @@ class ExecutorConfig:
 
     #: GroupNorm groups in the image encoder (fixed; channels must be multiples of it).
     n_groups_vision: ClassVar[int] = 8
+    #: Fields that only change how a trained network is run, not the network: a checkpoint may be loaded with
+    #: other values (:func:`executor_vla.checkpoint.apply_overrides`). All others are fixed by the weights.
+    INFERENCE_FIELDS: ClassVar[tuple[str, ...]] = ("inference_scheduler", "num_inference_steps", "n_action_steps",
+                                                   "done_source", "done_threshold")
 
     def __post_init__(self) -> None:
         self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]
@@ -177,6 +181,9 @@ class ExecutorConfig:
     def from_dict(cls, d: dict[str, Any]) -> ExecutorConfig:
         """Build from a dict (e.g. Hydra or ``config.json``).
 
+        A ``None`` value of one of :attr:`INFERENCE_FIELDS` means its default (``configs/executor/diffusion.yaml``
+        leaves them null: "the checkpoint's" when a checkpoint is loaded, the default when training).
+
         Raises:
             ConfigError: on an unknown key (named) or an invalid value.
         """
@@ -184,4 +191,4 @@ class ExecutorConfig:
         unknown = sorted(set(d) - names)
         if unknown:
             raise ConfigError(f"unknown ExecutorConfig keys: {unknown}; known: {sorted(names)}")
-        return cls(**d)
+        return cls(**{k: v for k, v in d.items() if not (v is None and k in cls.INFERENCE_FIELDS)})

@@ -24,6 +24,7 @@ The flat baseline is the same class with ``conditioning_source="instruction"``: 
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,13 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from executor_vla import schema
+from executor_vla.checkpoint import (
+    WEIGHTS,
+    check_normalizer,
+    load_weights_strict,
+    read_checkpoint,
+    save_checkpoint,
+)
 from executor_vla.conditioning import rasterize_batch, resample_trace
 from executor_vla.config import ExecutorConfig
 from executor_vla.network import TEXT_EMB_KEY, TRACE_RASTER_KEY, ExecutorNet
@@ -347,21 +355,34 @@ class DiffusionExecutor(nn.Module):
     # ------------------------------------------------------------------ checkpoints
     def save(self, path: str | Path, command: str | None = None, extra: dict[str, Any] | None = None) -> Path:
         """Write a checkpoint directory (see :mod:`executor_vla.checkpoint`)."""
-        from executor_vla.checkpoint import save_checkpoint
-
         return save_checkpoint(self, path, command=command if command is not None else self.command, extra=extra)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, text_encoder: TextEncoder | None = None,
-                        overrides: dict[str, Any] | None = None, device: str = "cpu") -> DiffusionExecutor:
+                        overrides: Mapping[str, Any] | None = None, device: str = "cpu") -> DiffusionExecutor:
         """Load a checkpoint directory without unpickling (see :mod:`executor_vla.checkpoint`).
 
         Args:
-            overrides: inference-time config changes, e.g. ``{"num_inference_steps": 5}``.
+            path: a directory written by :meth:`save` (``tandem-train``).
+            text_encoder: an encoder to use instead of loading the checkpoint's (tests).
+            overrides: inference-time settings, e.g. ``{"inference_scheduler": "DDPM", "num_inference_steps": 3,
+                "n_action_steps": 4}``; every key of ``ExecutorConfig.INFERENCE_FIELDS`` is applied, ``None`` keeps the
+                checkpoint's value, any other field must equal the checkpoint's
+                (:func:`executor_vla.checkpoint.apply_overrides`).
+            device: torch device (``cpu``, ``cuda``, ``cuda:N``).
+
+        Returns:
+            the executor in eval mode on ``device``, with ``.command`` from ``command.txt``.
 
         Raises:
             CheckpointError: missing files, missing/unexpected/mis-shaped weights, wrong statistics.
+            OverrideError (a CheckpointError and a ConfigError): an override that is unknown, changes the network,
+                or is invalid; the message names the key.
         """
-        from executor_vla.checkpoint import load_checkpoint
-
-        return load_checkpoint(path, text_encoder=text_encoder, overrides=overrides, device=device)
+        files = read_checkpoint(path, overrides)
+        executor = cls(files.cfg, text_encoder=text_encoder, action_low=files.raw.get("action_low"),
+                       action_high=files.raw.get("action_high"))
+        load_weights_strict(executor, files.weights, str(Path(path) / WEIGHTS))
+        check_normalizer(executor.normalizer, files.stats, str(path))
+        executor.command = files.command
+        return executor.to(device).eval()

@@ -268,10 +268,12 @@ def build_executor(cfg: Any, env: Env) -> Executor:
     if name == "diffusion":
         checkpoint = resolve_checkpoint(cfg)
         planner = config_get(config_get(cfg, "planner"), "name", "oracle")
+        from executor_vla.checkpoint import overrides_from_config
         from executor_vla.policy import DiffusionExecutor
 
         set_torch_threads(config_get(ex_cfg, "torch_threads"))
-        executor = DiffusionExecutor.from_checkpoint(checkpoint, device=config_get(ex_cfg, "device", "cpu"))
+        executor = DiffusionExecutor.from_checkpoint(checkpoint, device=config_get(ex_cfg, "device", "cpu"),
+                                                     overrides=overrides_from_config(ex_cfg))
         check_executor_conditioning(planner, checkpoint, conditioning=executor.cfg.conditioning_source)  # loaded cfg
         return executor
     if name == "lerobot":
