@@ -111,8 +111,11 @@ class DiffusionExecutor(nn.Module):
     def prepare_batch(self, batch: dict[str, Any]) -> dict[str, Tensor]:
         """Add what the network needs but datasets do not store: the trace raster (raster mode).
 
-        Also resizes images/traces that come at a different resolution than ``cfg.image_size``.
-        ``batch`` tensors must already be on ``self.device``.
+        ``batch`` tensors must already be on ``self.device``. Images are never resized here: training and the
+        closed loop must see the same pixels (:func:`executor_vla.data.check_image_sizes`).
+
+        Raises:
+            DatasetSchemaError: an image whose (H, W) is not ``cfg.image_size``.
         """
         cfg = self.cfg
         out = dict(batch)
@@ -120,13 +123,8 @@ class DiffusionExecutor(nn.Module):
         for key in [schema.image_key(c) for c in cfg.cameras] + [schema.GOAL_IMAGE_KEY]:
             x = out.get(key)
             if isinstance(x, Tensor) and tuple(x.shape[-2:]) != (h, w):
-                lead = x.shape[:-3]
-                x = F.interpolate(x.reshape(-1, *x.shape[-3:]), size=(h, w), mode="bilinear", align_corners=False)
-                src = out[key].shape[-2:]
-                out[key] = x.reshape(*lead, *x.shape[-3:])
-                if key == schema.image_key(cfg.trace_camera) and schema.TRACE_KEY in out:
-                    scale = torch.tensor([w / src[1], h / src[0]], device=x.device)
-                    out[schema.TRACE_KEY] = out[schema.TRACE_KEY] * scale
+                raise DatasetSchemaError(f"{key} is {tuple(x.shape[-2:])} px but the executor takes ({h}, {w}); "
+                                         "images are not resized (collect or render at the executor's size)")
         if cfg.use_trace and cfg.trace_mode == "raster" and TRACE_RASTER_KEY not in out:
             out[TRACE_RASTER_KEY] = rasterize_batch(out[schema.TRACE_KEY], out[schema.TRACE_MASK_KEY], (h, w))
         return out
