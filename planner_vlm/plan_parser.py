@@ -7,8 +7,9 @@ raises :class:`tandem.errors.PlanParseError` (with the offending text); no other
 Steps:
 
 1. size limit (``max_chars``), then accept either the bare JSON object or exactly one fenced
-   block (`````json ... `````), optionally after a leading ``<think>...</think>`` block (reasoning
-   models); any other prose around the JSON is rejected;
+   block (`````json ... `````), optionally after leading reasoning (``<think>...</think>`` blocks, or
+   reasoning closed by ``</think>`` alone: :func:`planner_vlm.reasoning.split_think_blocks`); any other
+   prose around the JSON is rejected;
 2. ``json.loads`` with ``NaN``/``Infinity`` rejected, nesting depth and huge numbers caught;
 3. structural validation with the strict pydantic models of :mod:`planner_vlm.plan_schema`;
 4. task checks: skills exist in ``task.skills``; each arg is one of ``task.objects + task.targets``;
@@ -31,6 +32,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from planner_vlm.plan_schema import PlanOut, SubgoalOut, VerdictOut
+from planner_vlm.reasoning import UnclosedReasoning, split_think_blocks
 from tandem.errors import PlanParseError
 from tandem.types import KeypointTrace, Plan, Subgoal, TaskSpec, Verdict
 
@@ -38,7 +40,6 @@ from tandem.types import KeypointTrace, Plan, Subgoal, TaskSpec, Verdict
 DEFAULT_MAX_CHARS = 20_000
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
-_THINK = re.compile(r"^<think>.*?</think>", re.DOTALL)
 
 IdFn = Callable[[str, tuple[str, ...], str, int], str]
 
@@ -57,10 +58,10 @@ def extract_json_object(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> dict[s
         raise PlanParseError(f"model output must be a string, got {type(text).__name__}", repr(text)[:4000])
     if len(text) > max_chars:
         raise PlanParseError(f"model output too long: {len(text)} characters > {max_chars}", text)
-    body = text.strip()
-    think = _THINK.match(body)
-    if think:
-        body = body[think.end():].strip()
+    try:
+        _, body = split_think_blocks(text)
+    except UnclosedReasoning as e:
+        raise PlanParseError(f"no answer after the reasoning: {e}", text) from None
     if body.startswith("```"):
         m = _FENCE.match(body)
         if not m:
