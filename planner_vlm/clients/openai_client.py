@@ -30,6 +30,7 @@ import numpy as np
 from PIL import Image
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClientError, VLMReply
+from planner_vlm.point_frames import PointFrame, default_point_frame
 from planner_vlm.reasoning import answer_from_message
 from tandem.errors import ConfigError
 
@@ -81,6 +82,8 @@ class OpenAICompatibleClient:
         temperature, max_new_tokens: defaults per call (``max_tokens`` in the request).
         use_json_schema: send ``response_format: json_schema`` when a schema is given.
         extra_body: extra top-level request fields (e.g. ``{"top_p": 0.9}``).
+        point_frame: the frame the served model writes image points in; default: from the model name
+            (:func:`planner_vlm.point_frames.default_point_frame`).
 
     Raises:
         ConfigError: on an empty or non-http ``base_url``, an empty ``model`` or bad numbers.
@@ -101,6 +104,7 @@ class OpenAICompatibleClient:
         max_new_tokens: int = 1024,
         use_json_schema: bool = True,
         extra_body: dict[str, Any] | None = None,
+        point_frame: PointFrame | None = None,
     ):
         if not base_url or not isinstance(base_url, str):
             raise ConfigError("planner.base_url is required for backend=openai, e.g. http://127.0.0.1:8000/v1")
@@ -120,6 +124,7 @@ class OpenAICompatibleClient:
         self.max_new_tokens = int(max_new_tokens)
         self.use_json_schema = bool(use_json_schema)
         self.extra_body = dict(extra_body or {})
+        self.point_frame = point_frame or default_point_frame(model)
         self._schema_supported = True  # set False once a server rejects response_format
         self._sleep = time.sleep  # replaceable in tests
 

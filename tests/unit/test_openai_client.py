@@ -223,7 +223,8 @@ def test_planner_over_http_end_to_end(server):
     first, repair = (r["body"] for r in server.requests)
     n_images = sum(p["type"] == "image_url" for p in first["messages"][1]["content"])
     assert n_images == 2
-    assert first["response_format"]["json_schema"]["schema"] == plan_json_schema(TASK, "agentview")
+    assert first["response_format"]["json_schema"]["schema"] == plan_json_schema(TASK, "agentview", planner.point_frame)
+    assert planner.point_frame.kind == "resized_pixels"  # the served model is a Qwen2.5-VL
     # the repair round shows the model its own reply and the error
     assert repair["messages"][2] == {"role": "assistant", "content": "not json at all"}
     assert "could not be used" in repair["messages"][3]["content"]
