@@ -14,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from bridge.joint_states import joint_freshness_keys
 from bridge.safety import SafetyLimits
 from tandem.errors import ConfigError
 
@@ -150,9 +151,17 @@ class BridgeConfig:
         return 1.0 / self.rate_hz
 
     @property
+    def read_joints(self) -> tuple[str, ...]:
+        """Joints the bridge reads by name: the arm joints (``joint_pos``) and the gripper joints."""
+        arm = self.action.arm_joints if self.action.space == "joint_pos" else ()
+        return tuple(dict.fromkeys((*arm, *self.action.gripper_joints)))
+
+    @property
     def required_topics(self) -> tuple[str, ...]:
-        """Topics whose freshness the watchdog enforces: every camera image, joint states, eef pose."""
-        req = [c.image for c in self.topics.cameras.values()] + [self.topics.joint_states]
+        """Freshness keys the watchdog enforces: every camera image, each joint read by name (``"<joint_states>[j]"``,
+        :mod:`bridge.joint_states`; the joint-state topic itself when none is), the eef pose."""
+        req = [c.image for c in self.topics.cameras.values()]
+        req += joint_freshness_keys(self.topics.joint_states, self.read_joints)
         if self.action.space == "eef_delta" and self.topics.eef_pose:
             req.append(self.topics.eef_pose)
         return tuple(req)
