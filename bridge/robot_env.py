@@ -381,7 +381,7 @@ class RobotEnv:
             missing = self._joints.missing(a.gripper_joints)
         if q is None:
             raise MissingTopicError(f"gripper joint(s) {missing} never received on {self.config.topics.joint_states}")
-        return float(a.gripper_joint_scale * q.sum() + a.gripper_joint_offset)
+        return a.gripper_width_from_joints(q)
 
     def _observe(self) -> Observation:
         with self._lock:
@@ -461,8 +461,7 @@ class RobotEnv:
             log.error("publishing a command failed: %s", e)
 
     def _send_gripper(self, width: float, effort: float) -> None:
-        a = self.config.action
-        width = a.gripper_command_scale * width + a.gripper_command_offset  # metres -> controller units
+        width = self.config.action.gripper_command(width)  # metres -> the driver's units
         if self.config.gripper_mode == "topic" and self._pub_gripper is not None:
             self._pub_gripper(cv.gripper_to_msg(self._types, width, effort))
         elif self.config.gripper_mode == "action":

@@ -493,3 +493,14 @@ def test_joint_mode_reads_arm_joints_from_their_own_messages(rig):
     env.step(np.array([0.305, -0.2, -1.0]))
     d = cv.msg_to_joint_trajectory(robot.trajs[-1])
     assert d["joint_names"] == ["j1", "j2"] and d["positions"][0] == pytest.approx([0.305, -0.2])
+
+
+def test_gripper_command_is_sent_in_the_driver_units(rig):
+    """franka_gripper takes half the finger gap: opening to 0.08 m sends position 0.04 (effort as configured)."""
+    robot, make, _ = rig
+    env = make(action={"gripper_command_scale": 0.5, "gripper_command_limits": [0.0, 0.04], "gripper_effort_n": 30.0})
+    robot.publish()
+    env.reset()
+    robot.publish()
+    env.step(np.array([0, 0, 0, 0, 0, 0, -1.0]))
+    assert cv.msg_to_gripper(robot.grippers[-1]) == pytest.approx((0.04, 30.0))
