@@ -9,8 +9,12 @@ Two facts of diffusers decide the design of this module:
 * **Spacing.** DDIM and DDPM default to ``timestep_spacing="leading"``: 10 steps out of 100 start at t = 90, and
   1 step is t = 0, which reads pure noise as an almost clean sample. DPM-Solver defaults to ``"linspace"``, which
   rounds 100 steps of 100 onto repeated timesteps (50 twice) and divides by zero: an all-NaN chunk. Every
-  inference scheduler here uses ``"trailing"`` (Lin et al. 2024, "Common Diffusion Noise Schedules and Sample
-  Steps are Flawed"): the first step is always t = T - 1 and n steps are n distinct timesteps.
+  inference scheduler here uses ``"trailing"`` spacing (Lin et al. 2024, "Common Diffusion Noise Schedules and
+  Sample Steps are Flawed"): the first step is always t = T - 1 and n steps are n distinct timesteps. diffusers
+  0.42 computes it with a float ``arange`` that yields one step too many, ending at t = -1, for some n (29, 31,
+  58, 62 and 97 of T = 100), so the timesteps are computed here (:func:`trailing_timesteps`) and given to the
+  scheduler. (DDIM then still steps to ``t - T // n``, as diffusers' DDIM always does, which for n not dividing
+  T lands within one timestep of the next one.)
 * **State.** ``DPMSolverMultistepScheduler`` keeps a step index and the previous model outputs between
   ``step`` calls; they are reset only by ``set_timesteps``. :meth:`ChunkSampler.sample` therefore calls
   ``set_timesteps`` at the start of EVERY sampling run (a scheduler set once raises ``IndexError`` on the second
@@ -26,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
 import torch
 from torch import Tensor
 
@@ -92,6 +97,13 @@ def _check_common(num_train_timesteps: int, prediction_type: str) -> None:
         raise ConfigError(f"prediction_type must be one of {PREDICTION_TYPES} (got {prediction_type!r})")
 
 
+def trailing_timesteps(num_inference_steps: int, num_train_timesteps: int) -> np.ndarray:
+    """``int64 (n,)`` trailing timesteps ``round(T - k T / n) - 1`` for k = 0 .. n - 1: T - 1 first, strictly
+    decreasing, >= 0 (diffusers' ``timestep_spacing="trailing"`` formula without its extra final step)."""
+    n, t = int(num_inference_steps), int(num_train_timesteps)
+    return (np.round(t + np.arange(n) * (-t / n)) - 1).astype(np.int64)
+
+
 def check_timesteps(timesteps: Tensor, num_inference_steps: int, num_train_timesteps: int) -> None:
     """Check a sampling run's timesteps: ``num_inference_steps`` of them, strictly decreasing, starting at T - 1.
 
@@ -145,7 +157,12 @@ class ChunkSampler:
         Raises:
             ConfigError: see :func:`check_timesteps`.
         """
-        self.scheduler.set_timesteps(self.num_inference_steps)
+        ts = trailing_timesteps(self.num_inference_steps, self.num_train_timesteps)
+        if self.name == "DDIM":  # no custom timesteps in diffusers' DDIM: set n (its step stride), then the list
+            self.scheduler.set_timesteps(self.num_inference_steps)
+            self.scheduler.timesteps = torch.from_numpy(ts)
+        else:
+            self.scheduler.set_timesteps(timesteps=ts.tolist())
         ts = self.scheduler.timesteps
         check_timesteps(ts, self.num_inference_steps, self.num_train_timesteps)
         return ts
