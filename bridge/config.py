@@ -7,13 +7,16 @@ particular robot lives in code. :func:`load_bridge_config` validates every key a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
+from bridge.joint_states import joint_freshness_keys
 from bridge.safety import SafetyLimits
 from tandem.errors import ConfigError
 
@@ -70,12 +73,21 @@ class ActionMapping:
     ``joint_pos`` (A = J + 1): ``a[:J]`` are joint targets (rad) for ``arm_joints``; ``a[J]`` the gripper.
 
     The measured gripper width (m) is ``gripper_joint_scale * sum(q[gripper_joints]) + gripper_joint_offset``
-    (Franka: two finger joints in m, scale 1; Robotiq 2F-85 knuckle in rad: scale -0.10625, offset 0.085).
-    The gripper command's ``position`` is ``gripper_command_scale * width + gripper_command_offset`` (Franka
-    and control_msgs' parallel grippers: metres, scale 1; a Robotiq GripperActionController takes the knuckle
-    angle in rad: scale -9.4118, offset 0.8). The safety layer checks the width in metres before this.
-    A new gripper command is sent only when the width moved by more than ``gripper_deadband_m`` (m) from
-    the last one sent, so a continuous policy output does not preempt the gripper action every step.
+    (Franka: two finger joints of width / 2 each in m, scale 1; Robotiq 2F-85 knuckle in rad: 0 open, 0.7929
+    closed, scale -0.085 / 0.7929, offset 0.085). The gripper command's ``position`` is
+    ``gripper_command_scale * width + gripper_command_offset`` in the driver's units: franka_gripper's
+    GripperCommand action takes HALF the finger gap (``gripper_action_server.cpp``: ``target_width = 2 *
+    command.position``), scale 0.5; a Robotiq GripperActionController takes the knuckle angle in rad, scale
+    -0.7929 / 0.085, offset 0.7929. ``gripper_command_limits`` is the driver's accepted range of ``position``
+    (franka: [0, max_width / 2]); the open and closed widths must map inside it. The safety layer checks the width
+    in metres before this. A new gripper command is sent only when the width moved by more than
+    ``gripper_deadband_m`` (m) from the last one sent, so a continuous policy output does not preempt the gripper
+    action every step.
+
+    Raises:
+        ConfigError: a non-positive scale or force, open and closed widths that are equal (or closed > open), a
+            zero command or joint scale, or an open/closed command outside ``gripper_command_limits``; the message
+            names the key.
     """
 
     space: str = "eef_delta"
@@ -90,7 +102,56 @@ class ActionMapping:
     gripper_joint_offset: float = 0.0
     gripper_command_scale: float = 1.0
     gripper_command_offset: float = 0.0
+    gripper_command_limits: tuple[float, float] | None = None
     gripper_deadband_m: float = 0.002
+
+    def __post_init__(self) -> None:
+        errs = []
+        for name in ("linear_scale_mps", "angular_scale_radps", "gripper_effort_n"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+                errs.append(f"action.{name} must be a positive number, got {v!r}")
+        o, c = self.gripper_open_width_m, self.gripper_closed_width_m
+        if not all(isinstance(v, (int, float)) and math.isfinite(v) and v >= 0 for v in (o, c)):
+            errs.append(f"action.gripper_open_width_m / gripper_closed_width_m must be >= 0 m, got {o!r} / {c!r}")
+        elif not o > c:
+            errs.append(f"action.gripper_open_width_m ({o} m) must be greater than gripper_closed_width_m ({c} m)")
+        for name in ("gripper_joint_scale", "gripper_command_scale"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and v != 0):
+                errs.append(f"action.{name} must be a non-zero number, got {v!r}")
+        if not self.gripper_deadband_m >= 0:
+            errs.append(f"action.gripper_deadband_m must be >= 0 m, got {self.gripper_deadband_m!r}")
+        lim = self.gripper_command_limits
+        if lim is not None:
+            if len(lim) != 2 or not lim[0] < lim[1]:
+                errs.append(f"action.gripper_command_limits must be [low, high] with low < high, got {lim!r}")
+            elif not errs:
+                for what, width in (("open", o), ("closed", c)):
+                    cmd = self.gripper_command(width)
+                    if not lim[0] - 1e-9 <= cmd <= lim[1] + 1e-9:
+                        errs.append(f"action.gripper_{what}_width_m {width} m maps to gripper command {cmd:.4g} "
+                                    f"(gripper_command_scale {self.gripper_command_scale} x width + "
+                                    f"gripper_command_offset {self.gripper_command_offset}), outside the driver's "
+                                    f"gripper_command_limits {list(lim)}")
+        if errs:
+            raise ConfigError("; ".join(errs))
+
+    def gripper_command(self, width_m: float) -> float:
+        """Finger gap (m) -> the gripper driver's ``position`` (its units, see the class docstring)."""
+        return self.gripper_command_scale * float(width_m) + self.gripper_command_offset
+
+    def gripper_width_from_command(self, position: float) -> float:
+        """Inverse of :meth:`gripper_command`: a driver ``position`` -> finger gap (m)."""
+        return (float(position) - self.gripper_command_offset) / self.gripper_command_scale
+
+    def gripper_width_from_joints(self, joint_positions: np.ndarray) -> float:
+        """Finger gap (m) from the positions of ``gripper_joints`` (rad or m)."""
+        return float(self.gripper_joint_scale * np.sum(joint_positions) + self.gripper_joint_offset)
+
+    def gripper_joint_position(self, width_m: float) -> float:
+        """Inverse of :meth:`gripper_width_from_joints` when every gripper joint has the same position."""
+        return (float(width_m) - self.gripper_joint_offset) / self.gripper_joint_scale / max(len(self.gripper_joints), 1)
 
 
 @dataclass(frozen=True)
@@ -150,9 +211,17 @@ class BridgeConfig:
         return 1.0 / self.rate_hz
 
     @property
+    def read_joints(self) -> tuple[str, ...]:
+        """Joints the bridge reads by name: the arm joints (``joint_pos``) and the gripper joints."""
+        arm = self.action.arm_joints if self.action.space == "joint_pos" else ()
+        return tuple(dict.fromkeys((*arm, *self.action.gripper_joints)))
+
+    @property
     def required_topics(self) -> tuple[str, ...]:
-        """Topics whose freshness the watchdog enforces: every camera image, joint states, eef pose."""
-        req = [c.image for c in self.topics.cameras.values()] + [self.topics.joint_states]
+        """Freshness keys the watchdog enforces: every camera image, each joint read by name (``"<joint_states>[j]"``,
+        :mod:`bridge.joint_states`; the joint-state topic itself when none is), the eef pose."""
+        req = [c.image for c in self.topics.cameras.values()]
+        req += joint_freshness_keys(self.topics.joint_states, self.read_joints)
         if self.action.space == "eef_delta" and self.topics.eef_pose:
             req.append(self.topics.eef_pose)
         return tuple(req)
@@ -212,6 +281,14 @@ def bridge_config_from_dict(d: Mapping[str, Any]) -> BridgeConfig:
         raise ConfigError("action.space=joint_pos needs topics.joint_trajectory_cmd and action.arm_joints")
     if cfg.oracle_side_channel and not topics_cfg.oracle_privileged:
         raise ConfigError("oracle_side_channel=true needs topics.oracle_privileged")
+    if action.gripper_effort_n > safety.max_gripper_effort_n:
+        raise ConfigError(f"action.gripper_effort_n ({action.gripper_effort_n} N) exceeds "
+                          f"safety.max_gripper_effort_n ({safety.max_gripper_effort_n} N)")
+    for what in ("open", "closed"):
+        w = getattr(action, f"gripper_{what}_width_m")
+        if not safety.gripper_min_width_m <= w <= safety.gripper_max_width_m:
+            raise ConfigError(f"action.gripper_{what}_width_m ({w} m) is outside the safety range "
+                              f"[{safety.gripper_min_width_m}, {safety.gripper_max_width_m}] m")
     return cfg
 
 

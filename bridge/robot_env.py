@@ -1,8 +1,9 @@
 """``RobotEnv``: a real (or simulated) robot behind tandem's ``Env`` protocol, over any transport.
 
-Observation assembly: the latest valid message of each camera (``sensor_msgs/Image``), of
-``/joint_states`` (``sensor_msgs/JointState``) and of the end-effector pose
-(``geometry_msgs/PoseStamped``) are kept with their header stamps; ``Observation.proprio`` is
+Observation assembly: the latest valid message of each camera (``sensor_msgs/Image``) and of the end-effector
+pose (``geometry_msgs/PoseStamped``) are kept with their header stamps; ``sensor_msgs/JointState`` messages are
+merged by joint name, each joint with its own stamp (:mod:`bridge.joint_states`: arm and gripper joints may come
+in separate messages), and staleness is checked per joint the bridge reads; ``Observation.proprio`` is
 ``[eef x, y, z (m, base frame), qw, qx, qy, qz, gripper width (m)]`` (``tandem.types.PROPRIO_LAYOUT``).
 
 Commands: each ``step(action)`` (or each action of ``execute_chunk(ActionChunk)``) maps the action (:mod:`bridge.action_mapping`), passes it through
@@ -34,6 +35,7 @@ from bridge import conversions as cv
 from bridge.action_mapping import action_dim, action_to_command
 from bridge.config import BridgeConfig
 from bridge.errors import MalformedMessageError, MissingTopicError
+from bridge.joint_states import JointStateCache
 from bridge.safety import Command, SafetyLayer
 from bridge.transport import Transport
 from tandem.errors import ConfigError, NonFiniteActionError, TandemError
@@ -100,6 +102,7 @@ class RobotEnv:
         self._pub_lock = threading.Lock()
         self.camera_info: dict[str, dict] = {}
         self._latest: dict[str, Sample] = {}
+        self._joints = JointStateCache(t.joint_states, c.read_joints)
         self._privileged: Sample | None = None
         self._last_gripper_sent: tuple[float, float] | None = None
         self._last_obs_time: float | None = None
@@ -108,7 +111,6 @@ class RobotEnv:
         self._step = 0
         self._closed = False
         self._watchdog_stopping = False
-        self._warned_gripper = False
         self._stale_since: float | None = None
         self.sent = 0
 
@@ -119,8 +121,7 @@ class RobotEnv:
             if cam.info:
                 transport.create_subscription(cam.info, "sensor_msgs/msg/CameraInfo",
                                               lambda m, name=name: self._on_camera_info(name, m))
-        transport.create_subscription(t.joint_states, "sensor_msgs/msg/JointState",
-                                      lambda m: self._on_msg(t.joint_states, m, cv.msg_to_joint_state))
+        transport.create_subscription(t.joint_states, "sensor_msgs/msg/JointState", self._on_joint_state)
         if t.eef_pose:
             transport.create_subscription(t.eef_pose, "geometry_msgs/msg/PoseStamped",
                                           lambda m: self._on_msg(t.eef_pose, m, cv.msg_to_pose))
@@ -171,6 +172,22 @@ class RobotEnv:
                 return
             self._latest[topic] = Sample(value, stamp, now)
 
+    def _on_joint_state(self, msg: Any) -> None:
+        topic, now = self.config.topics.joint_states, self.transport.now()
+        try:
+            stamp = cv.stamp_to_sec(msg.header.stamp)
+            js = cv.msg_to_joint_state(msg)
+        except (MalformedMessageError, AttributeError, TypeError, ValueError) as e:
+            self.safety.record("malformed_message", now, f"{topic}: {e}")
+            return
+        if stamp - now > self.config.safety.max_clock_skew_s:
+            self.safety.record("clock_skew", now, f"{topic}: stamp {stamp - now:.3f} s in the future", stopped=True)
+            return
+        with self._lock:
+            older = self._joints.update(js, stamp, now)
+        if older:
+            self.safety.record("out_of_order", now, f"{topic}: stamp {stamp:.6f} older than the last value of {older}")
+
     def _on_camera_info(self, name: str, msg: Any) -> None:
         try:
             info = cv.msg_to_camera_info(msg)
@@ -206,9 +223,11 @@ class RobotEnv:
         return [e.to_json() for e in self.safety.events]
 
     def stamps(self) -> dict[str, float | None]:
-        """Required topic -> header stamp (s) of its latest valid message, or None."""
+        """Freshness key (:attr:`BridgeConfig.required_topics`) -> header stamp (s) of its latest value, or None."""
         with self._lock:
-            return {k: (self._latest[k].stamp if k in self._latest else None) for k in self.config.required_topics}
+            out = {k: (self._latest[k].stamp if k in self._latest else None) for k in self.config.required_topics}
+            out.update(self._joints.stamps())
+        return out
 
     def wait_for_topics(self, timeout_s: float | None = None) -> None:
         """Block until every required topic has a fresh message (and the oracle channel, if enabled).
@@ -275,8 +294,7 @@ class RobotEnv:
             raise
         with self._lock:
             eef = self._latest.get(self.config.topics.eef_pose)
-            js = self._latest.get(self.config.topics.joint_states)
-        joint_q = self._arm_joint_positions(js.value) if js is not None else None
+            joint_q = self._joints.positions(self.config.action.arm_joints) if self.joint_mode else None
         safe, _ = self.safety.filter(cmd, now=now, stamps=self.stamps(),
                                      eef_position=None if eef is None else eef.value[0],
                                      joint_positions=joint_q, deadline_missed=deadline_missed)
@@ -349,29 +367,21 @@ class RobotEnv:
             self.transport.close()
 
     # ---- internals ----------------------------------------------------------------------------------
-    def _arm_joint_positions(self, js: dict) -> np.ndarray | None:
-        names = self.config.action.arm_joints
-        if not names:
-            return None
-        idx = {n: i for i, n in enumerate(js["name"])}
-        if any(n not in idx for n in names):
-            return None
-        return np.asarray([js["position"][idx[n]] for n in names])
+    def _gripper_width(self) -> float:
+        """Gripper opening (m) from the newest value of each gripper joint (0 when none is configured).
 
-    def _gripper_width(self, js: dict | None) -> float:
+        Raises:
+            MissingTopicError: a gripper joint was never received (``reset`` waits for every one).
+        """
         a = self.config.action
-        if js is None or not a.gripper_joints:
+        if not a.gripper_joints:
             return 0.0
-        idx = {n: i for i, n in enumerate(js["name"])}
-        q = [js["position"][idx[n]] for n in a.gripper_joints if n in idx]
-        if not q:
-            if not self._warned_gripper:
-                self.safety.record("gripper_joints_missing", self.transport.now(),
-                                   f"none of {list(a.gripper_joints)} in {self.config.topics.joint_states}; "
-                                   f"gripper width reported as 0")
-                self._warned_gripper = True
-            return 0.0
-        return float(a.gripper_joint_scale * sum(q) + a.gripper_joint_offset)
+        with self._lock:
+            q = self._joints.positions(a.gripper_joints)
+            missing = self._joints.missing(a.gripper_joints)
+        if q is None:
+            raise MissingTopicError(f"gripper joint(s) {missing} never received on {self.config.topics.joint_states}")
+        return a.gripper_width_from_joints(q)
 
     def _observe(self) -> Observation:
         with self._lock:
@@ -385,8 +395,7 @@ class RobotEnv:
             images[name] = s.value
         eef = latest.get(self.config.topics.eef_pose) if self.config.topics.eef_pose else None
         pos, quat = (np.zeros(3), np.array([1.0, 0, 0, 0])) if eef is None else eef.value
-        js = latest.get(self.config.topics.joint_states)
-        width = self._gripper_width(None if js is None else js.value)
+        width = self._gripper_width()
         proprio = np.concatenate([pos, quat, [width]]).astype(np.float32)
         privileged = None
         if self.config.oracle_side_channel and priv is not None:
@@ -452,8 +461,7 @@ class RobotEnv:
             log.error("publishing a command failed: %s", e)
 
     def _send_gripper(self, width: float, effort: float) -> None:
-        a = self.config.action
-        width = a.gripper_command_scale * width + a.gripper_command_offset  # metres -> controller units
+        width = self.config.action.gripper_command(width)  # metres -> the driver's units
         if self.config.gripper_mode == "topic" and self._pub_gripper is not None:
             self._pub_gripper(cv.gripper_to_msg(self._types, width, effort))
         elif self.config.gripper_mode == "action":

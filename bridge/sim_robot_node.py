@@ -98,8 +98,7 @@ class SimRobotNode:
             position, _ = cv.msg_to_gripper(msg)
         except MalformedMessageError:
             return
-        a = self.config.action
-        width = (position - a.gripper_command_offset) / a.gripper_command_scale  # controller units -> metres
+        width = self.config.action.gripper_width_from_command(position)  # the driver's units -> metres
         with self._lock:
             self._gripper_width = width
 
@@ -116,7 +115,7 @@ class SimRobotNode:
         a = c.action
         width = float(obs.proprio[7]) if obs.proprio.shape[0] >= 8 else 0.0
         if a.gripper_joints:
-            q_each = (width - a.gripper_joint_offset) / a.gripper_joint_scale / len(a.gripper_joints)
+            q_each = a.gripper_joint_position(width)
             self._pub_js(cv.joint_state_to_msg(types, a.gripper_joints, [q_each] * len(a.gripper_joints), now))
         else:
             self._pub_js(cv.joint_state_to_msg(types, [], [], now))

@@ -11,13 +11,21 @@ Loading reads JSON and safetensors only (``safetensors.torch.load_file``; no ``t
 checks, and raises :class:`tandem.errors.CheckpointError` naming the problem, when: a file is
 missing; the format is unknown; the config is invalid; weights are missing, unexpected or of the
 wrong shape; ``stats.json`` is malformed or disagrees with the normaliser saved in the weights.
+
+This module reads and writes the files; it never builds an executor (so it imports nothing of
+:mod:`executor_vla.policy`): ``DiffusionExecutor.from_checkpoint`` does, with :func:`read_checkpoint`.
+
+Inference-time overrides (:func:`apply_overrides`): the fields of ``ExecutorConfig.INFERENCE_FIELDS``
+(sampler, steps, executed actions, done head) may differ from the checkpoint's; every other field is fixed by
+the weights, and asking for another value is an :class:`OverrideError` naming the key.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -26,6 +34,9 @@ from safetensors.torch import load_file, save_file
 from executor_vla.config import ExecutorConfig
 from executor_vla.normalizer import MinMaxNormalizer, validate_stats
 from tandem.errors import CheckpointError, ConfigError
+
+if TYPE_CHECKING:
+    from collections.abc import Mapping
 
 FORMAT = "tandem-executor/1"
 WEIGHTS = "model.safetensors"
@@ -120,37 +131,130 @@ def check_weights(expected: dict[str, torch.Tensor], weights: dict[str, torch.Te
         raise CheckpointError(f"{what} does not match the model: " + "; ".join(parts))
 
 
-def load_checkpoint(path: str | Path, text_encoder=None, overrides: dict[str, Any] | None = None,
-                    device: str = "cpu"):
-    """Load a :class:`~executor_vla.policy.DiffusionExecutor` from a checkpoint directory.
+class OverrideError(CheckpointError, ConfigError):
+    """A config value that a checkpoint cannot be loaded with (it would change the network, or is invalid)."""
+
+
+#: Keys of a stack's ``executor`` config node that are wiring, never ``ExecutorConfig`` fields.
+WIRING_KEYS: tuple[str, ...] = ("name", "checkpoint", "device", "torch_threads")
+
+
+def apply_overrides(cfg: ExecutorConfig, overrides: Mapping[str, Any] | None, where: str = "the checkpoint"
+                    ) -> ExecutorConfig:
+    """``cfg`` (a checkpoint's config) with ``overrides`` applied, every key checked.
 
     Args:
-        text_encoder: optional encoder instance to use instead of loading ``cfg.text_encoder``.
-        overrides: inference-time config fields to change (``num_inference_steps``,
-            ``inference_scheduler``, ``done_threshold``, ``done_source``, ``n_action_steps``); others
-            would change the network and are refused.
-        device: torch device.
+        cfg: the config the weights were trained with.
+        overrides: ``ExecutorConfig`` field -> value. ``None`` values are ignored (keep the checkpoint's). Fields of
+            ``ExecutorConfig.INFERENCE_FIELDS`` are applied (``n_action_steps`` within ``To - 1 + Ta <= Tp``,
+            ``num_inference_steps`` in ``[1, num_train_timesteps]``...); any other field must equal the checkpoint's.
+        where: names the checkpoint in messages.
 
     Returns:
-        the executor in eval mode, on ``device``, with ``.command`` set from ``command.txt``.
+        the config to build the executor with.
 
     Raises:
-        CheckpointError: see the module docstring.
+        OverrideError: an unknown key, a network field different from the checkpoint's (key, both values), or an
+            invalid inference value (key and reason).
     """
-    from executor_vla.policy import DiffusionExecutor
+    given = {k: v for k, v in dict(overrides or {}).items() if v is not None}
+    if not given:
+        return cfg
+    current = cfg.to_dict()
+    unknown = sorted(k for k in given if k not in current)
+    if unknown:
+        raise OverrideError(f"unknown executor setting(s) {unknown} for {where}; settings a checkpoint can be "
+                            f"loaded with: {list(ExecutorConfig.INFERENCE_FIELDS)}")
+    fixed = _fixed_changes(current, given)
+    if fixed:
+        detail = "; ".join(f"{k}={given[k]!r} (the checkpoint has {current[k]!r})" for k in fixed)
+        raise OverrideError(f"cannot load {where} with {detail}: these settings are fixed by the trained network; "
+                            f"only {list(ExecutorConfig.INFERENCE_FIELDS)} may differ (retrain to change the others)")
+    try:
+        new = ExecutorConfig.from_dict({**current, **given})
+    except ConfigError as e:
+        keys = ", ".join(f"{k}={given[k]!r}" for k in given if k in ExecutorConfig.INFERENCE_FIELDS)
+        raise OverrideError(f"invalid executor setting for {where} ({keys}): {e}") from e
+    return new
 
+
+def _fixed_changes(current: dict[str, Any], given: dict[str, Any]) -> list[str]:
+    """Fields of ``given`` outside ``INFERENCE_FIELDS`` whose value differs from ``current`` (JSON-compared)."""
+    out = []
+    for k, v in given.items():
+        if k in ExecutorConfig.INFERENCE_FIELDS:
+            continue
+        if plain_config_value(v) != current[k]:
+            out.append(k)
+    return sorted(out)
+
+
+def overrides_from_config(node: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The overrides a stack config's ``executor`` node asks for, for :func:`apply_overrides`.
+
+    The ``executor`` config group (``configs/executor/diffusion.yaml``) also holds the network settings that
+    ``tandem-train`` reads; when a checkpoint is loaded its own network wins. So: the wiring keys
+    (:data:`WIRING_KEYS`) and ``None`` values are dropped, and network fields left at ``ExecutorConfig``'s
+    defaults (the group's training defaults) are dropped; every other value is returned, and
+    :func:`apply_overrides` applies it (inference fields) or refuses it unless it equals the checkpoint's.
+
+    Args:
+        node: the ``executor`` node: a mapping (plain or OmegaConf), a dataclass instance, or None.
+    """
+    if node is None:
+        return {}
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        node = dataclasses.asdict(node)
+    defaults = ExecutorConfig().to_dict()
+    out: dict[str, Any] = {}
+    for k, v in dict(node).items():
+        if k in WIRING_KEYS or v is None:
+            continue
+        v = plain_config_value(v)
+        if k in defaults and k not in ExecutorConfig.INFERENCE_FIELDS and v == defaults[k]:
+            continue
+        out[k] = v
+    return out
+
+
+def plain_config_value(value: Any) -> Any:
+    """JSON-safe copy of a config value (tuples and OmegaConf lists become lists, mappings dicts)."""
+
+    def default(x: Any) -> Any:
+        return dict(x) if hasattr(x, "keys") else list(x)
+
+    return json.loads(json.dumps(value, default=default))
+
+
+@dataclasses.dataclass
+class CheckpointFiles:
+    """A checkpoint directory read and checked, before an executor is built from it.
+
+    Attributes:
+        cfg: the config to build with (overrides applied).
+        raw: ``config.json`` as a dict (``action_low`` / ``action_high``, ``text_encoder``, ``extra``).
+        weights: the safetensors state dict (CPU tensors).
+        stats: the validated normalisation statistics of ``stats.json``.
+        command: the command line of ``command.txt`` (``""`` when absent).
+    """
+
+    cfg: ExecutorConfig
+    raw: dict[str, Any]
+    weights: dict[str, torch.Tensor]
+    stats: dict[str, Any]
+    command: str
+
+
+def read_checkpoint(path: str | Path, overrides: Mapping[str, Any] | None = None) -> CheckpointFiles:
+    """Read and check every file of a checkpoint directory (no unpickling), applying ``overrides``.
+
+    Raises:
+        CheckpointError: a missing or unreadable file, an unknown format, an invalid config, malformed statistics.
+        OverrideError: see :func:`apply_overrides`.
+    """
     path = Path(path)
     cfg, raw = read_config(path)
-    if overrides:
-        allowed = {"num_inference_steps", "inference_scheduler", "done_threshold", "done_source", "n_action_steps"}
-        bad = sorted(set(overrides) - allowed)
-        if bad:
-            raise CheckpointError(f"cannot override {bad} when loading a checkpoint (they change the network); "
-                                  f"allowed: {sorted(allowed)}")
-        try:
-            cfg = ExecutorConfig.from_dict({**cfg.to_dict(), **overrides})
-        except ConfigError as e:
-            raise CheckpointError(f"invalid override {overrides}: {e}") from e
+    cfg = apply_overrides(cfg, overrides, where=f"checkpoint {path}")
     wfile = path / WEIGHTS
     if not wfile.is_file():
         raise CheckpointError(f"checkpoint file missing: {wfile}")
@@ -158,18 +262,19 @@ def load_checkpoint(path: str | Path, text_encoder=None, overrides: dict[str, An
         weights = load_file(str(wfile), device="cpu")
     except Exception as e:  # safetensors raises its own error types on corrupt headers
         raise CheckpointError(f"{wfile} is not a readable safetensors file: {e}") from e
-    stats_raw = _read_json(path / STATS)
-    stats = validate_stats(stats_raw, {"action": cfg.action_dim, "observation.state": cfg.state_dim})
-    executor = DiffusionExecutor(cfg, text_encoder=text_encoder,
-                                 action_low=raw.get("action_low"), action_high=raw.get("action_high"))
-    load_weights_strict(executor, weights, str(wfile))
-    ref = MinMaxNormalizer(cfg.action_dim, cfg.state_dim)
-    ref.set_stats(stats)
-    for name, buf in ref.state_dict().items():
-        saved = executor.normalizer.state_dict()[name]
-        if not torch.allclose(saved, buf, rtol=1e-5, atol=1e-6):
-            raise CheckpointError(f"{path / STATS} disagrees with the normaliser in {wfile} ({name}: "
-                                  f"{buf.tolist()} vs {saved.tolist()}): wrong statistics for these weights")
+    stats = validate_stats(_read_json(path / STATS), {"action": cfg.action_dim, "observation.state": cfg.state_dim})
     cmd = path / COMMAND
-    executor.command = cmd.read_text().strip() if cmd.is_file() else ""
-    return executor.to(device).eval()
+    return CheckpointFiles(cfg=cfg, raw=raw, weights=weights, stats=stats,
+                           command=cmd.read_text().strip() if cmd.is_file() else "")
+
+
+def check_normalizer(normalizer: MinMaxNormalizer, stats: dict[str, Any], where: str) -> None:
+    """Raise :class:`CheckpointError` if the normaliser buffers loaded from the weights disagree with ``stats``."""
+    ref = MinMaxNormalizer(normalizer.action_center.numel(), normalizer.state_center.numel())
+    ref.set_stats(stats)
+    saved_state = normalizer.state_dict()
+    for name, buf in ref.state_dict().items():
+        saved = saved_state[name].to("cpu")
+        if not torch.allclose(saved, buf, rtol=1e-5, atol=1e-6):
+            raise CheckpointError(f"{where}: {STATS} disagrees with the normaliser in {WEIGHTS} ({name}: "
+                                  f"{buf.tolist()} vs {saved.tolist()}): wrong statistics for these weights")

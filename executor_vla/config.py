@@ -14,13 +14,12 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
+from executor_vla.sampling import PREDICTION_TYPES, SCHEDULERS
 from tandem.errors import ConfigError
 
 TraceMode = Literal["raster", "points"]
 ConditioningSource = Literal["subgoal", "instruction"]
 DoneSource = Literal["progress", "success"]
-
-_SCHEDULERS = ("DDIM", "DDPM", "DPMSolver")
 
 
 @dataclass
@@ -111,6 +110,10 @@ class ExecutorConfig:
 
     #: GroupNorm groups in the image encoder (fixed; channels must be multiples of it).
     n_groups_vision: ClassVar[int] = 8
+    #: Fields that only change how a trained network is run, not the network: a checkpoint may be loaded with
+    #: other values (:func:`executor_vla.checkpoint.apply_overrides`). All others are fixed by the weights.
+    INFERENCE_FIELDS: ClassVar[tuple[str, ...]] = ("inference_scheduler", "num_inference_steps", "n_action_steps",
+                                                   "done_source", "done_threshold")
 
     def __post_init__(self) -> None:
         self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]
@@ -140,10 +143,10 @@ class ExecutorConfig:
             errs.append(f"conditioning_source must be 'subgoal' or 'instruction' (got {self.conditioning_source!r})")
         if self.goal_encoder not in ("own", "shared"):
             errs.append(f"goal_encoder must be 'own' or 'shared' (got {self.goal_encoder!r})")
-        if self.prediction_type not in ("epsilon", "sample"):
-            errs.append(f"prediction_type must be 'epsilon' or 'sample' (got {self.prediction_type!r})")
-        if self.inference_scheduler not in _SCHEDULERS:
-            errs.append(f"inference_scheduler must be one of {_SCHEDULERS} (got {self.inference_scheduler!r})")
+        if self.prediction_type not in PREDICTION_TYPES:
+            errs.append(f"prediction_type must be one of {PREDICTION_TYPES} (got {self.prediction_type!r})")
+        if self.inference_scheduler not in SCHEDULERS:
+            errs.append(f"inference_scheduler must be one of {SCHEDULERS} (got {self.inference_scheduler!r})")
         if not 1 <= self.num_inference_steps <= self.num_train_timesteps:
             errs.append(f"num_inference_steps must be in [1, num_train_timesteps={self.num_train_timesteps}] "
                         f"(got {self.num_inference_steps})")
@@ -178,6 +181,9 @@ class ExecutorConfig:
     def from_dict(cls, d: dict[str, Any]) -> ExecutorConfig:
         """Build from a dict (e.g. Hydra or ``config.json``).
 
+        A ``None`` value of one of :attr:`INFERENCE_FIELDS` means its default (``configs/executor/diffusion.yaml``
+        leaves them null: "the checkpoint's" when a checkpoint is loaded, the default when training).
+
         Raises:
             ConfigError: on an unknown key (named) or an invalid value.
         """
@@ -185,4 +191,4 @@ class ExecutorConfig:
         unknown = sorted(set(d) - names)
         if unknown:
             raise ConfigError(f"unknown ExecutorConfig keys: {unknown}; known: {sorted(names)}")
-        return cls(**d)
+        return cls(**{k: v for k, v in d.items() if not (v is None and k in cls.INFERENCE_FIELDS)})

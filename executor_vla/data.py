@@ -25,6 +25,7 @@ import torch
 
 from executor_vla import schema
 from executor_vla.config import ExecutorConfig
+from executor_vla.dataset_timing import LEROBOT_TOLERANCE_S, timing_problems
 from executor_vla.network import TEXT_EMB_KEY
 from executor_vla.text_encoder import TextEncoder, load_text_encoder
 from tandem.errors import DatasetSchemaError
@@ -80,6 +81,30 @@ def check_features(features: dict[str, dict[str, Any]], cfg: ExecutorConfig) -> 
         raise DatasetSchemaError("dataset does not follow executor_vla.schema: " + "; ".join(problems))
 
 
+def check_image_sizes(features: dict[str, dict[str, Any]], cfg: ExecutorConfig) -> None:
+    """Refuse a dataset whose camera or goal images are not ``cfg.image_size`` (H, W) px.
+
+    Images are never resized for training: the closed loop renders (or the bridge crops and resizes) each camera
+    at ``cfg.image_size`` directly, and a bilinear resize of a 128 px frame to 84 px is not the 84 px render (4.4 %
+    of agentview pixels differ by more than 8/255). Training and inference then see the same pixels through the same
+    preprocessing: uint8 -> ``float / 255`` (LeRobot's decoding, ``DiffusionExecutor._image_tensor``).
+
+    Raises:
+        DatasetSchemaError: naming each image feature of another size, and the two ways out.
+    """
+    h, w = cfg.image_size
+    keys = [schema.image_key(c) for c in cfg.cameras] + ([schema.GOAL_IMAGE_KEY] if cfg.use_goal_image else [])
+    wrong = {k: tuple(features[k]["shape"][:2]) for k in keys if k in features
+             and tuple(features[k]["shape"][:2]) != (h, w)}
+    if wrong:
+        sizes = ", ".join(f"{k} {a}x{b}" for k, (a, b) in wrong.items())
+        raise DatasetSchemaError(
+            f"dataset images are not the executor's {h}x{w} px ({sizes}): training would have to resize them, while "
+            f"the closed loop renders {h}x{w} px directly, so the executor would learn from other pixels than it "
+            f"sees. Collect at the executor's size (tandem-collect 'env.image_size=[{h},{w}]') or train at the "
+            f"dataset's ('executor.image_size=[{next(iter(wrong.values()))[0]},{next(iter(wrong.values()))[1]}]')")
+
+
 class ExecutorDataset(torch.utils.data.Dataset):
     """Training samples from a LeRobotDataset in the tandem schema.
 
@@ -92,14 +117,21 @@ class ExecutorDataset(torch.utils.data.Dataset):
         cache: decode every frame once into RAM (:class:`~executor_vla.frame_cache.FrameCache`) and build
             the windows from there: identical items, about 3x faster training on a CPU, needs RAM for all
             frames (``frames x image keys x H x W x 3`` bytes).
+        control_hz: the control rate the executor will run at (Hz; the env's ``control_freq``, default
+            :data:`executor_vla.schema.FPS`): the dataset's fps must equal it.
+        tolerance_s: allowed deviation of each frame interval from ``1 / fps`` (s; LeRobot's default 1e-4).
 
     Raises:
-        DatasetSchemaError: missing/mis-shaped features, or a ``subgoal.task_index`` not in the tasks table.
+        DatasetSchemaError: missing/mis-shaped features; images whose size differs from ``cfg.image_size``
+            (never resized: see :func:`check_image_sizes`); an fps other than ``control_hz`` or frames not
+            ``1 / fps`` apart (:func:`executor_vla.dataset_timing.timing_problems`); a ``subgoal.task_index``
+            not in the tasks table.
         FileNotFoundError: if ``root`` does not exist.
     """
 
     def __init__(self, root: str | Path, cfg: ExecutorConfig, repo_id: str = "tandem/dataset",
-                 text_encoder: TextEncoder | None = None, episodes: list[int] | None = None, cache: bool = False):
+                 text_encoder: TextEncoder | None = None, episodes: list[int] | None = None, cache: bool = False,
+                 control_hz: float = schema.FPS, tolerance_s: float = LEROBOT_TOLERANCE_S):
         from lerobot.datasets.lerobot_dataset import LeRobotDataset, LeRobotDatasetMetadata
 
         root = Path(root)
@@ -108,9 +140,17 @@ class ExecutorDataset(torch.utils.data.Dataset):
         self.cfg = cfg
         meta = LeRobotDatasetMetadata(repo_id, root=root)
         check_features(meta.features, cfg)
+        check_image_sizes(meta.features, cfg)
         self.fps = int(meta.fps)
+        if float(meta.fps) != self.fps:
+            raise DatasetSchemaError(f"dataset at {root}: fps {meta.fps} is not a whole number of frames per second")
         self.ds = LeRobotDataset(repo_id, root=root, episodes=episodes, video_backend="pyav",
-                                 delta_timestamps=delta_timestamps(cfg, self.fps))
+                                 delta_timestamps=delta_timestamps(cfg, self.fps), tolerance_s=tolerance_s)
+        cols = self.ds.hf_dataset.select_columns(["timestamp", "episode_index"]).with_format("numpy")[:]
+        problems = timing_problems(meta.fps, cols["timestamp"], cols["episode_index"], control_hz, tolerance_s)
+        if problems:
+            raise DatasetSchemaError(f"dataset at {root} cannot train an executor run at {control_hz:g} Hz:\n  - "
+                                     + "\n  - ".join(problems))
         self.meta = self.ds.meta
         self.cache = None
         if cache:

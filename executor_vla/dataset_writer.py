@@ -406,31 +406,20 @@ class TandemDatasetWriter:
             self._ds = LeRobotDataset.resume(self.repo_id, root=self.root, video_backend="pyav")
         return self._ds
 
-    def _abandon_open_dataset(self) -> None:
-        """Drop the open LeRobot writer without letting it write anything more (its ``__del__`` finalizes)."""
+    def _abandon_open_dataset(self) -> str:
+        """Drop the open LeRobot writer without letting it write anything more. Returns a problem note or ``""``."""
         ds, self._ds = self._ds, None
         if ds is None:
-            return
-        w = getattr(ds, "writer", None)
-        meta = getattr(ds, "meta", None)
-        for obj, attr in ((w, "_pq_writer"), (meta, "_pq_writer")):
-            pqw = getattr(obj, attr, None) if obj is not None else None
-            if pqw is not None:
-                with contextlib.suppress(Exception):
-                    pqw.close()
-                setattr(obj, attr, None)
-        if meta is not None:
-            meta._metadata_buffer = []
-            meta._finalized = True
-        if w is not None:
-            with contextlib.suppress(Exception):
-                w.stop_image_writer()
-            w._finalized = True
-        ds._is_finalized = True
+            return ""
+        try:
+            abandon_lerobot_writer(ds)
+        except LeRobotInternalsChanged as e:
+            return f" WARNING: {e}"
+        return ""
 
     def _fail(self, what: str, error: BaseException) -> DatasetWriteError:
         self._wait_png_jobs(raise_errors=False)
-        self._abandon_open_dataset()
+        note = self._abandon_open_dataset()
         self._buffer, self._last_image = {}, {}
         lost = len(self._uncommitted)
         self._uncommitted = []
@@ -442,7 +431,7 @@ class TandemDatasetWriter:
         return DatasetWriteError(
             f"{what} failed at {self.root}: {type(error).__name__}: {error}. The dataset was {state}; "
             f"the episode being recorded and {lost} saved but uncommitted episode(s) were dropped. "
-            f"Fix the cause (e.g. free disk space) and rerun to resume."
+            f"Fix the cause (e.g. free disk space) and rerun to resume.{note}"
         )
 
     # ------------------------------------------------------------------ public API
@@ -655,6 +644,61 @@ class TandemDatasetWriter:
         if exc_type is not None:
             self.discard_episode()
         self.close()
+
+
+class LeRobotInternalsChanged(TandemError):
+    """The installed LeRobot lacks the private writer state :func:`abandon_lerobot_writer` relies on."""
+
+
+#: LeRobot 0.6.1's private attributes that :func:`abandon_lerobot_writer` sets, by owner: the dataset, its
+#: ``DatasetWriter`` (``ds.writer``) and its ``LeRobotDatasetMetadata`` (``ds.meta``).
+LEROBOT_PRIVATE_WRITER_STATE: dict[str, tuple[str, ...]] = {
+    "dataset": ("_is_finalized",),
+    "writer": ("_finalized",),
+    "meta": ("_pq_writer", "_metadata_buffer", "_finalized"),
+}
+
+
+def abandon_lerobot_writer(ds: Any) -> None:
+    """Make a LeRobotDataset in write mode forget its unwritten state, so that nothing more is ever written.
+
+    The one place in tandem that touches LeRobot's private state. After a write error the dataset is rolled back
+    to its last commit, and LeRobot must not write afterwards; but its only public exits (``finalize()``, and
+    ``__del__``, which calls it) flush the buffered episode metadata and write parquet footers. So: the data parquet
+    writer is closed and the image writer stopped through LeRobot's public ``DatasetWriter.close_writer()`` /
+    ``stop_image_writer()``; the metadata parquet writer is closed and its buffer dropped, and the three
+    ``finalized`` flags are set (private: :data:`LEROBOT_PRIVATE_WRITER_STATE`, LeRobot 0.6.1).
+    ``tests/unit/test_dataset_writer.py`` checks that the state exists and that nothing is written afterwards.
+
+    Raises:
+        LeRobotInternalsChanged: an attribute of :data:`LEROBOT_PRIVATE_WRITER_STATE` is missing (checked before
+            anything is changed; the caller rolls back from its journal anyway).
+    """
+    owners = {"dataset": ds, "writer": getattr(ds, "writer", None), "meta": getattr(ds, "meta", None)}
+    missing = [f"{owner}.{attr}" for owner, attrs in LEROBOT_PRIVATE_WRITER_STATE.items()
+               if owners[owner] is not None for attr in attrs if not hasattr(owners[owner], attr)]
+    if missing:
+        import lerobot
+
+        raise LeRobotInternalsChanged(
+            f"LeRobot {getattr(lerobot, '__version__', '?')} lacks {missing}, which tandem's dataset writer uses to "
+            "abandon a failed write (written for LeRobot 0.6.1): a later finalize() may write files after the "
+            "roll-back; reopening the dataset rolls them back again")
+    w, meta = owners["writer"], owners["meta"]
+    if w is not None:
+        with contextlib.suppress(Exception):
+            w.close_writer()
+        with contextlib.suppress(Exception):
+            w.stop_image_writer()
+        w._finalized = True
+    if meta is not None:
+        if meta._pq_writer is not None:
+            with contextlib.suppress(Exception):
+                meta._pq_writer.close()
+            meta._pq_writer = None
+        meta._metadata_buffer = []
+        meta._finalized = True
+    ds._is_finalized = True
 
 
 def _write_png(img: np.ndarray, path: Path, level: int) -> None:

@@ -21,11 +21,20 @@ Each control step (as ``lerobot.common.control_utils.predict_action`` does):
 ``set_subgoal`` calls ``policy.reset()``, which drops the queued actions (and the policy's observation history,
 refilled from the next frame). LeRobot policies have no done head, so ``subgoal_done()`` is always False: the
 agent's step budget ends each subgoal (run flat: one subgoal, ``agent.subgoal_step_budget=null``).
+
+**tandem's own policy type.** A ``tandem_diffusion`` pretrained_model (``lerobot-train --policy.type=tandem_diffusion``,
+:mod:`executor_vla.lerobot_plugin`) wraps a :class:`~executor_vla.policy.DiffusionExecutor`, which conditions on the
+whole subgoal (text, goal image, keypoint trace), keeps its own observation history and has a done head. LeRobot's
+single-frame batch carries none of that, so for this type the loaded policy's executor is driven directly:
+``set_subgoal`` / ``select_action`` / ``subgoal_done`` are the DiffusionExecutor's (its processors are identity
+normalisation plus the device step, which it does itself). Its text is chosen by its ``conditioning_source``;
+``task_text`` must name the same (``subgoal`` or ``instruction``) or loading raises ConfigError.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import json
 from collections.abc import Mapping
@@ -39,6 +48,8 @@ from tandem.errors import CheckpointError, ConfigError, NonFiniteActionError, Su
 from tandem.types import Observation, Subgoal, TaskSpec
 
 TaskText = Literal["subgoal", "instruction"]
+#: The LeRobot policy type of tandem's own executor (:mod:`executor_vla.lerobot_plugin`).
+TANDEM_POLICY_TYPE = "tandem_diffusion"
 #: Files a LeRobot ``pretrained_model`` directory must hold (the processors' statistics files are referenced
 #: from the two processor JSON files).
 REQUIRED_FILES: tuple[str, ...] = ("config.json", "model.safetensors", "policy_preprocessor.json",
@@ -73,13 +84,22 @@ class LeRobotPolicyExecutor:
         self.policy, self.preprocessor, self.postprocessor = policy, preprocessor, postprocessor
         self.task_text: TaskText = task_text
         self.camera_map = dict(camera_map or {})
-        self.image_keys, self.state_key, self.state_dim, self.action_dim = _policy_io(policy.config, self.camera_map)
+        #: the DiffusionExecutor of a ``tandem_diffusion`` policy, driven directly (see the module docstring)
+        self.tandem = policy.executor if getattr(policy, "name", None) == TANDEM_POLICY_TYPE else None
+        if self.tandem is not None:
+            self.image_keys, self.state_key, self.state_dim, self.action_dim = _tandem_io(
+                self.tandem.cfg, self.camera_map, task_text)
+        else:
+            self.image_keys, self.state_key, self.state_dim, self.action_dim = _policy_io(policy.config,
+                                                                                          self.camera_map)
         lo = np.full(self.action_dim, -1.0, np.float32) if action_low is None else np.asarray(action_low, np.float32)
         hi = np.full(self.action_dim, 1.0, np.float32) if action_high is None else np.asarray(action_high, np.float32)
         if lo.shape != (self.action_dim,) or hi.shape != (self.action_dim,):
             raise ConfigError(f"the LeRobot policy outputs {self.action_dim}-D actions but the controller limits are "
                               f"{lo.shape} / {hi.shape}")
         self.action_low, self.action_high = lo, hi
+        if self.tandem is not None:
+            self.tandem.action_low, self.tandem.action_high = lo, hi
         self.device = str(getattr(policy.config, "device", "cpu") or "cpu")
         self.text: str | None = None
         self.reset()
@@ -113,6 +133,8 @@ class LeRobotPolicyExecutor:
         except (OSError, ValueError) as e:
             raise CheckpointError(f"{path / 'config.json'} is not valid JSON: {e}") from e
 
+        if policy_type == TANDEM_POLICY_TYPE:
+            import executor_vla.lerobot_plugin  # noqa: F401  (registers the type with LeRobot)
         from lerobot.configs.policies import PreTrainedConfig
         from lerobot.policies.factory import get_policy_class, make_pre_post_processors
 
@@ -138,6 +160,8 @@ class LeRobotPolicyExecutor:
     # ------------------------------------------------------------------ Executor protocol
     def reset(self) -> None:
         """Forget the subgoal and the policy's observation history and action queue."""
+        if self.tandem is not None:
+            self.tandem.reset()
         self.policy.reset()
         for pipeline in (self.preprocessor, self.postprocessor):
             if hasattr(pipeline, "reset"):
@@ -159,6 +183,8 @@ class LeRobotPolicyExecutor:
             text = subgoal.text
         if not text or not text.strip():
             raise SubgoalSchemaError(f"subgoal {subgoal.id!r}: empty {self.task_text} text for the LeRobot policy")
+        if self.tandem is not None:
+            self.tandem.set_subgoal(subgoal, task)  # text, goal image and trace, as its config asks
         self.policy.reset()
         self.text = text
 
@@ -200,6 +226,8 @@ class LeRobotPolicyExecutor:
         """
         if self.text is None:
             raise SubgoalSchemaError("select_action called before set_subgoal")
+        if self.tandem is not None:
+            return self.tandem.select_action(self._renamed(observation))
         import torch
         from lerobot.policies.utils import prepare_observation_for_inference
 
@@ -217,8 +245,33 @@ class LeRobotPolicyExecutor:
         return np.clip(a, self.action_low, self.action_high).astype(np.float32)
 
     def subgoal_done(self) -> bool:
-        """Always False: LeRobot policies have no done head (the agent's step budget ends the subgoal)."""
-        return False
+        """The done head of a ``tandem_diffusion`` policy; False for other LeRobot policies, which have none (the
+        agent's step budget ends the subgoal)."""
+        return self.tandem.subgoal_done() if self.tandem is not None else False
+
+    def _renamed(self, observation: Observation) -> Observation:
+        """``observation`` with its images under the policy's camera names (``camera_map``)."""
+        if not self.camera_map:
+            return observation
+        images = {key[len(schema.IMAGE_PREFIX):]: observation.images[cam] for key, (cam, _, _) in self.image_keys.items()
+                  if cam in observation.images}
+        return dataclasses.replace(observation, images=images)
+
+
+def _tandem_io(cfg: Any, camera_map: Mapping[str, str], task_text: str
+               ) -> tuple[dict[str, tuple[str, int, int]], str, int, int]:
+    """:func:`_policy_io` for a ``tandem_diffusion`` policy, from its :class:`~executor_vla.config.ExecutorConfig`.
+
+    Raises:
+        ConfigError: ``task_text`` names another text than the policy's ``conditioning_source``.
+    """
+    if cfg.use_text and task_text != cfg.conditioning_source:
+        raise ConfigError(f"this tandem_diffusion policy conditions on the {cfg.conditioning_source} text "
+                          f"(conditioning_source={cfg.conditioning_source!r}) but executor.task_text={task_text!r}; "
+                          f"set executor.task_text={cfg.conditioning_source}")
+    h, w = cfg.image_size
+    images = {schema.image_key(c): (camera_map.get(c, c), int(h), int(w)) for c in cfg.cameras}
+    return images, schema.STATE_KEY, int(cfg.state_dim), int(cfg.action_dim)
 
 
 def _policy_io(cfg: Any, camera_map: Mapping[str, str]) -> tuple[dict[str, tuple[str, int, int]], str | None, int,

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tandem.errors import CheckpointError
+from tandem.errors import CheckpointError, ConfigError
 
 FAMILIES: tuple[str, ...] = ("track", "image")
 
@@ -67,3 +67,36 @@ def load_executor(path: str | Path, device: str = "cpu", overrides: dict[str, An
     from executor_vla.policy import DiffusionExecutor
 
     return DiffusionExecutor.from_checkpoint(path, device=device, overrides=overrides)
+
+
+def overrides_for(checkpoint: str | Path, node: Any) -> dict[str, Any]:
+    """The inference overrides a stack config's ``executor`` node asks of ``checkpoint``'s family.
+
+    * image family: :func:`executor_vla.checkpoint.overrides_from_config` (network settings that differ from the
+      checkpoint's are refused when applied);
+    * track family: the node's non-null values of ``TrackExecutorConfig.INFERENCE_OVERRIDES``; any other setting
+      the user changed from its default (``configs/executor/diffusion.yaml`` or ``track.yaml``) is refused.
+
+    Raises:
+        CheckpointError: unreadable checkpoint config.
+        ConfigError: a setting the track family cannot change at load time (named, with the allowed ones).
+    """
+    from executor_vla.checkpoint import WIRING_KEYS, overrides_from_config, plain_config_value
+
+    if checkpoint_family(checkpoint) == "image":
+        return overrides_from_config(node)
+    from executor_vla.track_config import TrackExecutorConfig
+
+    node = {} if node is None else {k: plain_config_value(v) for k, v in dict(node).items()}
+    if node.get("name") == "track":
+        defaults = TrackExecutorConfig().to_dict()
+        asked = {k: v for k, v in node.items() if k not in WIRING_KEYS and v is not None
+                 and (k in TrackExecutorConfig.INFERENCE_OVERRIDES or v != defaults.get(k, object()))}
+    else:
+        asked = overrides_from_config(node)
+    bad = sorted(k for k in asked if k not in TrackExecutorConfig.INFERENCE_OVERRIDES)
+    if bad:
+        raise ConfigError(f"executor settings {bad} cannot be changed for the track executor checkpoint {checkpoint} "
+                          f"(they are fixed by its weights, or do not apply to it); allowed: "
+                          f"{list(TrackExecutorConfig.INFERENCE_OVERRIDES)}")
+    return asked

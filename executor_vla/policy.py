@@ -2,9 +2,10 @@
 
 Method: Diffusion Policy (Chi et al., RSS 2023): a denoising diffusion model over action chunks
 ``(Tp, A)`` conditioned on To observation frames. Trained with diffusers' ``DDPMScheduler`` (100
-steps, squared-cosine betas); sampled with ``DDIMScheduler`` (Song et al. 2021) in few steps, or
-``DPMSolverMultistepScheduler``. Receding horizon: of each chunk predicted at step t, the actions
-for steps t .. t + Ta - 1 (indices ``To - 1 .. To - 2 + Ta``) are queued and executed.
+steps, squared-cosine betas); sampled with DDIM (Song et al. 2021) in few steps, DDPM, or DPM-Solver++
+through :class:`executor_vla.sampling.ChunkSampler` (trailing timesteps, the scheduler reset for every chunk).
+Receding horizon: of each chunk predicted at step t, the actions for steps t .. t + Ta - 1 (indices
+``To - 1 .. To - 2 + Ta``) are queued and executed.
 
 It implements :class:`tandem.protocols.Executor`:
 
@@ -23,6 +24,7 @@ The flat baseline is the same class with ``conditioning_source="instruction"``: 
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,40 +34,21 @@ import torch.nn.functional as F
 from torch import Tensor, nn
 
 from executor_vla import schema
+from executor_vla.checkpoint import (
+    WEIGHTS,
+    check_normalizer,
+    load_weights_strict,
+    read_checkpoint,
+    save_checkpoint,
+)
 from executor_vla.conditioning import rasterize_batch, resample_trace
 from executor_vla.config import ExecutorConfig
 from executor_vla.network import TEXT_EMB_KEY, TRACE_RASTER_KEY, ExecutorNet
 from executor_vla.normalizer import MinMaxNormalizer
+from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.text_encoder import TextEncoder, load_text_encoder
 from tandem.errors import ConfigError, DatasetSchemaError, NonFiniteActionError, SubgoalSchemaError
 from tandem.types import Observation, Subgoal, TaskSpec
-
-
-def make_train_scheduler(cfg: ExecutorConfig):
-    """diffusers ``DDPMScheduler`` for training (``clip_sample`` valid: actions are min-max scaled)."""
-    from diffusers import DDPMScheduler
-
-    return DDPMScheduler(num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
-                         clip_sample=cfg.clip_sample, clip_sample_range=1.0, prediction_type=cfg.prediction_type)
-
-
-def make_inference_scheduler(cfg: ExecutorConfig):
-    """The sampler named by ``cfg.inference_scheduler``, with ``cfg.num_inference_steps`` set.
-
-    The prediction type always matches training (``cfg.prediction_type``).
-    """
-    from diffusers import DDIMScheduler, DDPMScheduler, DPMSolverMultistepScheduler
-
-    common = dict(num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
-                  prediction_type=cfg.prediction_type)
-    if cfg.inference_scheduler == "DDIM":
-        s = DDIMScheduler(clip_sample=cfg.clip_sample, clip_sample_range=1.0, **common)
-    elif cfg.inference_scheduler == "DDPM":
-        s = DDPMScheduler(clip_sample=cfg.clip_sample, clip_sample_range=1.0, **common)
-    else:
-        s = DPMSolverMultistepScheduler(**common)
-    s.set_timesteps(cfg.num_inference_steps)
-    return s
 
 
 class DiffusionExecutor(nn.Module):
@@ -90,8 +73,11 @@ class DiffusionExecutor(nn.Module):
         self.cfg = cfg
         self.net = ExecutorNet(cfg)
         self.normalizer = MinMaxNormalizer(cfg.action_dim, cfg.state_dim)
-        self.train_scheduler = make_train_scheduler(cfg)
-        self.scheduler = make_inference_scheduler(cfg)
+        self.train_scheduler = make_train_scheduler(cfg.num_train_timesteps, cfg.beta_schedule, cfg.prediction_type,
+                                                    cfg.clip_sample)
+        self.sampler = ChunkSampler(cfg.inference_scheduler, cfg.num_inference_steps,
+                                    num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
+                                    prediction_type=cfg.prediction_type, clip_sample=cfg.clip_sample)
         self._text_encoder = text_encoder
         if text_encoder is not None and cfg.use_text and text_encoder.dim != cfg.text_dim:
             raise ConfigError(f"text encoder dim {text_encoder.dim} != cfg.text_dim {cfg.text_dim}")
@@ -125,8 +111,11 @@ class DiffusionExecutor(nn.Module):
     def prepare_batch(self, batch: dict[str, Any]) -> dict[str, Tensor]:
         """Add what the network needs but datasets do not store: the trace raster (raster mode).
 
-        Also resizes images/traces that come at a different resolution than ``cfg.image_size``.
-        ``batch`` tensors must already be on ``self.device``.
+        ``batch`` tensors must already be on ``self.device``. Images are never resized here: training and the
+        closed loop must see the same pixels (:func:`executor_vla.data.check_image_sizes`).
+
+        Raises:
+            DatasetSchemaError: an image whose (H, W) is not ``cfg.image_size``.
         """
         cfg = self.cfg
         out = dict(batch)
@@ -134,13 +123,8 @@ class DiffusionExecutor(nn.Module):
         for key in [schema.image_key(c) for c in cfg.cameras] + [schema.GOAL_IMAGE_KEY]:
             x = out.get(key)
             if isinstance(x, Tensor) and tuple(x.shape[-2:]) != (h, w):
-                lead = x.shape[:-3]
-                x = F.interpolate(x.reshape(-1, *x.shape[-3:]), size=(h, w), mode="bilinear", align_corners=False)
-                src = out[key].shape[-2:]
-                out[key] = x.reshape(*lead, *x.shape[-3:])
-                if key == schema.image_key(cfg.trace_camera) and schema.TRACE_KEY in out:
-                    scale = torch.tensor([w / src[1], h / src[0]], device=x.device)
-                    out[schema.TRACE_KEY] = out[schema.TRACE_KEY] * scale
+                raise DatasetSchemaError(f"{key} is {tuple(x.shape[-2:])} px but the executor takes ({h}, {w}); "
+                                         "images are not resized (collect or render at the executor's size)")
         if cfg.use_trace and cfg.trace_mode == "raster" and TRACE_RASTER_KEY not in out:
             out[TRACE_RASTER_KEY] = rasterize_batch(out[schema.TRACE_KEY], out[schema.TRACE_MASK_KEY], (h, w))
         return out
@@ -221,15 +205,9 @@ class DiffusionExecutor(nn.Module):
         elif cfg.use_trace and cfg.trace_mode == "raster" and TRACE_RASTER_KEY not in batch:
             raise SubgoalSchemaError("predict_action_chunk: raster trace conditioning needs subgoal.trace_raster")
         cond = self._global_cond(batch, augment=False, subgoal_cond=subgoal_cond)
-        b = cond.shape[0]
-        shape = (b, cfg.horizon, cfg.action_dim)
-        if generator is not None and generator.device != cond.device:  # a CPU generator drives GPU sampling
-            x = torch.randn(shape, generator=generator).to(cond.device)
-        else:
-            x = torch.randn(shape, device=cond.device, generator=generator)
-        for t in self.scheduler.timesteps:
-            model_out = self.net.unet(x, t.to(cond.device).expand(b), cond)
-            x = self.scheduler.step(model_out, t, x).prev_sample
+        shape = (cond.shape[0], cfg.horizon, cfg.action_dim)
+        x = self.sampler.sample(lambda noisy, t: self.net.unet(noisy, t, cond), shape, generator=generator,
+                                device=cond.device, dtype=cond.dtype)
         progress, success_logit = self.net.done_outputs(cond)
         self.last_progress, self.last_success_prob = progress, torch.sigmoid(success_logit)
         return self.normalizer.unnormalize_action(x)
@@ -375,21 +353,34 @@ class DiffusionExecutor(nn.Module):
     # ------------------------------------------------------------------ checkpoints
     def save(self, path: str | Path, command: str | None = None, extra: dict[str, Any] | None = None) -> Path:
         """Write a checkpoint directory (see :mod:`executor_vla.checkpoint`)."""
-        from executor_vla.checkpoint import save_checkpoint
-
         return save_checkpoint(self, path, command=command if command is not None else self.command, extra=extra)
 
     @classmethod
     def from_checkpoint(cls, path: str | Path, text_encoder: TextEncoder | None = None,
-                        overrides: dict[str, Any] | None = None, device: str = "cpu") -> DiffusionExecutor:
+                        overrides: Mapping[str, Any] | None = None, device: str = "cpu") -> DiffusionExecutor:
         """Load a checkpoint directory without unpickling (see :mod:`executor_vla.checkpoint`).
 
         Args:
-            overrides: inference-time config changes, e.g. ``{"num_inference_steps": 5}``.
+            path: a directory written by :meth:`save` (``tandem-train``).
+            text_encoder: an encoder to use instead of loading the checkpoint's (tests).
+            overrides: inference-time settings, e.g. ``{"inference_scheduler": "DDPM", "num_inference_steps": 3,
+                "n_action_steps": 4}``; every key of ``ExecutorConfig.INFERENCE_FIELDS`` is applied, ``None`` keeps the
+                checkpoint's value, any other field must equal the checkpoint's
+                (:func:`executor_vla.checkpoint.apply_overrides`).
+            device: torch device (``cpu``, ``cuda``, ``cuda:N``).
+
+        Returns:
+            the executor in eval mode on ``device``, with ``.command`` from ``command.txt``.
 
         Raises:
             CheckpointError: missing files, missing/unexpected/mis-shaped weights, wrong statistics.
+            OverrideError (a CheckpointError and a ConfigError): an override that is unknown, changes the network,
+                or is invalid; the message names the key.
         """
-        from executor_vla.checkpoint import load_checkpoint
-
-        return load_checkpoint(path, text_encoder=text_encoder, overrides=overrides, device=device)
+        files = read_checkpoint(path, overrides)
+        executor = cls(files.cfg, text_encoder=text_encoder, action_low=files.raw.get("action_low"),
+                       action_high=files.raw.get("action_high"))
+        load_weights_strict(executor, files.weights, str(Path(path) / WEIGHTS))
+        check_normalizer(executor.normalizer, files.stats, str(path))
+        executor.command = files.command
+        return executor.to(device).eval()

@@ -27,7 +27,7 @@ def _draw(img: np.ndarray, xy: np.ndarray, color: tuple[int, int, int], r: int =
 def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_episode: int = 2,
                            frames_per_subgoal: int = 12, image_size: tuple[int, int] = (32, 32),
                            trace_len: int = schema.TRACE_LEN, seed: int = 0,
-                           repo_id: str = "tandem/synthetic"):
+                           repo_id: str = "tandem/synthetic", fps: int = schema.FPS):
     """Write a LeRobotDataset v3 following :func:`executor_vla.schema.dataset_features` and return it.
 
     Each episode has ``subgoals_per_episode`` subgoals of ``frames_per_subgoal`` frames. Subgoal texts
@@ -37,6 +37,7 @@ def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_e
     Args:
         root: directory to create; must not exist (LeRobot refuses to overwrite).
         image_size: ``(H, W)`` px of every image (small by default to keep CI fast).
+        fps: frames per second recorded in ``meta/info.json`` (timestamps are ``frame_index / fps``).
 
     Returns:
         the finalized ``LeRobotDataset`` (open it again for reading with ``delta_timestamps``).
@@ -52,7 +53,7 @@ def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_e
     rng = np.random.default_rng(seed)
     h, w = image_size
     feats = schema.dataset_features(image_size=image_size, trace_len=trace_len)
-    ds = LeRobotDataset.create(repo_id=repo_id, fps=schema.FPS, features=feats, root=root,
+    ds = LeRobotDataset.create(repo_id=repo_id, fps=fps, features=feats, root=root,
                                robot_type="panda", use_videos=False)
     colors = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0)]
     for ep in range(n_episodes):

@@ -149,7 +149,9 @@ class TrackExecutorConfig:
         unknown = sorted(set(d) - known)
         if unknown:
             raise ConfigError(f"unknown TrackExecutorConfig keys {unknown}; known: {sorted(known)}")
-        return cls(**d)
+        # a null inference setting means its default (configs/executor/track.yaml: "the checkpoint's own" at load)
+        return cls(**{k: v for k, v in d.items() if not (v is None and k in cls.INFERENCE_OVERRIDES
+                                                         and k != "gripper_hysteresis")})
 
     def with_overrides(self, overrides: dict[str, Any]) -> TrackExecutorConfig:
         """A copy with inference-time overrides applied (:data:`INFERENCE_OVERRIDES`).

@@ -9,7 +9,7 @@ It implements ``tandem.protocols.Executor``. Inputs, at run time exactly what a 
 Features come from :func:`executor_vla.track_features.track_features`, the same function the dataset loader
 calls. The network (:mod:`executor_vla.track_net`) is about 2 M parameters; a chunk costs about a millisecond on
 one core. Methods: Diffusion Policy (Chi et al., RSS 2023: DDPM training, DDIM sampling with "trailing" timestep
-spacing, x0 prediction, action chunks with receding-horizon execution, EMA), the trace as in LoHo-Manip and
+spacing through :class:`executor_vla.sampling.ChunkSampler`, x0 prediction, action chunks with receding-horizon execution, EMA), the trace as in LoHo-Manip and
 track-conditioned policies (ATM, Wen et al. 2023; P3PO 2024), the 6-D rotation of Zhou et al. (2019).
 
 ``subgoal_done`` comes from a progress head trained on each frame's fraction of its subgoal attempt.
@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import collections
 import json
-import math
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -30,6 +29,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from executor_vla import schema
+from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.track_config import TrackExecutorConfig
 from executor_vla.track_data import TrackStats, trace_2d_features
 from executor_vla.track_features import feature_dim, track_features
@@ -39,51 +39,6 @@ from tandem.types import Observation, Subgoal, TaskSpec
 
 FORMAT = "tandem-executor/1"
 FAMILY = "track"
-
-
-class DDIMSampler:
-    """Deterministic DDIM (Song et al. 2021, eta = 0) over a DDPM schedule, with "trailing" timestep spacing.
-
-    Timesteps start at ``T - 1`` and are strictly decreasing (diffusers' default "leading" spacing starts a 10-step
-    run at t = 90 and a 1-step run at t = 0, which reads pure noise as a clean sample). The schedule's
-    ``alphas_cumprod`` come from diffusers' ``DDPMScheduler`` so training and sampling share one schedule.
-
-    Args:
-        alphas_cumprod: ``(T,)`` cumulative products of the training schedule.
-        steps: number of denoising steps (1 <= steps <= T).
-        prediction_type: ``"sample"`` (the model predicts x0) or ``"epsilon"``.
-        clip_sample: clamp the predicted x0 to ``[-1, 1]``.
-    """
-
-    def __init__(self, alphas_cumprod: Tensor, steps: int, prediction_type: str, clip_sample: bool):
-        t_total = len(alphas_cumprod)
-        if not 1 <= steps <= t_total:
-            raise ConfigError(f"num_inference_steps must be in [1, {t_total}], got {steps}")
-        self.timesteps = torch.round(torch.arange(t_total, 0, -t_total / steps)).long() - 1
-        self.alphas_cumprod = alphas_cumprod.double()
-        self.prediction_type, self.clip_sample = prediction_type, clip_sample
-
-    def sample(self, model: Any, shape: tuple[int, ...], generator: torch.Generator | None,
-               device: torch.device) -> Tensor:
-        """Denoise pure noise of ``shape`` with ``model(x (B, Tp, A), t (B,)) -> prediction``."""
-        x = torch.randn(shape, generator=generator).to(device)
-        ts = self.timesteps.tolist()
-        for i, t in enumerate(ts):
-            a_t = float(self.alphas_cumprod[t])
-            a_prev = float(self.alphas_cumprod[ts[i + 1]]) if i + 1 < len(ts) else 1.0
-            out = model(x, torch.full((shape[0],), t, device=device, dtype=torch.long))
-            if self.prediction_type == "sample":
-                x0 = out
-                if self.clip_sample:
-                    x0 = x0.clamp(-1.0, 1.0)
-                eps = (x - math.sqrt(a_t) * x0) / math.sqrt(max(1.0 - a_t, 1e-12))
-            else:
-                eps = out
-                x0 = (x - math.sqrt(1.0 - a_t) * eps) / math.sqrt(a_t)
-                if self.clip_sample:
-                    x0 = x0.clamp(-1.0, 1.0)
-            x = math.sqrt(a_prev) * x0 + math.sqrt(1.0 - a_prev) * eps
-        return x
 
 
 class TrackExecutor(nn.Module):
@@ -118,11 +73,8 @@ class TrackExecutor(nn.Module):
         self._text_encoder = text_encoder
         self.action_low = np.full(cfg.action_dim, -1.0, np.float32) if action_low is None else np.asarray(action_low, np.float32)
         self.action_high = np.full(cfg.action_dim, 1.0, np.float32) if action_high is None else np.asarray(action_high, np.float32)
-        from diffusers import DDPMScheduler
-
-        self.train_scheduler = DDPMScheduler(num_train_timesteps=cfg.num_train_timesteps,
-                                             beta_schedule=cfg.beta_schedule, clip_sample=cfg.clip_sample,
-                                             clip_sample_range=1.0, prediction_type=cfg.prediction_type)
+        self.train_scheduler = make_train_scheduler(cfg.num_train_timesteps, cfg.beta_schedule, cfg.prediction_type,
+                                                    cfg.clip_sample)
         self.command = ""
         self.reset()
 
@@ -214,12 +166,13 @@ class TrackExecutor(nn.Module):
         return self.compute_loss(batch)
 
     # ------------------------------------------------------------------ inference
-    def _sampler(self) -> Any:
+    def _sampler(self) -> ChunkSampler | None:
         cfg = self.cfg
-        if cfg.inference_scheduler == "DDIM":
-            return DDIMSampler(self.train_scheduler.alphas_cumprod, cfg.num_inference_steps, cfg.prediction_type,
-                               cfg.clip_sample)
-        return None
+        if cfg.head != "diffusion":
+            return None
+        return ChunkSampler(cfg.inference_scheduler, cfg.num_inference_steps, num_train_timesteps=cfg.num_train_timesteps,
+                            beta_schedule=cfg.beta_schedule, prediction_type=cfg.prediction_type,
+                            clip_sample=cfg.clip_sample)
 
     @torch.no_grad()
     def predict_action_chunk(self, obs: Tensor, text: Tensor | None,
@@ -237,28 +190,10 @@ class TrackExecutor(nn.Module):
         b = cond.shape[0]
         if cfg.head == "mse":
             x = self.net.regress(cond)
-        elif cfg.inference_scheduler == "DDIM":
-            x = self._ddim.sample(lambda x_t, t: self.net.denoiser(x_t, t, cond), (b, cfg.horizon, cfg.action_dim),
-                                  generator, cond.device)
         else:
-            x = self._diffusers_sample(cond, generator)
+            x = self._chunk_sampler.sample(lambda x_t, t: self.net.denoiser(x_t, t, cond),
+                                           (b, cfg.horizon, cfg.action_dim), generator, cond.device)
         return self.unnormalize_action(x), self.net.progress(cond)
-
-    def _diffusers_sample(self, cond: Tensor, generator: torch.Generator | None) -> Tensor:
-        from diffusers import DDPMScheduler, DPMSolverMultistepScheduler
-
-        cfg = self.cfg
-        common = dict(num_train_timesteps=cfg.num_train_timesteps, beta_schedule=cfg.beta_schedule,
-                      prediction_type=cfg.prediction_type, timestep_spacing="trailing")
-        sched = (DDPMScheduler(clip_sample=cfg.clip_sample, clip_sample_range=1.0, **common)
-                 if cfg.inference_scheduler == "DDPM" else DPMSolverMultistepScheduler(**common))
-        sched.set_timesteps(cfg.num_inference_steps)  # a fresh scheduler per chunk: no stale step index
-        b = cond.shape[0]
-        x = torch.randn((b, cfg.horizon, cfg.action_dim), generator=generator).to(cond.device)
-        for t in sched.timesteps:
-            out = self.net.denoiser(x, t.to(cond.device).expand(b), cond)
-            x = sched.step(out, t, x).prev_sample
-        return x.clamp(-1.0, 1.0) if cfg.clip_sample else x
 
     # ------------------------------------------------------------------ Executor protocol
     def reset(self) -> None:
@@ -271,7 +206,7 @@ class TrackExecutor(nn.Module):
         self._done = False
         self._gripper: float | None = None  # binarised gripper state (None until the first action)
         self.last_progress: float | None = None
-        self._ddim = self._sampler()
+        self._chunk_sampler = self._sampler()
 
     def _check_vocabulary(self, subgoal: Subgoal, task: TaskSpec | None) -> None:
         cfg = self.cfg

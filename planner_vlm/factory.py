@@ -9,7 +9,10 @@ Config keys (all optional but those of the chosen backend):
 * transformers: ``model_path``, ``device``, ``dtype``;
 * scripted: ``replies`` (list of strings, replayed in order; the last repeats);
 * both: ``temperature``, ``max_new_tokens``, ``prompt_version``, ``max_repairs``, ``cameras``;
-* planner only: ``trace_camera``, ``canonical_text``.
+* planner only: ``trace_camera``, ``canonical_text``, ``point_frame`` (``auto``: the frame the backend declares
+  for its model, see :mod:`planner_vlm.point_frames`; or ``pixels``, ``resized_pixels``, ``grid1000``, ``unit``)
+  and ``point_frame_resize`` (``{factor, min_pixels, max_pixels}`` of the server's processor, for
+  ``resized_pixels``).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from planner_vlm.clients.base import VLMClient
+from planner_vlm.point_frames import point_frame_from_config
 from planner_vlm.vlm_planner import VLMPlanner
 from planner_vlm.vlm_verifier import VLMVerifier
 from tandem.errors import ConfigError, UnknownNameError
@@ -96,10 +100,12 @@ def make_vlm_client(cfg: Any) -> VLMClient:
 def make_vlm_planner(cfg: Any, task: TaskSpec | None = None, client: VLMClient | None = None) -> VLMPlanner:
     """A :class:`~planner_vlm.vlm_planner.VLMPlanner` from ``cfg`` (``client`` overrides the configured backend)."""
     c = _to_dict(cfg)
+    client = client if client is not None else make_vlm_client(c)
     return VLMPlanner(
-        client if client is not None else make_vlm_client(c),
+        client,
         task,
-        prompt_version=str(c.get("prompt_version", "v1")),
+        point_frame=point_frame_from_config(c.get("point_frame"), client.point_frame, c.get("point_frame_resize")),
+        prompt_version=str(c.get("prompt_version", "v2")),
         trace_camera=str(c.get("trace_camera", "agentview")),
         cameras=c.get("cameras") or None,
         max_repairs=int(c.get("max_repairs", 1)),

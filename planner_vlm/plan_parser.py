@@ -7,15 +7,17 @@ raises :class:`tandem.errors.PlanParseError` (with the offending text); no other
 Steps:
 
 1. size limit (``max_chars``), then accept either the bare JSON object or exactly one fenced
-   block (`````json ... `````), optionally after a leading ``<think>...</think>`` block (reasoning
-   models); any other prose around the JSON is rejected;
+   block (`````json ... `````), optionally after leading reasoning (``<think>...</think>`` blocks, or
+   reasoning closed by ``</think>`` alone: :func:`planner_vlm.reasoning.split_think_blocks`); any other
+   prose around the JSON is rejected;
 2. ``json.loads`` with ``NaN``/``Infinity`` rejected, nesting depth and huge numbers caught;
 3. structural validation with the strict pydantic models of :mod:`planner_vlm.plan_schema`;
 4. task checks: skills exist in ``task.skills``; each arg is one of ``task.objects + task.targets``;
    the number of args matches the skill's predicate template; args of one subgoal are distinct;
    free text has no control or format characters (bidi overrides, zero-width); the trace camera is
-   a task camera (or the required one) and every point lies in ``[0, W) x [0, H)`` of
-   ``task.image_size``; a trace needs a remaining subgoal.
+   a task camera (or the required one) and every point lies inside the model's point frame
+   (:class:`planner_vlm.point_frames.PointFrame`: camera pixels, the processor's resized pixels, a 0-1000
+   grid or 0-1), and is converted to camera pixels of ``task.image_size``; a trace needs a remaining subgoal.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from planner_vlm.plan_schema import PlanOut, SubgoalOut, VerdictOut
+from planner_vlm.point_frames import PointFrame
+from planner_vlm.reasoning import UnclosedReasoning, split_think_blocks
 from tandem.errors import PlanParseError
 from tandem.types import KeypointTrace, Plan, Subgoal, TaskSpec, Verdict
 
@@ -38,7 +42,6 @@ from tandem.types import KeypointTrace, Plan, Subgoal, TaskSpec, Verdict
 DEFAULT_MAX_CHARS = 20_000
 
 _FENCE = re.compile(r"^```[a-zA-Z0-9_-]*[ \t]*\n(.*?)\n?```$", re.DOTALL)
-_THINK = re.compile(r"^<think>.*?</think>", re.DOTALL)
 
 IdFn = Callable[[str, tuple[str, ...], str, int], str]
 
@@ -57,10 +60,10 @@ def extract_json_object(text: str, max_chars: int = DEFAULT_MAX_CHARS) -> dict[s
         raise PlanParseError(f"model output must be a string, got {type(text).__name__}", repr(text)[:4000])
     if len(text) > max_chars:
         raise PlanParseError(f"model output too long: {len(text)} characters > {max_chars}", text)
-    body = text.strip()
-    think = _THINK.match(body)
-    if think:
-        body = body[think.end():].strip()
+    try:
+        _, body = split_think_blocks(text)
+    except UnclosedReasoning as e:
+        raise PlanParseError(f"no answer after the reasoning: {e}", text) from None
     if body.startswith("```"):
         m = _FENCE.match(body)
         if not m:
@@ -134,6 +137,7 @@ def parse_plan(
     canonical_text: bool = True,
     id_fn: IdFn | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
+    point_frame: PointFrame | None = None,
 ) -> Plan:
     """Turn a model reply into a :class:`~tandem.types.Plan` for ``task``, or raise.
 
@@ -145,10 +149,11 @@ def parse_plan(
             wording the executor was trained on); the model's own text is still checked.
         id_fn: ``(skill, args, "done"|"remaining", index) -> id``; default ``"done0"``, ``"rem0"``...
         max_chars: longest accepted output.
+        point_frame: the frame the model writes ``next_trace.points`` in (default: camera pixels).
 
     Returns:
-        The plan; ``remaining[0].trace`` is a :class:`~tandem.types.KeypointTrace` (``(K, 2)`` px,
-        ``image_size = task.image_size``) when the model gave one.
+        The plan; ``remaining[0].trace`` is a :class:`~tandem.types.KeypointTrace` (``(K, 2)`` camera px,
+        ``image_size = task.image_size``, converted from ``point_frame``) when the model gave one.
 
     Raises:
         PlanParseError: for any output that is not a valid plan of this task; ``.text`` holds the output.
@@ -179,12 +184,13 @@ def parse_plan(
         H, W = task.image_size
         if not np.all(np.isfinite(pts)):
             raise PlanParseError("next_trace.points contains a non-finite number", text)
-        bad = np.flatnonzero((pts[:, 0] < 0) | (pts[:, 0] >= W) | (pts[:, 1] < 0) | (pts[:, 1] >= H))
+        frame = point_frame or PointFrame("pixels")
+        bad = frame.out_of_frame(pts, (H, W))
         if bad.size:
             i = int(bad[0])
-            raise PlanParseError(f"next_trace.points[{i}] = {pts[i].tolist()} lies outside the {W}x{H} px image "
-                                 f"(x in [0, {W}), y in [0, {H}))", text)
-        trace = KeypointTrace(camera=cam, points=pts, image_size=(int(H), int(W)))
+            raise PlanParseError(f"next_trace.points[{i}] = {pts[i].tolist()} lies outside the {frame.kind} frame: "
+                                 f"{frame.describe((H, W))}", text)
+        trace = KeypointTrace(camera=cam, points=frame.to_camera_pixels(pts, (H, W)), image_size=(int(H), int(W)))
 
     def make(sg: SubgoalOut, field: str, i: int) -> Subgoal:
         args = tuple(sg.args)

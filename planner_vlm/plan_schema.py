@@ -28,6 +28,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from planner_vlm.point_frames import PointFrame
 from tandem.types import TaskSpec
 
 #: Bounds shared by the pydantic models and the JSON schemas.
@@ -92,13 +93,15 @@ def _subgoal_schema(skills: list[str], names: list[str]) -> dict[str, Any]:
     }
 
 
-def plan_json_schema(task: TaskSpec, trace_camera: str | None = None) -> dict[str, Any]:
+def plan_json_schema(task: TaskSpec, trace_camera: str | None = None,
+                     point_frame: PointFrame | None = None) -> dict[str, Any]:
     """JSON schema of a plan reply for ``task``.
 
     Args:
         task: gives the skill enum (``task.skills``), the name enum (``task.objects + task.targets``)
             and the camera enum (``task.cameras``).
         trace_camera: if given, ``next_trace.camera`` must be exactly this camera.
+        point_frame: the frame the model writes trace points in (its description; default camera pixels).
 
     Returns:
         A JSON-schema dict (draft 2020-12 subset used by OpenAI structured outputs).
@@ -116,7 +119,7 @@ def plan_json_schema(task: TaskSpec, trace_camera: str | None = None) -> dict[st
                 "type": "array",
                 "minItems": 1,
                 "maxItems": MAX_TRACE_POINTS,
-                "description": f"[x, y] pixels, x in [0, {W}), y in [0, {H}), origin top-left",
+                "description": (point_frame or PointFrame("pixels")).describe((H, W)) + ", origin top-left",
                 "items": {"type": "array", "items": {"type": "number"}, "minItems": 2, "maxItems": 2},
             },
         },

@@ -27,6 +27,7 @@ from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient
 from planner_vlm.exchange_log import exchange_record
 from planner_vlm.plan_parser import DEFAULT_MAX_CHARS, parse_plan
 from planner_vlm.plan_schema import plan_json_schema
+from planner_vlm.point_frames import PointFrame
 from planner_vlm.prompting import compact_memory, failure_note, observation_images, skills_block
 from planner_vlm.prompts import load_prompt
 from tandem.errors import ConfigError, PlanParseError
@@ -52,6 +53,9 @@ class VLMPlanner:
         use_schema: pass the task's JSON schema to the client (enforced by servers that support it).
         max_new_tokens, temperature: per-call overrides for the client (None: client defaults).
         max_chars: longest reply the parser accepts.
+        point_frame: the frame the model writes trace points in (None: the one the client declares for its
+            model, ``client.point_frame``). The prompt (``plan_v2``) asks for it, and the parser converts the points
+            to camera pixels.
 
     Attributes:
         source: ``"vlm"`` (recorded with each plan in memory).
@@ -72,7 +76,7 @@ class VLMPlanner:
         client: VLMClient,
         task: TaskSpec | None = None,
         *,
-        prompt_version: str = "v1",
+        prompt_version: str = "v2",
         trace_camera: str = "agentview",
         cameras: list[str] | tuple[str, ...] | None = None,
         max_repairs: int = 1,
@@ -81,8 +85,10 @@ class VLMPlanner:
         max_new_tokens: int | None = None,
         temperature: float | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        point_frame: PointFrame | None = None,
     ):
         self.client = client
+        self.point_frame = point_frame or client.point_frame
         self.prompt = load_prompt("plan", prompt_version)
         self.repair_prompt = load_prompt("repair", prompt_version)
         self.trace_camera = trace_camera
@@ -128,7 +134,7 @@ class VLMPlanner:
         task = self._task()
         cams = self.cameras or [c for c in task.cameras if c in observation.images]
         images = observation_images(observation, cams)
-        H, W = task.image_size
+        H, W = self.point_frame.model_image_size(task.image_size)  # what the model sees (Qwen2.5-VL: resized)
         system, user = self.prompt.render(
             instruction=task.instruction,
             skills=skills_block(task),
@@ -141,6 +147,7 @@ class VLMPlanner:
             memory=compact_memory(view),
             failure_note=failure_note(view),
             trace_camera=self.trace_camera,
+            trace_frame=self.point_frame.describe(task.image_size),
             schema=self._schema_text(),
         )
         parts: list[TextPart | ImagePart] = [TextPart(user)]
@@ -149,7 +156,7 @@ class VLMPlanner:
         return [ChatMessage.text("system", system), ChatMessage(role="user", parts=parts)]
 
     def _schema(self) -> dict[str, Any]:
-        return plan_json_schema(self._task(), self.trace_camera)
+        return plan_json_schema(self._task(), self.trace_camera, self.point_frame)
 
     def _schema_text(self) -> str:
         import json
@@ -187,7 +194,8 @@ class VLMPlanner:
                 break
             try:
                 plan = parse_plan(reply.text, task, trace_camera=self.trace_camera,
-                                  canonical_text=self.canonical_text, max_chars=self.max_chars)
+                                  canonical_text=self.canonical_text, max_chars=self.max_chars,
+                                  point_frame=self.point_frame)
             except PlanParseError as e:
                 reason = e.reason
                 self._log(memory, step, rnd, messages, reply, {"ok": False, "error": reason}, None)

@@ -22,7 +22,7 @@ logger = logging.getLogger(__name__)
 
 PLANNERS = ("oracle", "vlm", "instruction")
 VERIFIERS = ("oracle", "vlm", "oracle_task")
-EXECUTORS = ("scripted", "diffusion", "lerobot")
+EXECUTORS = ("scripted", "diffusion", "track", "lerobot")
 GOAL_PRODUCERS = ("oracle", "none")
 #: Component names of the design (ARCHITECTURE.md) that ``tandem.assembly`` cannot build yet.
 NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {"planner": ("learned",), "verifier": ("learned",)}
@@ -192,7 +192,7 @@ def executor_observation_spec(cfg: Any) -> tuple[tuple[str, ...], tuple[int, int
     Raises:
         ConfigError: from :func:`resolve_checkpoint`.
     """
-    if config_get(config_get(cfg, "executor"), "name", "scripted") != "diffusion":
+    if config_get(config_get(cfg, "executor"), "name", "scripted") not in ("diffusion", "track"):
         return None
     ex = _checkpoint_executor_dict(resolve_checkpoint(cfg))
     if ex is None or "cameras" not in ex or "image_size" not in ex:  # e.g. a track checkpoint: it sees no images
@@ -265,13 +265,14 @@ def build_executor(cfg: Any, env: Env) -> Executor:
         from sim.experts import ScriptedExecutor
 
         return ScriptedExecutor(env)
-    if name == "diffusion":
+    if name in ("diffusion", "track"):  # any tandem checkpoint; its family (track or image) picks the class
         checkpoint = resolve_checkpoint(cfg)
         planner = config_get(config_get(cfg, "planner"), "name", "oracle")
-        from executor_vla.loading import load_executor
+        from executor_vla.loading import load_executor, overrides_for
 
         set_torch_threads(config_get(ex_cfg, "torch_threads"))
-        executor = load_executor(checkpoint, device=config_get(ex_cfg, "device", "cpu"))
+        executor = load_executor(checkpoint, device=config_get(ex_cfg, "device", "cpu"),
+                                 overrides=overrides_for(checkpoint, ex_cfg))
         check_executor_conditioning(planner, checkpoint, conditioning=executor.cfg.conditioning_source)  # loaded cfg
         if hasattr(executor, "action_low"):
             executor.action_low = getattr(env, "action_low", executor.action_low)

@@ -17,6 +17,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 import numpy as np
 
+from planner_vlm.point_frames import PointFrame
 from tandem.errors import TandemError
 
 Role = Literal["system", "user", "assistant"]
@@ -121,9 +122,12 @@ class VLMClient(Protocol):
 
     Attributes:
         backend: ``"transformers"``, ``"openai"`` or ``"scripted"``.
+        point_frame: the frame the model writes image points in (:mod:`planner_vlm.point_frames`), declared by
+            the backend for its model (e.g. Qwen2.5-VL: the processor's resized pixels).
     """
 
     backend: str
+    point_frame: PointFrame
 
     def generate(
         self,

@@ -30,8 +30,12 @@ import numpy as np
 from PIL import Image
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClientError, VLMReply
+from planner_vlm.point_frames import PointFrame, default_point_frame
+from planner_vlm.reasoning import answer_from_message
 from tandem.errors import ConfigError
 
+#: Characters of a reply's reasoning kept in ``VLMReply.meta["reasoning"]`` (the episode log).
+REASONING_LOG_CHARS = 4000
 #: HTTP status codes worth retrying (rate limit, server busy/overloaded).
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 
@@ -78,6 +82,8 @@ class OpenAICompatibleClient:
         temperature, max_new_tokens: defaults per call (``max_tokens`` in the request).
         use_json_schema: send ``response_format: json_schema`` when a schema is given.
         extra_body: extra top-level request fields (e.g. ``{"top_p": 0.9}``).
+        point_frame: the frame the served model writes image points in; default: from the model name
+            (:func:`planner_vlm.point_frames.default_point_frame`).
 
     Raises:
         ConfigError: on an empty or non-http ``base_url``, an empty ``model`` or bad numbers.
@@ -98,6 +104,7 @@ class OpenAICompatibleClient:
         max_new_tokens: int = 1024,
         use_json_schema: bool = True,
         extra_body: dict[str, Any] | None = None,
+        point_frame: PointFrame | None = None,
     ):
         if not base_url or not isinstance(base_url, str):
             raise ConfigError("planner.base_url is required for backend=openai, e.g. http://127.0.0.1:8000/v1")
@@ -117,6 +124,7 @@ class OpenAICompatibleClient:
         self.max_new_tokens = int(max_new_tokens)
         self.use_json_schema = bool(use_json_schema)
         self.extra_body = dict(extra_body or {})
+        self.point_frame = point_frame or default_point_frame(model)
         self._schema_supported = True  # set False once a server rejects response_format
         self._sleep = time.sleep  # replaceable in tests
 
@@ -191,13 +199,17 @@ class OpenAICompatibleClient:
         max_new_tokens: int | None = None,
         temperature: float | None = None,
     ) -> VLMReply:
-        """POST the conversation and return the first choice's ``message.content``.
+        """POST the conversation and return the first choice's answer.
 
+        The answer is ``message.content`` (text, or the text of its content parts). A reasoning model's thinking
+        (``reasoning_content`` / ``reasoning`` fields, reasoning parts) goes to ``meta["reasoning"]``; when
+        ``content`` is empty the answer is the last JSON object of the reasoning
+        (:func:`planner_vlm.reasoning.answer_from_message`; ``meta["answer_from"]`` says which).
         Retries transient failures ``max_retries`` times with exponential backoff.
 
         Raises:
             VLMClientError: on a non-retryable HTTP error, after the last retry, or on a reply
-                without ``choices[0].message.content``.
+                without ``choices[0].message``.
         """
         t0 = time.perf_counter()
         attempt = 0
@@ -223,7 +235,7 @@ class OpenAICompatibleClient:
                     raise
                 delay = min(30.0, self.backoff_s * 2 ** (attempt - 1)) * (1 + 0.25 * random.random())
                 self._sleep(delay)
-        text = _content_of(reply)
+        text, reasoning, source = _answer_of(reply)
         return VLMReply(
             text=text,
             latency_s=time.perf_counter() - t0,
@@ -235,6 +247,9 @@ class OpenAICompatibleClient:
                 "schema_dropped": schema_dropped,
                 "usage": reply.get("usage"),
                 "finish_reason": _finish_reason(reply),
+                "answer_from": source,
+                "reasoning": reasoning[:REASONING_LOG_CHARS] if reasoning else None,
+                "reasoning_chars": len(reasoning),
             },
         )
 
@@ -248,18 +263,22 @@ def _mentions_schema(detail: str) -> bool:
     return any(k in d for k in ("response_format", "json_schema", "structured", "guided"))
 
 
-def _content_of(reply: Any) -> str:
+def _answer_of(reply: Any) -> tuple[str, str, str]:
+    """``(answer, reasoning, source)`` of the first choice (:func:`planner_vlm.reasoning.answer_from_message`).
+
+    Raises:
+        VLMClientError: no ``choices[0].message``, or a ``content`` that is neither text, parts nor null.
+    """
     try:
-        content = reply["choices"][0]["message"]["content"]
+        message = reply["choices"][0]["message"]
     except (KeyError, IndexError, TypeError) as e:
-        raise VLMClientError("openai", f"reply has no choices[0].message.content: {str(reply)[:500]}") from e
-    if content is None:
-        content = ""
-    if isinstance(content, list):  # some servers return content parts
-        content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    if not isinstance(content, str):
-        raise VLMClientError("openai", f"choices[0].message.content is {type(content).__name__}, not a string")
-    return content
+        raise VLMClientError("openai", f"reply has no choices[0].message: {str(reply)[:500]}") from e
+    if not isinstance(message, dict):
+        raise VLMClientError("openai", f"choices[0].message is {type(message).__name__}, not an object")
+    try:
+        return answer_from_message(message)
+    except TypeError as e:
+        raise VLMClientError("openai", f"choices[0].{e}") from e
 
 
 def _finish_reason(reply: Any) -> str | None:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from planner_vlm.clients.base import ChatMessage, VLMClientError, VLMReply
+from planner_vlm.point_frames import PointFrame
 
 ReplyFn = Callable[[list[ChatMessage], "dict[str, Any] | None"], str]
 
@@ -22,6 +23,7 @@ class ScriptedVLMClient:
         replies: strings returned in order, or callables ``(messages, json_schema) -> str``
             evaluated at call time.
         repeat_last: once the script is used up, keep returning the last entry (else raise).
+        point_frame: the frame the scripted replies write points in (default: camera pixels).
 
     Attributes:
         requests: one ``{"messages", "json_schema", "schema_name", "max_new_tokens", "temperature"}``
@@ -33,8 +35,10 @@ class ScriptedVLMClient:
 
     backend = "scripted"
 
-    def __init__(self, replies: Sequence[str | ReplyFn], repeat_last: bool = False):
+    def __init__(self, replies: Sequence[str | ReplyFn], repeat_last: bool = False,
+                 point_frame: PointFrame | None = None):
         self.replies = list(replies)
+        self.point_frame = point_frame or PointFrame("pixels")
         self.repeat_last = repeat_last
         self.requests: list[dict[str, Any]] = []
         self._i = 0

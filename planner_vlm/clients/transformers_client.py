@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, VLMClientError, VLMReply
+from planner_vlm.point_frames import PointFrame, default_point_frame
 from tandem.errors import ConfigError
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -118,6 +119,7 @@ class TransformersVLMClient:
         self.model.to(self.device)
         self.model.eval()
         self.model_name = getattr(self.model.config, "_name_or_path", str(path)) or str(path)
+        self.point_frame = processor_point_frame(getattr(self.model.config, "model_type", ""), self.processor)
 
     def build_prompt(self, messages: list[ChatMessage]) -> tuple[str, list[Any]]:
         """Render ``messages`` with the processor's chat template.
@@ -210,6 +212,24 @@ class TransformersVLMClient:
                 "schema_enforced": False,
             },
         )
+
+
+def processor_point_frame(model_type: str, processor: Any) -> PointFrame:
+    """The point frame of a loaded model: :func:`~planner_vlm.point_frames.default_point_frame` of its
+    ``model_type``; for ``resized_pixels`` (Qwen2.5-VL) the resize rule is read from its image processor
+    (``patch_size * merge_size``, ``size["shortest_edge"]`` / ``["longest_edge"]``, or ``min_pixels`` / ``max_pixels``)
+    when it has them, so the frame is the exact image the model was fed."""
+    frame = default_point_frame(model_type)
+    if frame.kind != "resized_pixels":
+        return frame
+    ip = getattr(processor, "image_processor", None)
+    size = getattr(ip, "size", None) or {}
+    size = size if isinstance(size, dict) else {}
+    patch, merge = getattr(ip, "patch_size", None), getattr(ip, "merge_size", None)
+    lo = size.get("shortest_edge") or getattr(ip, "min_pixels", None)
+    hi = size.get("longest_edge") or getattr(ip, "max_pixels", None)
+    return PointFrame("resized_pixels", factor=int(patch * merge) if patch and merge else frame.factor,
+                      min_pixels=int(lo) if lo else frame.min_pixels, max_pixels=int(hi) if hi else frame.max_pixels)
 
 
 def _merge_system_into_user(conv: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -1,4 +1,9 @@
-"""RobotEnv over the in-process transport: observation assembly, commands, and every kind of bad input."""
+"""RobotEnv over the in-process transport: observation assembly, commands, and every kind of bad input.
+
+Time is a manual clock shared by the fake robot and the env (the transport's clock, which stamps messages and
+judges their age): message ages and policy deadlines are set by advancing it, never by how fast a loaded machine
+runs the test. Only the pacing of commands (``execute_chunk``) and the watchdog thread use real time.
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,19 @@ from tandem.errors import ConfigError, NonFiniteActionError  # noqa: E402
 from tandem.protocols import Env  # noqa: E402
 
 H, W = 8, 10
+
+
+class ManualClock:
+    """A clock that moves only when told (s)."""
+
+    def __init__(self, t: float = 1000.0):
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+    def advance(self, dt: float) -> None:
+        self.t += dt
 
 
 def config(**over) -> dict:
@@ -42,8 +60,9 @@ def config(**over) -> dict:
 class FakeRobot:
     """Publishes camera, joints and pose on the bus; records the commands it receives."""
 
-    def __init__(self, bus: InProcessBus):
-        self.t = InProcessTransport(bus)
+    def __init__(self, bus: InProcessBus, clock: ManualClock):
+        self.clock = clock
+        self.t = InProcessTransport(bus, clock)
         ty = self.t.msg_type
         self.ty = ty
         self.pub_img = self.t.create_publisher("/front/image", "sensor_msgs/msg/Image")
@@ -58,7 +77,7 @@ class FakeRobot:
         self.img = np.arange(H * W * 3, dtype=np.uint8).reshape(H, W, 3)
 
     def publish(self, stamp: float | None = None, pos=(0.1, 0.0, 0.5), width=0.06):
-        s = time.time() if stamp is None else stamp
+        s = self.clock() if stamp is None else stamp
         self.pub_img(cv.image_to_msg(self.ty, self.img, s, "cam"))
         self.pub_js(cv.joint_state_to_msg(self.ty, ["j1", "f1", "f2"], [0.3, width / 2, width / 2], s))
         self.pub_pose(cv.pose_to_msg(self.ty, pos, [1, 0, 0, 0], s, "base"))
@@ -70,11 +89,11 @@ class FakeRobot:
 @pytest.fixture
 def rig():
     bus = InProcessBus()
-    robot = FakeRobot(bus)
+    robot = FakeRobot(bus, ManualClock())
     envs = []
 
     def make(**over):
-        env = RobotEnv(bridge_config_from_dict(config(**over)), InProcessTransport(bus))
+        env = RobotEnv(bridge_config_from_dict(config(**over)), InProcessTransport(bus, robot.clock))
         envs.append(env)
         return env
 
@@ -120,7 +139,7 @@ def test_step_sends_mapped_twist_and_gripper(rig):
 def test_missing_topic_at_reset_raises_naming_it(rig):
     robot, make, _ = rig
     env = make()
-    robot.pub_img(cv.image_to_msg(robot.ty, robot.img, time.time(), "cam"))
+    robot.pub_img(cv.image_to_msg(robot.ty, robot.img, robot.clock(), "cam"))
     with pytest.raises(MissingTopicError, match="/joint_states"):
         env.reset()
 
@@ -130,8 +149,8 @@ def test_stale_topic_stops(rig):
     env = make()
     robot.publish()
     env.reset()
-    robot.publish(stamp=time.time() - 1.0)  # older than max_message_age_s = 0.2 s (and out of order)
-    time.sleep(0.25)
+    robot.clock.advance(0.25)
+    robot.publish(stamp=robot.clock() - 1.0)  # older than max_message_age_s = 0.2 s (and out of order)
     _, _, _, _, info = env.step(np.full(7, 0.5))
     assert info["stopped"] and "stale" in kinds(env)
     lin, ang = robot.last_twist()
@@ -143,7 +162,7 @@ def test_malformed_out_of_order_and_future_messages_are_dropped(rig):
     env = make()
     robot.publish()
     env.reset()
-    now = time.time()
+    now = robot.clock()
     robot.pub_js(robot.ty("sensor_msgs/msg/JointState")(header=cv.make_header(robot.ty, now, ""), name=["a", "b"],
                                                         position=[0.0], velocity=[], effort=[]))
     robot.pub_img(robot.ty("sensor_msgs/msg/Image")(header=cv.make_header(robot.ty, now, ""), height=H, width=W,
@@ -159,7 +178,7 @@ def test_malformed_out_of_order_and_future_messages_are_dropped(rig):
 def test_wrong_image_size_is_malformed(rig):
     robot, make, _ = rig
     env = make()
-    robot.pub_img(cv.image_to_msg(robot.ty, np.zeros((4, 4, 3), np.uint8), time.time(), "cam"))
+    robot.pub_img(cv.image_to_msg(robot.ty, np.zeros((4, 4, 3), np.uint8), robot.clock(), "cam"))
     assert "malformed_message" in kinds(env) and "config.image_size" in env.events[-1]["detail"]
 
 
@@ -180,7 +199,7 @@ def test_policy_deadline_miss_stops(rig):
     env = make()
     robot.publish()
     env.reset()
-    time.sleep(0.25)  # the "policy" takes longer than policy_deadline_s = 0.2 s
+    robot.clock.advance(0.25)  # the "policy" takes longer than policy_deadline_s = 0.2 s
     robot.publish()
     _, _, _, _, info = env.step(np.full(7, 0.5))
     assert info["stopped"] and [e["kind"] for e in info["safety_events"]] == ["deadline_missed"]
@@ -241,14 +260,17 @@ def test_watchdog_thread_stops_a_silent_policy(rig):
     robot.publish()
     env.step(np.full(7, 0.5))
     assert robot.last_twist()[0].any()
-    time.sleep(0.2)  # no step: the watchdog must stop the robot
+    robot.clock.advance(0.2)  # no step: the watchdog must stop the robot
+    deadline = time.monotonic() + 10.0  # the watchdog thread polls every dt of real time
+    while robot.last_twist()[0].any() and time.monotonic() < deadline:
+        time.sleep(0.01)
     assert not robot.last_twist()[0].any()
     assert "deadline_missed" in kinds(env)
 
 
 def test_dry_run_sends_nothing(rig):
     robot, make, bus = rig
-    dry = DryRunTransport(InProcessTransport(bus))
+    dry = DryRunTransport(InProcessTransport(bus, robot.clock))
     env = RobotEnv(bridge_config_from_dict(config()), dry)
     try:
         robot.publish()
@@ -294,7 +316,7 @@ def test_image_resize_crops_to_aspect_then_resizes(rig):
     env = make(image_resize=True)
     big = np.zeros((16, 40, 3), np.uint8)
     big[:, 10:30] = 255  # the centre crop (16 x 20 for an 8 x 10 target) is all white
-    robot.pub_img(cv.image_to_msg(robot.ty, big, time.time(), "cam"))
+    robot.pub_img(cv.image_to_msg(robot.ty, big, robot.clock(), "cam"))
     img = env._latest["/front/image"].value
     assert img.shape == (H, W, 3) and img.min() == 255
 
@@ -353,10 +375,10 @@ def test_prolonged_staleness_ends_the_episode_after_a_stop(rig):
     env = make(abort_after_stale_s=0.1)
     robot.publish()
     env.reset()
-    time.sleep(0.25)  # the robot went silent
+    robot.clock.advance(0.25)  # the robot went silent
     _, _, _, _, info = env.step(np.full(7, 0.5))  # first stale step: stop, keep going
     assert info["stopped"]
-    time.sleep(0.15)
+    robot.clock.advance(0.15)
     with pytest.raises(MissingTopicError, match="stale for more than 0.1 s"):
         env.step(np.full(7, 0.5))
     assert not robot.last_twist()[0].any()
@@ -367,7 +389,7 @@ def test_camera_info_and_bad_action_length(rig):
     env = make()
     pub = robot.t.create_publisher("/front/camera_info", "sensor_msgs/msg/CameraInfo")
     K = np.array([[50.0, 0, 5], [0, 50.0, 4], [0, 0, 1]])
-    pub(cv.camera_info_to_msg(robot.ty, K, (H, W), time.time(), "cam"))
+    pub(cv.camera_info_to_msg(robot.ty, K, (H, W), robot.clock(), "cam"))
     np.testing.assert_allclose(env.camera_info["front"]["K"], K)
     robot.publish()
     env.reset()
@@ -393,3 +415,92 @@ def test_action_chunk_is_sent_as_timed_commands(rig):
         env.execute_chunk(ActionChunk(actions=np.zeros((2, 7)), dt=0.05))
     with pytest.raises(ConfigError, match="space"):
         env.execute_chunk(ActionChunk(actions=np.zeros((2, 7)), dt=0.01, space="joint_pos"))
+
+
+def publish_split(robot, width=0.06, stamp=None, arm=True, gripper=True):
+    """Arm and gripper joints in separate JointState messages, as joint_state_broadcaster + a gripper driver do."""
+    s = robot.clock() if stamp is None else stamp
+    robot.pub_img(cv.image_to_msg(robot.ty, robot.img, s, "cam"))
+    robot.pub_pose(cv.pose_to_msg(robot.ty, (0.1, 0.0, 0.5), [1, 0, 0, 0], s, "base"))
+    if arm:
+        robot.pub_js(cv.joint_state_to_msg(robot.ty, ["j1", "j2"], [0.3, -0.2], s))
+    if gripper:
+        robot.pub_js(cv.joint_state_to_msg(robot.ty, ["f1", "f2"], [width / 2, width / 2], s))
+
+
+def test_split_joint_states_are_merged_by_name(rig):
+    """Issue 13: arm [j1, j2] and gripper [f1, f2] alternating on /joint_states read as width 0.0, 0.06, 0.0, 0.06."""
+    robot, make, _ = rig
+    env = make()
+    publish_split(robot)
+    obs, _ = env.reset()
+    widths = [float(obs.proprio[7])]
+    for _ in range(3):
+        robot.clock.advance(0.01)
+        publish_split(robot)
+        obs, *_ = env.step(np.zeros(7))
+        widths.append(float(obs.proprio[7]))
+    assert widths == pytest.approx([0.06] * 4)
+    # the arm message arriving last does not hide the gripper
+    robot.clock.advance(0.01)
+    publish_split(robot, width=0.04, arm=False)
+    publish_split(robot, width=0.0, gripper=False)
+    obs, *_ = env.step(np.zeros(7))
+    assert obs.proprio[7] == pytest.approx(0.04)
+
+
+def test_each_joint_keeps_its_own_freshness(rig):
+    robot, make, _ = rig
+    env = make()
+    publish_split(robot)
+    env.reset()
+    robot.clock.advance(0.25)
+    publish_split(robot, gripper=False)  # the gripper driver went silent; the arm keeps publishing
+    _, _, _, _, info = env.step(np.full(7, 0.5))
+    assert info["stopped"]
+    (ev,) = [e for e in info["safety_events"] if e["stopped"]]
+    assert ev["kind"] == "stale" and "/joint_states[f1]" in ev["detail"] and "/joint_states[f2]" in ev["detail"]
+    assert "j1" not in ev["detail"]  # arm joints are not read by name in eef_delta mode
+
+
+def test_a_gripper_joint_never_received_is_named_at_reset(rig):
+    robot, make, _ = rig
+    env = make()
+    publish_split(robot, gripper=False)
+    with pytest.raises(MissingTopicError, match=r"/joint_states\[f1\]: no valid message"):
+        env.reset()
+
+
+def test_an_older_message_does_not_overwrite_a_newer_joint_value(rig):
+    robot, make, _ = rig
+    env = make()
+    publish_split(robot, width=0.06)
+    env.reset()
+    publish_split(robot, width=0.02, stamp=robot.clock() - 0.05, arm=False)  # late delivery of an old message
+    obs, *_ = env.step(np.zeros(7))
+    assert obs.proprio[7] == pytest.approx(0.06)
+    assert any(e["kind"] == "out_of_order" and "['f1', 'f2']" in e["detail"] for e in env.events)
+
+
+def test_joint_mode_reads_arm_joints_from_their_own_messages(rig):
+    robot, make, _ = rig
+    env = make(topics={"joint_trajectory_cmd": "/jtc/joint_trajectory", "twist_cmd": None},
+               action={"space": "joint_pos", "arm_joints": ["j1", "j2"]})
+    publish_split(robot)
+    env.reset()
+    robot.clock.advance(0.01)
+    publish_split(robot)
+    env.step(np.array([0.305, -0.2, -1.0]))
+    d = cv.msg_to_joint_trajectory(robot.trajs[-1])
+    assert d["joint_names"] == ["j1", "j2"] and d["positions"][0] == pytest.approx([0.305, -0.2])
+
+
+def test_gripper_command_is_sent_in_the_driver_units(rig):
+    """franka_gripper takes half the finger gap: opening to 0.08 m sends position 0.04 (effort as configured)."""
+    robot, make, _ = rig
+    env = make(action={"gripper_command_scale": 0.5, "gripper_command_limits": [0.0, 0.04], "gripper_effort_n": 30.0})
+    robot.publish()
+    env.reset()
+    robot.publish()
+    env.step(np.array([0, 0, 0, 0, 0, 0, -1.0]))
+    assert cv.msg_to_gripper(robot.grippers[-1]) == pytest.approx((0.04, 30.0))

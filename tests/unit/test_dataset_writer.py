@@ -18,8 +18,11 @@ import pytest
 from executor_vla import schema
 from executor_vla.dataset_writer import (
     JOURNAL_PATH,
+    LEROBOT_PRIVATE_WRITER_STATE,
     DatasetWriteError,
+    LeRobotInternalsChanged,
     TandemDatasetWriter,
+    abandon_lerobot_writer,
     check_frame,
     read_journal,
 )
@@ -254,3 +257,29 @@ def test_checkpoint_every_batches_commits(tmp_path):
     assert len(list((root / "data").rglob("*.parquet"))) == 2
     assert (root / JOURNAL_PATH).exists()
     assert load(root).num_episodes == 4
+
+
+def test_lerobot_private_writer_state_exists_and_abandoning_writes_nothing_more(tmp_path):
+    """The one place that uses LeRobot's private writer state (abandon_lerobot_writer): if LeRobot renames or drops
+    it, this fails here, loudly, instead of a failed collection writing files after its roll-back."""
+    import gc
+    from types import SimpleNamespace
+
+    root = tmp_path / "ds"
+    w = writer(root, checkpoint_every=5)
+    write_episode(w, seed=0)  # saved but not committed: LeRobot holds open parquet writers and buffered metadata
+    ds = w._ds
+    owners = {"dataset": ds, "writer": ds.writer, "meta": ds.meta}
+    for owner, attrs in LEROBOT_PRIVATE_WRITER_STATE.items():
+        for attr in attrs:
+            assert hasattr(owners[owner], attr), f"LeRobot has no {owner}.{attr} any more"
+    assert len(ds.meta._metadata_buffer) == 1  # something would be written by finalize()/__del__
+    abandon_lerobot_writer(ds)
+    after = tree(root)
+    ds.finalize()  # public exits are no-ops now
+    w._ds = None
+    del ds, owners
+    gc.collect()  # LeRobot's __del__ safety nets
+    assert tree(root) == after
+    with pytest.raises(LeRobotInternalsChanged, match=r"dataset._is_finalized"):
+        abandon_lerobot_writer(SimpleNamespace(writer=None, meta=None))

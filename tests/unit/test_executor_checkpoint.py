@@ -9,8 +9,9 @@ import torch
 from safetensors.torch import load_file, save_file
 from test_executor_policy import batch, make, obs, subgoal
 
+from executor_vla.checkpoint import OverrideError
 from executor_vla.policy import DiffusionExecutor
-from tandem.errors import CheckpointError
+from tandem.errors import CheckpointError, ConfigError
 
 # Tiny models on a shared 2-core CPU: one intra-op thread avoids OpenMP oversubscription stalls.
 torch.set_num_threads(1)
@@ -48,9 +49,44 @@ def test_round_trip_is_exact_and_never_unpickles(ckpt, monkeypatch):
 def test_inference_overrides(ckpt):
     _, path = ckpt
     fast = DiffusionExecutor.from_checkpoint(path, overrides={"num_inference_steps": 2})
-    assert fast.cfg.num_inference_steps == 2 and len(fast.scheduler.timesteps) == 2
+    assert fast.cfg.num_inference_steps == 2 and fast.sampler.timesteps().tolist() == [99, 49]
     with pytest.raises(CheckpointError, match="down_dims"):
         DiffusionExecutor.from_checkpoint(path, overrides={"down_dims": [8, 16]})
+
+
+def test_every_allowed_override_is_applied(ckpt):
+    """Issue 13: scheduler, steps and executed actions asked for at load time are what runs."""
+    _, path = ckpt
+    ex = DiffusionExecutor.from_checkpoint(path, overrides={
+        "inference_scheduler": "DDPM", "num_inference_steps": 3, "n_action_steps": 4, "done_source": "success",
+        "done_threshold": 0.5, "horizon": 16, "image_size": [32, 32], "clip_sample": None})
+    assert (ex.cfg.inference_scheduler, ex.cfg.num_inference_steps, ex.cfg.n_action_steps) == ("DDPM", 3, 4)
+    assert (ex.cfg.done_source, ex.cfg.done_threshold) == ("success", 0.5)
+    assert type(ex.sampler.scheduler).__name__ == "DDPMScheduler" and ex.sampler.timesteps().tolist() == [99, 66, 32]
+    ex.set_subgoal(subgoal())
+    ex.select_action(obs())
+    assert len(ex._queue) == 3  # 4 actions queued per chunk, one served
+
+
+@pytest.mark.parametrize("overrides, names", [
+    ({"num_inference_steps": 0}, ["num_inference_steps"]),
+    ({"num_inference_steps": 101}, ["num_inference_steps"]),
+    ({"n_action_steps": 16}, ["n_action_steps", "must be <= horizon (16)"]),  # To - 1 + Ta = 17 > Tp
+    ({"n_action_steps": 0}, ["n_action_steps"]),
+    ({"inference_scheduler": "Euler"}, ["inference_scheduler"]),
+    ({"horizon": 32}, ["horizon=32", "the checkpoint has 16"]),
+    ({"image_size": [84, 84]}, ["image_size=[84, 84]", "[32, 32]"]),
+    ({"prediction_type": "epsilon"}, ["prediction_type"]),
+    ({"num_inference_step": 3}, ["num_inference_step", "unknown"]),
+])
+def test_refused_overrides_name_the_key(ckpt, overrides, names):
+    _, path = ckpt
+    with pytest.raises(OverrideError) as e:
+        DiffusionExecutor.from_checkpoint(path, overrides=overrides)
+    assert isinstance(e.value, ConfigError) and isinstance(e.value, CheckpointError)
+    for n in names:
+        assert n in str(e.value)
+    assert DiffusionExecutor.from_checkpoint(path, overrides={"n_action_steps": 15}).cfg.n_action_steps == 15
 
 
 def test_missing_key_is_named(ckpt):
@@ -130,3 +166,16 @@ def test_checkpoint_of_default_size_is_small(tmp_path):
     p = ex.save(tmp_path / "big")
     assert (p / "model.safetensors").stat().st_size < 50e6
     assert np.isfinite(ex.normalizer.action_half_range.numpy()).all()
+
+
+def test_checkpoint_module_does_not_import_the_policy():
+    """Part 1: checkpoint.py and policy.py imported each other; the loader now reads files, the policy builds."""
+    import ast
+    from pathlib import Path
+
+    import executor_vla.checkpoint as module
+
+    tree = ast.parse(Path(module.__file__).read_text())
+    imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    assert "executor_vla.policy" not in imported

@@ -252,6 +252,19 @@ def test_a_tiny_model_learns_a_conditioned_mapping():
 @pytest.mark.parametrize("prediction_type", ["sample", "epsilon"])
 def test_every_sampler_produces_finite_chunks(sampler, prediction_type):
     ex = make(inference_scheduler=sampler, prediction_type=prediction_type, num_inference_steps=4).eval()
-    assert ex.scheduler.config.prediction_type == prediction_type == ex.train_scheduler.config.prediction_type
+    assert ex.sampler.scheduler.config.prediction_type == prediction_type == ex.train_scheduler.config.prediction_type
     a = ex.predict_action_chunk(batch(ex.cfg, b=2))
     assert a.shape == (2, 16, 7) and torch.isfinite(a).all()
+
+
+@pytest.mark.parametrize("sampler", ["DDIM", "DDPM", "DPMSolver"])
+def test_every_chunk_of_an_episode_samples_on_fresh_scheduler_state(sampler):
+    """Issue 13: DPMSolver with 3 steps raised IndexError on the second chunk (timesteps set once)."""
+    ex = make(inference_scheduler=sampler, num_inference_steps=3, n_action_steps=2).eval()
+    ex.set_subgoal(subgoal())
+    actions = [ex.select_action(obs(i)) for i in range(6)]  # three chunks
+    assert all(a.shape == (7,) and np.isfinite(a).all() for a in actions)
+    b = batch(ex.cfg, b=1)
+    first = ex.predict_action_chunk(b, generator=torch.Generator().manual_seed(3))
+    again = ex.predict_action_chunk(b, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(first, again)

@@ -142,3 +142,66 @@ def test_from_pretrained_checks_the_directory(tmp_path):
         (tmp_path / f).write_text("{}")
     with pytest.raises(CheckpointError, match="'no_such_policy' is not registered; known types: .*diffusion"):
         LeRobotPolicyExecutor.from_pretrained(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def tandem_pretrained(tmp_path_factory):
+    """A ``tandem_diffusion`` pretrained_model directory, as lerobot-train writes it (make_policy + processors)."""
+    from lerobot.datasets.lerobot_dataset import LeRobotDatasetMetadata
+    from lerobot.policies.factory import make_policy, make_pre_post_processors
+
+    from executor_vla.lerobot_plugin import TandemDiffusionConfig
+    from executor_vla.synthetic import make_synthetic_dataset
+
+    torch.set_num_threads(1)
+    base = tmp_path_factory.mktemp("tandem_plugin")
+    make_synthetic_dataset(base / "ds", n_episodes=1, subgoals_per_episode=1, frames_per_subgoal=6, image_size=(32, 32))
+    cfg = TandemDiffusionConfig(vision_channels=(8, 8, 16), down_dims=(16, 32), spatial_softmax_keypoints=8,
+                                cond_dim=16, diffusion_step_embed_dim=16, text_encoder="hash", text_dim=32,
+                                num_inference_steps=2, n_action_steps=4, device="cpu")
+    meta = LeRobotDatasetMetadata("tandem/synthetic", root=base / "ds")
+    torch.manual_seed(0)
+    policy = make_policy(cfg, ds_meta=meta)
+    pre, post = make_pre_post_processors(cfg, dataset_stats=meta.stats)
+    out = base / "pretrained_model"
+    for thing in (policy, pre, post):
+        thing.save_pretrained(out)
+    return out, policy
+
+
+def test_tandem_diffusion_policies_run_through_executor_lerobot(tandem_pretrained):
+    """Issue 13 (Part 2, item 12): a tandem_diffusion pretrained_model, whose inputs include subgoal.goal_image,
+    was refused by executor=lerobot; it now runs with its whole subgoal conditioning and its done head."""
+    from tandem import assembly
+    from tandem.types import KeypointTrace
+
+    path, trained = tandem_pretrained
+    cfg = {"executor": {"name": "lerobot", "checkpoint": str(path), "device": "cpu", "task_text": "subgoal"}}
+
+    class Limits:
+        action_low = np.full(7, -0.5, np.float32)
+        action_high = np.full(7, 0.5, np.float32)
+
+    ex = assembly.build_executor(cfg, Limits())
+    assert isinstance(ex, LeRobotPolicyExecutor) and isinstance(ex, Executor) and ex.tandem is not None
+    sg = Subgoal("sg1", "move", ("obj0",), "move to the obj0", goal_image=np.zeros((32, 32, 3), np.uint8),
+                 trace=KeypointTrace("agentview", np.array([[1.0, 2.0], [30.0, 20.0]], np.float32), (32, 32)))
+    observations = [obs(size=(32, 32), proprio=np.full(8, 0.1 * i, np.float32)) for i in range(6)]
+    ex.reset()
+    ex.set_subgoal(sg, TASK)
+    got = np.stack([ex.select_action(o) for o in observations])  # two chunks of 4 actions
+    assert got.shape == (6, 7) and np.all(np.abs(got) <= 0.5) and isinstance(ex.subgoal_done(), bool)
+    # the same weights, driven as tandem's own executor, give the same actions
+    ref = trained.executor
+    ref.action_low, ref.action_high = Limits.action_low, Limits.action_high
+    ref.reset()
+    ref.set_subgoal(sg, TASK)
+    np.testing.assert_allclose(got, np.stack([ref.select_action(o) for o in observations]), atol=1e-6)
+    with pytest.raises(SubgoalSchemaError, match="goal_image"):
+        ex.set_subgoal(Subgoal("sg2", "move", ("obj0",), "move to the obj0"), TASK)
+
+
+def test_tandem_diffusion_task_text_must_match_its_conditioning(tandem_pretrained):
+    path, _ = tandem_pretrained
+    with pytest.raises(ConfigError, match="conditioning_source='subgoal'.*task_text='instruction'"):
+        LeRobotPolicyExecutor.from_pretrained(path, task_text="instruction")

@@ -223,7 +223,54 @@ def test_planner_over_http_end_to_end(server):
     first, repair = (r["body"] for r in server.requests)
     n_images = sum(p["type"] == "image_url" for p in first["messages"][1]["content"])
     assert n_images == 2
-    assert first["response_format"]["json_schema"]["schema"] == plan_json_schema(TASK, "agentview")
+    assert first["response_format"]["json_schema"]["schema"] == plan_json_schema(TASK, "agentview", planner.point_frame)
+    assert planner.point_frame.kind == "resized_pixels"  # the served model is a Qwen2.5-VL
     # the repair round shows the model its own reply and the error
     assert repair["messages"][2] == {"role": "assistant", "content": "not json at all"}
     assert "could not be used" in repair["messages"][3]["content"]
+
+
+PLAN = json.dumps({"rationale": "r", "done": [], "remaining": [{"skill": "stack", "args": ["red", "green"], "text": "t"}],
+                   "next_trace": None})
+
+
+def message_reply(**message):
+    return {"id": "x", "model": "served-model", "choices": [{"index": 0, "finish_reason": "stop",
+                                                             "message": {"role": "assistant", **message}}]}
+
+
+@pytest.mark.parametrize("message, answer_from", [
+    # vLLM reasoning parsers (issue 13): content null, the whole output in reasoning_content
+    ({"content": None, "reasoning_content": PLAN}, "reasoning_content:last_json"),
+    ({"content": "", "reasoning_content": "red is on the table, so first stack it.\n" + PLAN}, "reasoning_content:last_json"),
+    # newer vLLM / Ollama / OpenRouter call the field `reasoning`
+    ({"content": None, "reasoning": "draft {\"a\": 1} then the answer " + PLAN}, "reasoning:last_json"),
+    # the normal split: thinking in its field, the answer in content
+    ({"content": PLAN, "reasoning_content": "I should stack red first."}, "content"),
+    # content as a list of parts, thinking as a part
+    ({"content": [{"type": "reasoning", "text": "hmm"}, {"type": "text", "text": PLAN}]}, "content"),
+    ({"content": [{"type": "output_text", "text": PLAN}]}, "content"),
+    # thinking inline before the JSON (no reasoning parser on the server)
+    ({"content": "<think>red first</think>\n" + PLAN}, "content"),
+    ({"content": "red goes first, it is free.</think>\n\n" + PLAN}, "content"),
+])
+def test_reasoning_model_replies_keep_the_plan(server, message, answer_from):
+    server.queue.append((200, message_reply(**message), 0.0))
+    planner = VLMPlanner(client_for(server), TASK, max_repairs=0)
+    img = np.zeros((16, 24, 3), np.uint8)
+    plan = planner.plan(Observation(images={"agentview": img, "wrist": img}, proprio=np.zeros(8)), None)
+    assert not planner.last_fallback and plan.remaining[0].signature == "stack(red,green)"
+    meta = planner.exchanges[-1]["meta"]
+    assert meta["answer_from"] == answer_from
+    if "reasoning_content" in message or "reasoning" in message:
+        assert meta["reasoning"] and meta["reasoning_chars"] > 0
+
+
+def test_empty_and_unusable_reasoning_replies_are_named(server):
+    server.queue.append((200, message_reply(content=None), 0.0))
+    reply = client_for(server).generate([ChatMessage.text("user", "hi")])
+    assert reply.text == "" and reply.meta["answer_from"] == "none"
+    server.queue.append((200, message_reply(content=None, reasoning_content="I am still thinking about"), 0.0))
+    reply = client_for(server).generate([ChatMessage.text("user", "hi")])
+    # no JSON in the thinking: the thinking is the reply, and the parser says what is wrong (not "empty")
+    assert reply.text == "I am still thinking about" and reply.meta["answer_from"] == "reasoning_content"

@@ -145,3 +145,26 @@ def test_verdict_parse():
 def test_extract_rejects_non_string():
     with pytest.raises(PlanParseError, match="string"):
         extract_json_object(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("prefix", [
+    "<think>red first</think>\n",
+    "<thinking>\nred first\n</thinking>",
+    "<think>a</think><think>b</think>\n",
+    "red is free, so it goes first.\n</think>\n\n",  # the chat template opened the block in the prompt
+    "<THINK>x</THINK>",
+])
+def test_reasoning_before_the_answer_is_skipped(prefix):
+    assert parse_plan(prefix + reply(), TASK).remaining[0].signature == "stack(red,green)"
+    assert parse_plan(prefix + "```json\n" + reply() + "\n```", TASK).remaining
+
+
+def test_unclosed_reasoning_and_reasoning_only_are_clear_errors():
+    with pytest.raises(PlanParseError, match="never closed"):
+        parse_plan("<think>red first, then " + reply(), TASK)
+    with pytest.raises(PlanParseError, match="empty"):
+        parse_plan("<think>red first</think>", TASK)
+    # a closing tag inside an answer that starts as JSON is not reasoning
+    with pytest.raises(PlanParseError):
+        parse_plan(reply(rationale="see </think> here") + "</think>", TASK)
+    assert parse_plan(reply(rationale="see </think> here"), TASK).rationale == "see </think> here"

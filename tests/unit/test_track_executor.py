@@ -17,7 +17,7 @@ from executor_vla.track_features import (
     rotation_6d,
     track_features,
 )
-from executor_vla.track_policy import DDIMSampler, TrackExecutor
+from executor_vla.track_policy import TrackExecutor
 from tandem.errors import CheckpointError, ConfigError, SubgoalSchemaError
 from tandem.types import Observation, Subgoal, TaskSpec, Trace3D
 
@@ -88,27 +88,6 @@ def test_trace3d_rejects_nan_and_bad_gripper_values():
         Trace3D(points=np.zeros((2, 2)), yaw=np.zeros(2), gripper=np.zeros(2))
 
 
-# ---------------------------------------------------------------- sampler
-@pytest.mark.parametrize("steps", [1, 2, 10, 100])
-def test_ddim_timesteps_start_at_t_minus_1_and_strictly_decrease(steps):
-    from diffusers import DDPMScheduler
-
-    ac = DDPMScheduler(num_train_timesteps=100, beta_schedule="squaredcos_cap_v2").alphas_cumprod
-    ts = DDIMSampler(ac, steps, "sample", True).timesteps.tolist()
-    assert len(ts) == steps and ts[0] == 99 and all(a > b for a, b in zip(ts, ts[1:])) and ts[-1] >= 0
-
-
-def test_ddim_with_an_exact_x0_model_returns_x0_for_any_step_count():
-    from diffusers import DDPMScheduler
-
-    ac = DDPMScheduler(num_train_timesteps=100, beta_schedule="squaredcos_cap_v2").alphas_cumprod
-    x0 = torch.linspace(-0.9, 0.9, 16 * 7).reshape(1, 16, 7)
-    for steps in (1, 3, 10):
-        out = DDIMSampler(ac, steps, "sample", True).sample(lambda x, t: x0.expand_as(x), (1, 16, 7),
-                                                            torch.Generator().manual_seed(0), torch.device("cpu"))
-        torch.testing.assert_close(out, x0, atol=1e-5, rtol=0)
-
-
 # ---------------------------------------------------------------- executor protocol
 def _executor(**kw) -> TrackExecutor:
     cfg = TrackExecutorConfig(trace_3d_len=4, text_encoder="hash", text_dim=16, hidden_dim=32, cond_dim=32,
@@ -160,7 +139,7 @@ def test_checkpoint_round_trip_and_inference_overrides(tmp_path):
         e.set_subgoal(_subgoal(), TASK)
     np.testing.assert_array_equal(ex.select_action(_obs()), again.select_action(_obs()))
     fast = TrackExecutor.from_checkpoint(path, overrides={"num_inference_steps": 3, "n_action_steps": 2})
-    assert fast.cfg.num_inference_steps == 3 and fast.cfg.n_action_steps == 2 and len(fast._ddim.timesteps) == 3
+    assert fast.cfg.num_inference_steps == 3 and fast.cfg.n_action_steps == 2 and len(fast._chunk_sampler.timesteps()) == 3
     with pytest.raises(ConfigError, match="hidden_dim"):
         TrackExecutor.from_checkpoint(path, overrides={"hidden_dim": 8})
     with pytest.raises(ConfigError, match="num_inference_steps"):

@@ -77,7 +77,7 @@ def test_every_exchange_is_logged_without_pixels():
     assert ev["kind"] == "vlm_exchange" and ev["step"] == 7 and ev["component"] == "planner"
     assert ev["raw_reply"] == GOOD and ev["parse"] == {"ok": True} and ev["latency_s"] >= 0
     assert ev["images"] == [{"camera": "agentview", "shape": [32, 32, 3]}, {"camera": "wrist", "shape": [32, 32, 3]}]
-    assert ev["prompt"] == "plan_v1" and len(ev["prompt_sha256"]) == 64 and ev["backend"] == "scripted"
+    assert ev["prompt"] == "plan_v2" and len(ev["prompt_sha256"]) == 64 and ev["backend"] == "scripted"
     assert ev["plan"]["remaining"][0]["trace"]["points"] == [[3.0, 4.0], [20.0, 30.0]]
     s = json.dumps(ev)  # JSON-safe
     assert len(s) < 20_000 and "image" in s
