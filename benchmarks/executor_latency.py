@@ -1,6 +1,15 @@
-"""Chunk latency of tandem's DiffusionExecutor against LeRobot's DiffusionPolicy, same inputs, same run.
+"""Chunk latency of tandem's executors against LeRobot's DiffusionPolicy, same inputs, same run.
 
-Measured (median wall time of ``predict_action_chunk`` at batch 1, 2 cameras at 128 x 128, To = 2):
+Track executor (the CPU design: proprio + 3-D trace + text; ``--track-checkpoint`` or random weights), median wall
+time of one new chunk through ``select_action`` (features, normalisation, sampling, clipping included):
+
+* ``track_ddim10`` / ``track_ddim5``: diffusion head, DDIM with 10 / 5 steps; ``track_mse``: one forward pass;
+* ``lerobot_lowdim``: LeRobot's DiffusionPolicy on the same low-dimensional inputs (``observation.state`` and the
+  trace features as ``observation.environment_state``, as LeRobot's Push-T keypoint policies), at our horizon
+  16 and U-Net (64, 128, 256), DDIM-10: the peer, measured in the same run.
+
+Image executor (the GPU recipe), median wall time of ``predict_action_chunk`` at batch 1, 2 cameras at 128 x 128,
+To = 2:
 
 * ``tandem``: ``DiffusionExecutor`` with the default ``ExecutorConfig`` (text + goal image + raster trace,
   DDIM-10), timed through ``select_action`` (numpy -> torch conversion, obs stacking, clipping included);
@@ -10,13 +19,18 @@ Measured (median wall time of ``predict_action_chunk`` at batch 1, 2 cameras at 
   U-Net (64, 128, 256), GroupNorm, DDIM-10; its backbone is still ResNet18, the smallest it supports).
 
 Weights are random: latency does not depend on them. The ratios ``lerobot_*/tandem`` are printed.
-``--closed-loop`` also runs the executor in the robosuite env (stack_three, rendering agentview +
-wrist at 128 x 128, or with ``--checkpoint`` a trained executor at the image size it was trained on) and
-reports control steps per second, rendering included.
+``--closed-loop`` also runs an executor in the robosuite env (stack_three) and reports the env step time
+(rendering included where the stack consumes cameras) against the policy's time per step, from one run:
+
+* ``--track-checkpoint``: the track executor under the oracle planner's 3-D traces. It consumes no camera, so the
+  env renders nothing (``env.render=false``); the ratio policy / env is the issue's "adds <= 5 %" figure;
+* ``--checkpoint``: an image executor at the cameras and image size it was trained on (or random weights at
+  128 x 128).
 
 Usage::
 
-    python benchmarks/executor_latency.py --threads 1 2 --repeats 10 --closed-loop --out runs/latency.json
+    python benchmarks/executor_latency.py --threads 1 --repeats 50 --closed-loop \
+        --track-checkpoint checkpoints/stack_three_diffusion --out outputs/benchmarks/latency.json
 """
 
 from __future__ import annotations
@@ -128,6 +142,125 @@ def bench_lerobot(our_size: bool, repeats: int) -> dict:
     return res
 
 
+def track_executor(checkpoint: str | None, **overrides):
+    """A trained track executor (inference ``overrides`` applied), or random weights at the default size."""
+    from executor_vla.track_config import TrackExecutorConfig
+    from executor_vla.track_policy import TrackExecutor
+
+    if checkpoint:
+        return TrackExecutor.from_checkpoint(checkpoint, overrides=overrides or None)
+    cfg = TrackExecutorConfig(hidden_dim=256, **overrides)
+    return TrackExecutor(cfg).eval()
+
+
+def _track_subgoal():
+    from tandem.types import Subgoal, Trace3D
+
+    pts = np.array([[0.0, 0.0, 1.0], [0.05, 0.1, 0.92], [0.05, 0.1, 0.82], [0.05, 0.1, 0.82], [0.05, 0.1, 0.94]])
+    return Subgoal("sg0", "pick", ("red",), "pick up the red cube",
+                   trace_3d=Trace3D(points=pts, yaw=np.full(5, 0.4), gripper=np.array([-1, -1, -1, 1, 1.0])))
+
+
+def bench_track(repeats: int, checkpoint: str | None, **overrides) -> dict:
+    ex = track_executor(checkpoint, **overrides)
+    ex.cfg = type(ex.cfg).from_dict({**ex.cfg.to_dict(), "tasks": [], "objects": []})  # any subgoal is fine here
+    ex.set_subgoal(_track_subgoal())
+    obs = Observation_from(np.array([0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.08], np.float32))
+
+    def chunk():
+        ex._queue.clear()  # force a new chunk on this call
+        ex.select_action(obs)
+
+    res = _timeit(chunk, repeats, warmup=5)
+    res["params_M"] = sum(p.numel() for p in ex.parameters()) / 1e6
+    res["config"] = {"head": ex.cfg.head, "num_inference_steps": ex.cfg.num_inference_steps,
+                     "horizon": ex.cfg.horizon, "n_action_steps": ex.cfg.n_action_steps, "hidden_dim": ex.cfg.hidden_dim}
+    res["amortised_ms_per_step"] = res["median_ms"] / ex.cfg.n_action_steps
+    return res
+
+
+def Observation_from(proprio: np.ndarray):  # noqa: N802 - a tiny factory named after what it returns
+    from tandem.types import Observation
+
+    return Observation(images={}, proprio=proprio)
+
+
+def bench_lerobot_lowdim(repeats: int, env_dim: int) -> dict:
+    """LeRobot's DiffusionPolicy on low-dimensional inputs only (state + environment_state), our sizes, DDIM-10."""
+    from lerobot.configs.types import FeatureType, PolicyFeature
+    from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
+    from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy
+
+    inputs = {"observation.state": PolicyFeature(type=FeatureType.STATE, shape=(8,)),
+              "observation.environment_state": PolicyFeature(type=FeatureType.ENV, shape=(env_dim,))}
+    outputs = {"action": PolicyFeature(type=FeatureType.ACTION, shape=(7,))}
+    cfg = DiffusionConfig(input_features=inputs, output_features=outputs, noise_scheduler_type="DDIM",
+                          num_inference_steps=10, device="cpu", push_to_hub=False, horizon=16, n_action_steps=8,
+                          drop_n_last_frames=7, down_dims=(64, 128, 256), diffusion_step_embed_dim=64)
+    pol = DiffusionPolicy(cfg).eval()
+    g = torch.Generator().manual_seed(0)
+    batch = {"observation.state": torch.randn(1, 2, 8, generator=g),
+             "observation.environment_state": torch.randn(1, 2, env_dim, generator=g)}
+
+    def chunk():
+        pol.reset()
+        with torch.no_grad():
+            pol.predict_action_chunk(batch)
+
+    res = _timeit(chunk, repeats, warmup=3)
+    res["params_M"] = sum(p.numel() for p in pol.parameters()) / 1e6
+    res["config"] = {"horizon": 16, "n_action_steps": 8, "down_dims": [64, 128, 256], "scheduler": "DDIM",
+                     "num_inference_steps": 10, "environment_state_dim": env_dim}
+    return res
+
+
+def bench_closed_loop_track(steps: int, checkpoint: str) -> dict:
+    """Env step time without rendering (the track stack consumes no camera) against the track executor's time per
+    step, following the oracle planner's 3-D traces on stack_three (seed 1000, a held-out scene)."""
+    from planner_vlm.oracle_planner import OraclePlanner
+    from tandem.assembly import build_env
+    from tandem.types import Subgoal
+
+    env = build_env({"task": {"name": "stack_three"}, "env": {"render": False}})
+    try:
+        from sim.goal_render import OracleGoalProducer
+
+        ex = track_executor(checkpoint)
+        ex.action_low, ex.action_high = env.action_low, env.action_high
+        goals = OracleGoalProducer(env, goal_image=False, trace_points=False)
+        obs, _ = env.reset(seed=1000)
+        planner = OraclePlanner()
+        planner.reset(env.spec)
+        t_env = t_pol = 0.0
+        n = 0
+        while n < steps:
+            from memory.task_memory import TaskMemoryV1
+
+            mem = TaskMemoryV1()
+            mem.start_episode(env.spec)
+            plan = planner.plan(obs, mem)
+            nxt = plan.next
+            if nxt is None:
+                obs, _ = env.reset(seed=1000 + n)
+                continue
+            ex.set_subgoal(goals.produce(Subgoal(nxt.id, nxt.skill, nxt.args, nxt.text), obs), env.spec)
+            for _ in range(150):
+                t = time.perf_counter()
+                a = ex.select_action(obs)
+                t_pol += time.perf_counter() - t
+                t = time.perf_counter()
+                obs, *_ = env.step(a)
+                t_env += time.perf_counter() - t
+                n += 1
+                if ex.subgoal_done() or n >= steps:
+                    break
+        return {"steps": n, "hz": n / (t_env + t_pol), "policy_ms_per_step": 1e3 * t_pol / n,
+                "env_ms_per_step": 1e3 * t_env / n, "policy_over_env": t_pol / t_env, "rendering": "none",
+                "task": "stack_three", "checkpoint": checkpoint}
+    finally:
+        env.close()
+
+
 def bench_closed_loop(steps: int, checkpoint: str | None = None) -> dict:
     """Control steps/s of the executor in the robosuite env with rendering: random weights at 128 x 128, or
     a trained ``checkpoint`` (rendering at the cameras and image size it was trained on)."""
@@ -173,12 +306,26 @@ def main() -> None:
     ap.add_argument("--closed-loop-steps", type=int, default=80)
     ap.add_argument("--checkpoint", default=None, help="closed loop with this trained checkpoint (its image size)")
     ap.add_argument("--skip-lerobot-default", action="store_true")
+    ap.add_argument("--track-checkpoint", default=None, help="a trained track executor (default: random weights)")
+    ap.add_argument("--skip-image", action="store_true", help="measure the track executor and its peer only")
     ap.add_argument("--out", default=None, help="write the JSON result here too")
     args = ap.parse_args()
     result: dict = {"inputs": {"batch": 1, "cameras": list(CAMS), "image_size": [H, W], "n_obs_steps": 2},
                     "cpu_count": os.cpu_count(), "torch": torch.__version__, "by_threads": {}}
     for th in args.threads:
         torch.set_num_threads(th)
+        tr: dict = {"track_ddim10": bench_track(args.repeats, args.track_checkpoint, num_inference_steps=10),
+                    "track_ddim5": bench_track(args.repeats, args.track_checkpoint, num_inference_steps=5)}
+        if args.track_checkpoint is None:
+            tr["track_mse"] = bench_track(args.repeats, None, head="mse")
+        env_dim = 2 * (track_executor(args.track_checkpoint).obs_dim - 10)  # the trace features of To = 2 frames
+        tr["lerobot_lowdim"] = bench_lerobot_lowdim(args.repeats, env_dim // 2)
+        tr["ratios"] = {"lerobot_lowdim/track_ddim10": tr["lerobot_lowdim"]["median_ms"] / tr["track_ddim10"]["median_ms"]}
+        result.setdefault("track_by_threads", {})[str(th)] = tr
+        print(json.dumps({th: {k: (v["median_ms"] if isinstance(v, dict) and "median_ms" in v else v)
+                               for k, v in tr.items()}}), flush=True)
+        if args.skip_image:
+            continue
         r: dict = {"tandem": bench_tandem(args.repeats),
                    "tandem_ddim5": bench_tandem(args.repeats, num_inference_steps=5),
                    "lerobot_our_size": bench_lerobot(True, args.repeats)}
@@ -192,11 +339,17 @@ def main() -> None:
                                for k, v in r.items()}}), flush=True)
     if args.closed_loop:
         torch.set_num_threads(min(args.threads))
-        try:
-            result["closed_loop"] = bench_closed_loop(args.closed_loop_steps, args.checkpoint)
-            result["closed_loop"]["torch_threads"] = min(args.threads)
-        except Exception as e:  # noqa: BLE001 - report, do not hide, a sim that cannot start here
-            result["closed_loop"] = {"error": f"{type(e).__name__}: {e}"}
+        runs = {"closed_loop_track": (lambda: bench_closed_loop_track(args.closed_loop_steps, args.track_checkpoint))}
+        if args.track_checkpoint is None:
+            runs.pop("closed_loop_track")
+        if not args.skip_image:
+            runs["closed_loop"] = lambda: bench_closed_loop(args.closed_loop_steps, args.checkpoint)
+        for key, fn in runs.items():
+            try:
+                result[key] = fn()
+                result[key]["torch_threads"] = min(args.threads)
+            except Exception as e:  # noqa: BLE001 - report, do not hide, a sim that cannot start here
+                result[key] = {"error": f"{type(e).__name__}: {e}"}
     print(json.dumps(result, indent=2))
     if args.out:
         os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)

@@ -192,10 +192,42 @@ class ChunkSampler:
             x = torch.randn(shape, generator=generator, dtype=dtype, device=generator.device).to(device)
         else:
             x = torch.randn(shape, generator=generator, dtype=dtype, device=device)
-        for t in self.timesteps():
+        timesteps = self.timesteps()
+        ddim = self._ddim_coefficients(timesteps) if self.name == "DDIM" else None
+        for i, t in enumerate(timesteps):
             t_batch = t.to(device=device, dtype=torch.long).expand(b)
             pred = denoiser(x, t_batch)
             if tuple(pred.shape) != tuple(shape):
                 raise ConfigError(f"the denoiser returned {tuple(pred.shape)}, expected {tuple(shape)}")
-            x = self.scheduler.step(pred, t, x, generator=generator).prev_sample
+            if ddim is not None:
+                x = self._ddim_step(pred, x, *ddim[i])
+            else:
+                x = self.scheduler.step(pred, t, x, generator=generator).prev_sample
         return x
+
+    def _ddim_coefficients(self, timesteps: Tensor) -> list[tuple[float, float]]:
+        """``(alpha_bar_t, alpha_bar_prev)`` per step, exactly as diffusers' ``DDIMScheduler.step`` picks them: the
+        previous timestep is ``t - T // n`` and a negative one means ``final_alpha_cumprod`` (1 here)."""
+        sch = self.scheduler
+        ac = sch.alphas_cumprod
+        stride = self.num_train_timesteps // self.num_inference_steps
+        out = []
+        for t in timesteps.tolist():
+            prev = t - stride
+            out.append((float(ac[t]), float(ac[prev]) if prev >= 0 else float(sch.final_alpha_cumprod)))
+        return out
+
+    def _ddim_step(self, pred: Tensor, x: Tensor, a_t: float, a_prev: float) -> Tensor:
+        """One deterministic DDIM step (eta = 0), the arithmetic of diffusers' ``DDIMScheduler.step`` without its
+        per-call overhead (about 0.3 ms of Python per step on this CPU, more than the MLP denoiser itself)."""
+        cfg = self.scheduler.config
+        b_t = 1.0 - a_t
+        if cfg.prediction_type == "epsilon":
+            eps = pred
+            x0 = (x - b_t ** 0.5 * eps) / a_t ** 0.5
+        else:
+            x0 = pred
+            eps = (x - a_t ** 0.5 * x0) / b_t ** 0.5
+        if cfg.clip_sample:
+            x0 = x0.clamp(-cfg.clip_sample_range, cfg.clip_sample_range)
+        return a_prev ** 0.5 * x0 + (1.0 - a_prev) ** 0.5 * eps

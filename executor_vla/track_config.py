@@ -54,6 +54,11 @@ class TrackExecutorConfig:
         gripper_hysteresis: the gripper command (last action dimension) is binarised to -1/+1 as the expert's is;
             it changes state only when the predicted value crosses ``+h`` (close) or ``-h`` (open), so a value near
             0 keeps the current state instead of chattering (0 = plain sign; None = not binarised).
+        hold_after_end: train the steps of an action window past its subgoal's last frame on the hold action (no
+            motion, the last gripper command) instead of masking them, so the executor stays put at the end of its
+            trace until the agent verifies, rather than doing something it never saw.
+        done_at_trace_end_m: also report ``subgoal_done`` once the grip site is within this distance (m) of the
+            trace's last point with the gripper in that point's state (None = the progress head only).
         obs_noise_std: Gaussian noise (in normalised units) added to the features in training (0 = off).
         tasks: task names the checkpoint was trained on (filled from the dataset; checked at ``set_subgoal``).
         objects: object and target names seen in its subgoals (checked at ``set_subgoal``).
@@ -89,6 +94,8 @@ class TrackExecutorConfig:
     progress_loss_weight: float = 0.1
     done_threshold: float = 0.95
     gripper_hysteresis: float | None = 0.3
+    hold_after_end: bool = True
+    done_at_trace_end_m: float | None = 0.015
     obs_noise_std: float = 0.0
     tasks: tuple[str, ...] = ()
     objects: tuple[str, ...] = ()
@@ -96,7 +103,7 @@ class TrackExecutorConfig:
 
     #: Fields a user may change when loading a trained checkpoint (they do not change the weights' meaning).
     INFERENCE_OVERRIDES: ClassVar[tuple[str, ...]] = ("n_action_steps", "inference_scheduler", "num_inference_steps",
-                                                      "done_threshold", "gripper_hysteresis")
+                                                      "done_threshold", "gripper_hysteresis", "done_at_trace_end_m")
 
     def __post_init__(self) -> None:
         self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]
@@ -151,7 +158,7 @@ class TrackExecutorConfig:
             raise ConfigError(f"unknown TrackExecutorConfig keys {unknown}; known: {sorted(known)}")
         # a null inference setting means its default (configs/executor/track.yaml: "the checkpoint's own" at load)
         return cls(**{k: v for k, v in d.items() if not (v is None and k in cls.INFERENCE_OVERRIDES
-                                                         and k != "gripper_hysteresis")})
+                                                         and k not in ("gripper_hysteresis", "done_at_trace_end_m"))})
 
     def with_overrides(self, overrides: dict[str, Any]) -> TrackExecutorConfig:
         """A copy with inference-time overrides applied (:data:`INFERENCE_OVERRIDES`).

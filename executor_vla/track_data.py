@@ -10,8 +10,9 @@ Windows (Diffusion Policy's convention, within one subgoal attempt, a *segment*)
 
 * observation frames ``t - To + 1 .. t``, padded at the segment's start by repeating its first frame (LeRobot
   pads the same way at episode starts; the executor's history restarts at every ``set_subgoal``);
-* actions ``t .. t + Tp - 1``; steps past the segment's last frame repeat its last action and are flagged in
-  ``action_is_pad`` (masked in the loss: they belong to the next subgoal or to no subgoal).
+* actions ``t .. t + Tp - 1``; steps past the segment's last frame are the hold action (no arm motion, the last
+  gripper command: the executor stays at the end of its trace until the agent verifies) with
+  ``hold_after_end``, else they repeat the last action and are flagged in ``action_is_pad`` (masked in the loss).
 
 A flat policy (``conditioning_source="instruction"``) sees the whole episode as one segment, conditioned on the
 instruction, with episode progress as its progress label.
@@ -218,7 +219,12 @@ class TrackDataset:
         end = self.seg_end[index][:, None]
         pad = act_idx > end
         act_idx = np.minimum(act_idx, end)
-        return {"obs": self.features[obs_idx], "text_id": self.text_id[index], "action": self.actions[act_idx],
+        actions = self.actions[act_idx]
+        if cfg.hold_after_end:  # past the segment's end: stay put with the last gripper command
+            actions = actions.copy()
+            actions[..., :-1] = np.where(pad[..., None], 0.0, actions[..., :-1])
+            pad = np.zeros_like(pad)
+        return {"obs": self.features[obs_idx], "text_id": self.text_id[index], "action": actions,
                 "action_is_pad": pad, "progress": self.progress[index]}
 
     def attach_text_embeddings(self, embeddings: np.ndarray) -> None:

@@ -8,6 +8,10 @@ Perturbations (each fires at most once per episode):
   :meth:`TaskDefinition.perturb` moves x back onto the table area it came from.
 * ``open_gripper`` (any task): once an object is grasped and carried (lifted > 5 cm above its start height),
   the gripper command is forced open for :data:`OPEN_GRIPPER_STEPS` control steps so the object drops.
+* ``close_gripper`` (any task): once the gripper is open and empty, its command is forced closed for
+  :data:`CLOSE_GRIPPER_STEPS` control steps (a spurious closure, or a grasp that closed on nothing), so the next
+  motion starts with a closed gripper that must open again. Its n-th event is the n-th time the gripper is free:
+  at the start of the episode (n = 1), then after each grasp.
 
 Trigger (:class:`PerturbationSpec`): with ``at_step=k`` the perturbation fires at the first step ``>= k`` at which
 its condition holds; otherwise it fires on the ``after_success``-th *event* of its kind (an event is a predicate
@@ -50,6 +54,10 @@ class PerturbableEnv(Protocol):
         """Grip-site ``(pos (3,) m world, rotation (3, 3) site->world)``."""
         ...
 
+    def gripper_opening(self) -> float:
+        """Distance between the fingers (m)."""
+        ...
+
     def teleport(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         """Move objects to ``(pos (3,) m, quat wxyz (4,))`` instantly, then ``forward()``."""
         ...
@@ -59,11 +67,15 @@ class PerturbableEnv(Protocol):
         ...
 
 #: Every perturbation name; a task supports those in its ``perturbation_names``.
-PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "pull_from_bin")
+PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "close_gripper", "pull_from_bin")
 #: Perturbations implemented by the task itself through ``TaskDefinition.perturb``.
 TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin",)
 #: Control steps the gripper is forced open by ``open_gripper``.
 OPEN_GRIPPER_STEPS = 10
+#: Control steps the gripper is forced closed by ``close_gripper``.
+CLOSE_GRIPPER_STEPS = 15
+#: Finger opening (m) above which an empty gripper counts as open for ``close_gripper``.
+OPEN_WIDTH = 0.06
 #: Height (m) above the start height at which a grasped object counts as carried.
 CARRY_LIFT = 0.05
 
@@ -84,7 +96,8 @@ class PerturbationSpec:
 
 
 def _event_prefix(name: str) -> str:
-    return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried("}[name]
+    return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried(",
+            "close_gripper": "free("}[name]
 
 
 def _args_of(pred: str) -> tuple[str, ...]:
@@ -113,6 +126,9 @@ class Perturber:
         self.events = 0
         self.seen: set[str] = set()
         self.force_open_left = 0
+        self.force_close_left = 0
+        self.grasps = 0  # grasp onsets so far (close_gripper's event counter)
+        self.grasping = False
         self.start_z: dict[str, float] | None = None
 
     @staticmethod
@@ -130,26 +146,40 @@ class Perturber:
     # -- state for save/restore
     def get_state(self) -> dict[str, Any]:
         return {"fired": self.fired, "events": self.events, "seen": sorted(self.seen),
-                "force_open_left": self.force_open_left, "start_z": None if self.start_z is None else dict(self.start_z),
-                "rng": self.rng.bit_generator.state}
+                "force_open_left": self.force_open_left, "force_close_left": self.force_close_left,
+                "grasps": self.grasps, "grasping": self.grasping,
+                "start_z": None if self.start_z is None else dict(self.start_z), "rng": self.rng.bit_generator.state}
 
     def set_state(self, st: dict[str, Any]) -> None:
         self.fired, self.events, self.seen = st["fired"], st["events"], set(st["seen"])
         self.force_open_left = st["force_open_left"]
+        self.force_close_left = st.get("force_close_left", 0)
+        self.grasps, self.grasping = st.get("grasps", 0), st.get("grasping", False)
         self.start_z = None if st["start_z"] is None else dict(st["start_z"])
         self.rng.bit_generator.state = st["rng"]
 
     # -- hooks called by the env
     def before_step(self, env: PerturbableEnv, action: np.ndarray) -> np.ndarray:
-        """Override the action while the gripper is forced open. Returns the (possibly modified) ``(7,)`` action."""
+        """Override the gripper command while it is forced open or closed. Returns the (possibly modified) ``(7,)``
+        action."""
         if self.force_open_left > 0:
             self.force_open_left -= 1
             action = np.array(action, copy=True)
             action[-1] = -1.0
+        elif self.force_close_left > 0:
+            self.force_close_left -= 1
+            action = np.array(action, copy=True)
+            action[-1] = 1.0
         return action
 
     def _current_events(self, env: PerturbableEnv, preds: dict[str, bool]) -> list[str]:
         prefix = _event_prefix(self.spec.name)
+        if self.spec.name == "close_gripper":
+            grasping = any(v for p, v in preds.items() if p.startswith("grasped("))
+            if grasping and not self.grasping:
+                self.grasps += 1
+            self.grasping = grasping
+            return [] if grasping or env.gripper_opening() < OPEN_WIDTH else [f"free({self.grasps})"]
         if self.spec.name != "open_gripper":
             return [p for p, v in preds.items() if v and p.startswith(prefix)]
         poses = self.task_def.object_poses(env.rs_env, env.episode)
@@ -199,6 +229,9 @@ class Perturber:
         if self.spec.name == "open_gripper":
             self.force_open_left = OPEN_GRIPPER_STEPS
             return {"object": args[0], "open_steps": OPEN_GRIPPER_STEPS}
+        if self.spec.name == "close_gripper":
+            self.force_close_left = CLOSE_GRIPPER_STEPS
+            return {"after_grasps": int(args[0]), "close_steps": CLOSE_GRIPPER_STEPS}
         if self.spec.name == "knock_top_cube":
             return knock_off(env, args[0], args[1], self.rng)
         detail = self.task_def.perturb(env.rs_env, env.episode, self.spec.name, self.rng, target=args[0])

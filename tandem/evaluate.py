@@ -415,11 +415,23 @@ def failed_row(job: EpisodeJob, kind: str, reason: str, **extra: Any) -> dict[st
     """A row for an episode that produced no ``run_episode`` summary (build error, dead worker)."""
     row = {**_base_row(job), "success": False, "failure_kind": kind, "failure": reason, "steps": 0,
            "subgoals_done": 0, "n_subgoals_ref": None, "progress": 0.0, "attempts": 0, "replans": 0, "plans": 0,
-           "perturbed": False, "perturb_step": None, "recovered": False, "agent_claims_success": False,
+           "skill_results": {}, "perturbed": False, "perturb_step": None, "recovered": False, "agent_claims_success": False,
            "instruction": None}
     row.update({c: None for c in TIMING_COLUMNS})
     row.update(extra)
     return row
+
+
+def skill_results(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
+    """Per skill ``[successful verdicts, verdicts]`` of an episode, from its verdicts' ``subgoal`` signatures
+    (``"pick(red)"`` counts for ``pick``): the subgoal success rate of each skill, over attempts."""
+    out: dict[str, list[int]] = {}
+    for v in verdicts:
+        skill = str(v.get("subgoal", "?")).split("(")[0]
+        acc = out.setdefault(skill, [0, 0])
+        acc[0] += int(bool(v.get("success")))
+        acc[1] += 1
+    return out
 
 
 def row_from_result(job: EpisodeJob, summary: Mapping[str, Any], goals: Sequence[str]) -> dict[str, Any]:
@@ -441,6 +453,7 @@ def row_from_result(job: EpisodeJob, summary: Mapping[str, Any], goals: Sequence
         "attempts": int(summary.get("attempts", 0)),
         "replans": int(summary.get("replans", 0)),
         "plans": int(summary.get("plans", 0)),
+        "skill_results": skill_results(summary.get("verdicts") or []),
         "perturbed": bool(perts),
         "perturb_step": int(perts[0]["step"]) if perts else None,
         "recovered": bool(summary.get("recovered", False)),
@@ -793,6 +806,9 @@ def rows_to_frame(rows: Sequence[Mapping[str, Any]]) -> Any:
             df[c] = df[c].astype(bool)
     if "traceback" in df:
         df["traceback"] = df["traceback"].astype("string")
+    if "skill_results" in df:  # {skill: [ok, n]} with varying skills: JSON text keeps parquet's schema fixed
+        df["skill_results"] = df["skill_results"].map(
+            lambda d: d if isinstance(d, str) else json.dumps(d or {}, sort_keys=True)).astype("string")
     return df
 
 

@@ -207,7 +207,7 @@ class NutAssemblyTask(TaskDefinition):
     name = "nut_assembly"
     skills = ("pick", "insert")
     max_steps = 1200
-    perturbation_names: tuple[str, ...] = ("open_gripper",)
+    perturbation_names: tuple[str, ...] = ("open_gripper", "close_gripper")
 
     # ------------------------------------------------------------------ spec
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:

@@ -104,7 +104,7 @@ class PickPlaceBinsTask(TaskDefinition):
     name = "pick_place_bins"
     skills = ("pick", "place")
     max_steps = 1500
-    perturbation_names = ("pull_from_bin",)
+    perturbation_names = ("pull_from_bin", "close_gripper")
     #: Control-step budget per named object (the scripted expert needs ~200-300 steps for pick + place).
     steps_per_object = 350
 

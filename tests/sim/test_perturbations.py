@@ -79,6 +79,23 @@ def test_open_gripper_drops_the_carried_cube(env_factory):
     assert z < env.rs_env.table_offset[2] + 0.03  # it fell back to the table
 
 
+def test_close_gripper_closes_the_free_gripper_after_the_first_grasp_and_the_expert_reopens_it(env_factory):
+    env = env_factory(PerturbationSpec("close_gripper", after_success=2))
+    obs, _ = env.reset(2)
+    c = env.episode.choices
+    ex = ScriptedExecutor(env)
+    fired: list = []
+    obs, info, _ = run_subgoal(env, ex, make_subgoal(env, 0, "pick", (c["middle"],)), obs, on_info=_collect(fired))
+    assert not fired  # the first free moment (n = 1, the episode's start) is not the one asked for
+    obs, info, _ = run_subgoal(env, ex, make_subgoal(env, 1, "stack", (c["middle"], c["bottom"])), obs,
+                               on_info=_collect(fired))
+    obs, info, _ = run_subgoal(env, ex, make_subgoal(env, 2, "pick", (c["top"],)), obs, on_info=_collect(fired))
+    assert len(fired) == 1
+    detail = fired[0]["perturbation"]["detail"]
+    assert detail == {"after_grasps": 1, "close_steps": 15}
+    assert info["predicates"][f"grasped({c['top']})"]  # the expert opened the gripper again and still picked
+
+
 def test_bad_perturbations():
     from sim.robosuite_env import RobosuiteEnv
 
@@ -114,7 +131,7 @@ class _FakeEnv:
         self.step_count = 0
         self.forwards = 0
 
-    def _forward(self):
+    def forward(self):
         self.forwards += 1
 
 

@@ -162,13 +162,18 @@ def synthetic_root(tmp_path_factory):
 def test_windows_pad_observations_at_the_segment_start_and_mask_actions_past_its_end(synthetic_root):
     from executor_vla.track_data import TrackDataset
 
-    cfg = TrackExecutorConfig(n_obs_steps=2, horizon=16, trace_3d_len=schema.TRACE_3D_LEN)
+    cfg = TrackExecutorConfig(n_obs_steps=2, horizon=16, trace_3d_len=schema.TRACE_3D_LEN, hold_after_end=False)
     ds = TrackDataset(synthetic_root, cfg)
     first_of_second_segment = 12
     w = ds.windows(np.array([first_of_second_segment, first_of_second_segment + 5]))
     np.testing.assert_array_equal(w["obs"][0, 0], w["obs"][0, 1])  # padded with the segment's own first frame
     assert w["action_is_pad"][0].sum() == 16 - 12 and not w["action_is_pad"][0, :12].any()
     np.testing.assert_array_equal(w["action"][0, 12:], np.repeat(w["action"][0, 11:12], 4, axis=0))
+    # hold_after_end: past the segment's end the target is "stay put, keep the gripper", trained on (not masked)
+    held = TrackDataset(synthetic_root, TrackExecutorConfig(n_obs_steps=2, horizon=16)).windows(
+        np.array([first_of_second_segment]))
+    assert not held["action_is_pad"].any()
+    assert not held["action"][0, 12:, :6].any() and np.all(held["action"][0, 12:, 6] == w["action"][0, 11, 6])
     # the features of a frame are those the executor computes at run time for the same subgoal
     ex = TrackExecutor(cfg)
     rows, mask = ds.segment_trace(first_of_second_segment)
@@ -198,3 +203,18 @@ def test_the_track_executor_learns_the_synthetic_motion(synthetic_root):
         opt.step()
         losses.append(float(loss))
     assert np.mean(losses[-20:]) < 0.1 * np.mean(losses[:5])
+
+
+def test_the_traced_denoiser_samples_the_same_chunk_as_the_eager_one(tmp_path):
+    ex = _executor()
+    path = ex.save(tmp_path / "ck")
+    eager = TrackExecutor.from_checkpoint(path)
+    eager._traced_denoiser = None
+    traced = TrackExecutor.from_checkpoint(path)
+    assert traced._traced_denoiser is not None
+    obs, text = torch.randn(1, 2, eager.obs_dim), torch.randn(1, 16)
+    a, _ = eager.predict_action_chunk(obs, text, torch.Generator().manual_seed(3))
+    b, _ = traced.predict_action_chunk(obs, text, torch.Generator().manual_seed(3))
+    torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
+    traced.train()
+    assert traced._traced_denoiser is None  # training again must not use frozen weights
