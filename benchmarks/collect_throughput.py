@@ -2,7 +2,7 @@
 
 Measured in one run on this machine (peers in the same run, as the project asks):
 
-1. **collect**: ``tandem.collect.collect`` with the ``collect`` config (oracle planner, scripted executor,
+1. **collect**: ``tandem.runtime.collect.collect`` with the ``collect`` config (oracle planner, scripted executor,
    oracle goal images and traces) writes ``--episodes`` episodes into a temporary LeRobotDataset. Wall time
    covers everything: planning, goal rendering, labelling, PNG encoding, ``save_episode`` and commits.
    ``env.step`` time inside it is timed separately.
@@ -76,9 +76,9 @@ def main(argv: list[str] | None = None) -> dict:
     import numpy as np
 
     from executor_vla import dataset_writer as dw
-    from executor_vla import schema
-    from tandem.assembly import build_env, build_stack
-    from tandem.collect import collect
+    from tandem.core import dataset_schema as schema
+    from tandem.runtime.collect import collect
+    from tandem.runtime.registry import build_env, build_stack
 
     tmp = Path(tempfile.mkdtemp(prefix="collect_bench_"))
     root = args.keep or tmp / "ds"

@@ -49,14 +49,14 @@ def _timeit(fn, repeats: int, warmup: int = 1) -> dict[str, float]:
 
 
 def _obs(rng):
-    from tandem.types import Observation
+    from tandem.core.types import Observation
 
     return Observation(images={c: rng.integers(0, 255, (H, W, 3), dtype=np.uint8) for c in CAMS},
                        proprio=rng.standard_normal(8).astype(np.float32))
 
 
 def _subgoal(rng):
-    from tandem.types import KeypointTrace, Subgoal
+    from tandem.core.types import KeypointTrace, Subgoal
 
     return Subgoal("sg0", "pick", ("red",), "pick up the red cube",
                    goal_image=rng.integers(0, 255, (H, W, 3), dtype=np.uint8),
@@ -131,7 +131,7 @@ def bench_lerobot(our_size: bool, repeats: int) -> dict:
 def bench_closed_loop(steps: int, checkpoint: str | None = None) -> dict:
     """Control steps/s of the executor in the robosuite env with rendering: random weights at 128 x 128, or
     a trained ``checkpoint`` (rendering at the cameras and image size it was trained on)."""
-    from tandem.assembly import build_env
+    from tandem.runtime.registry import build_env
 
     cams, size = list(CAMS), [H, W]
     if checkpoint:

@@ -3,7 +3,7 @@
 Observation assembly: the latest valid message of each camera (``sensor_msgs/Image``), of
 ``/joint_states`` (``sensor_msgs/JointState``) and of the end-effector pose
 (``geometry_msgs/PoseStamped``) are kept with their header stamps; ``Observation.proprio`` is
-``[eef x, y, z (m, base frame), qw, qx, qy, qz, gripper width (m)]`` (``tandem.types.PROPRIO_LAYOUT``).
+``[eef x, y, z (m, base frame), qw, qx, qy, qz, gripper width (m)]`` (``tandem.core.types.PROPRIO_LAYOUT``).
 
 Commands: each ``step(action)`` (or each action of ``execute_chunk(ActionChunk)``) maps the action (:mod:`bridge.action_mapping`), passes it through
 the :class:`bridge.safety.SafetyLayer` and publishes a ``TwistStamped`` (MoveIt Servo) or a
@@ -36,8 +36,8 @@ from bridge.config import BridgeConfig
 from bridge.errors import MalformedMessageError, MissingTopicError
 from bridge.safety import Command, SafetyLayer
 from bridge.transport import Transport
-from tandem.errors import ConfigError, NonFiniteActionError, TandemError
-from tandem.types import ActionChunk, Observation, TaskSpec
+from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.core.types import ActionChunk, Observation, TaskSpec
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 TraceMode = Literal["raster", "points"]
 ConditioningSource = Literal["subgoal", "instruction"]

@@ -23,11 +23,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from executor_vla import schema
 from executor_vla.config import ExecutorConfig
 from executor_vla.network import TEXT_EMB_KEY
 from executor_vla.text_encoder import TextEncoder, load_text_encoder
-from tandem.errors import DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import DatasetSchemaError
 
 
 def delta_timestamps(cfg: ExecutorConfig, fps: int) -> dict[str, list[float]]:
@@ -77,7 +77,7 @@ def check_features(features: dict[str, dict[str, Any]], cfg: ExecutorConfig) -> 
         elif got != shape:
             problems.append(f"{key!r} has shape {got}, expected {shape}")
     if problems:
-        raise DatasetSchemaError("dataset does not follow executor_vla.schema: " + "; ".join(problems))
+        raise DatasetSchemaError("dataset does not follow tandem.core.dataset_schema: " + "; ".join(problems))
 
 
 class ExecutorDataset(torch.utils.data.Dataset):

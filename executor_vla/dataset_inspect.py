@@ -1,7 +1,7 @@
-"""Inspect a tandem dataset (LeRobotDataset v3 in the :mod:`executor_vla.schema`): validate, summarise, draw.
+"""Inspect a tandem dataset (LeRobotDataset v3 in the :mod:`tandem.core.dataset_schema`): validate, summarise, draw.
 
 * :func:`validate_dataset` checks everything a loader relies on and raises one
-  :class:`~tandem.errors.DatasetSchemaError` listing every problem: ``info.json`` (version, fps, the
+  :class:`~tandem.core.errors.DatasetSchemaError` listing every problem: ``info.json`` (version, fps, the
   tandem features), every data parquet file (readable footer, one column schema across files: a
   *mixed-schema* dataset fails), frame and episode counts, per-episode ``frame_index``/``timestamp``
   continuity, task indices, value ranges of the subgoal labels, the commit journal of
@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from executor_vla import schema
 from executor_vla.dataset_writer import (
     DEFAULT_FEATURES,
     JOURNAL_PATH,
@@ -35,7 +34,8 @@ from executor_vla.dataset_writer import (
     read_info,
     read_journal,
 )
-from tandem.errors import DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import DatasetSchemaError
 
 _SCALAR_KEYS = (schema.SUBGOAL_INDEX_KEY, schema.SUBGOAL_TASK_INDEX_KEY, schema.PROGRESS_KEY,
                 schema.SUBGOAL_SUCCESS_KEY, schema.TASK_SUCCESS_KEY)

@@ -8,8 +8,8 @@ after ``make_policy``. Only local directories are accepted, so nothing is fetche
 
 Each control step (as ``lerobot.common.control_utils.predict_action`` does):
 
-1. the tandem :class:`~tandem.types.Observation` becomes LeRobot's raw observation with the keys of our dataset
-   schema (:mod:`executor_vla.schema`): ``observation.images.<camera>`` ``uint8 (H, W, 3)`` (origin top-left, as
+1. the tandem :class:`~tandem.core.types.Observation` becomes LeRobot's raw observation with the keys of our dataset
+   schema (:mod:`tandem.core.dataset_schema`): ``observation.images.<camera>`` ``uint8 (H, W, 3)`` (origin top-left, as
    recorded) for every image feature of the policy, ``observation.state`` ``float32 (D,)`` = ``proprio`` (eef
    position m world frame, quaternion wxyz, gripper opening m), and ``"task"`` = the active subgoal's text
    (``task_text="subgoal"``) or the task's instruction (``task_text="instruction"``);
@@ -34,9 +34,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from executor_vla import schema
-from tandem.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 TaskText = Literal["subgoal", "instruction"]
 #: Files a LeRobot ``pretrained_model`` directory must hold (the processors' statistics files are referenced
@@ -46,7 +46,7 @@ REQUIRED_FILES: tuple[str, ...] = ("config.json", "model.safetensors", "policy_p
 
 
 class LeRobotPolicyExecutor:
-    """A loaded LeRobot policy with its processors, as a :class:`tandem.protocols.Executor` (see module docstring).
+    """A loaded LeRobot policy with its processors, as a :class:`tandem.core.protocols.Executor` (see module docstring).
 
     Args:
         policy: a ``lerobot.policies.pretrained.PreTrainedPolicy`` in eval mode.

@@ -3,7 +3,7 @@
 It is NOT robot data: a point "end effector" moves toward a per-subgoal target drawn as a coloured
 square in the images, so a policy can learn something in a few steps, but nothing here is meant to
 be realistic. The real dataset comes from ``tandem-collect`` (issue 3); both follow
-:mod:`executor_vla.schema`.
+:mod:`tandem.core.dataset_schema`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 
-from executor_vla import schema
+from tandem.core import dataset_schema as schema
 
 
 def _draw(img: np.ndarray, xy: np.ndarray, color: tuple[int, int, int], r: int = 4) -> None:
@@ -25,7 +25,7 @@ def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_e
                            frames_per_subgoal: int = 12, image_size: tuple[int, int] = (32, 32),
                            trace_len: int = schema.TRACE_LEN, seed: int = 0,
                            repo_id: str = "tandem/synthetic"):
-    """Write a LeRobotDataset v3 following :func:`executor_vla.schema.dataset_features` and return it.
+    """Write a LeRobotDataset v3 following :func:`tandem.core.dataset_schema.dataset_features` and return it.
 
     Each episode has ``subgoals_per_episode`` subgoals of ``frames_per_subgoal`` frames. Subgoal texts
     are registered as LeRobot tasks (``subgoal.task_index`` points into ``meta/tasks.parquet``) and each

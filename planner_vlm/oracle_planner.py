@@ -1,6 +1,6 @@
 """Oracle (privileged, symbolic) planner: plans from the simulator's ground-truth predicates.
 
-It reads only the :class:`~tandem.types.TaskSpec` and ``observation.privileged["predicates"]``
+It reads only the :class:`~tandem.core.types.TaskSpec` and ``observation.privileged["predicates"]``
 (simulator ground truth, so it is named *oracle*; it cannot run on a real robot). It serves as the
 upper-bound baseline and as the source of plan labels for training.
 
@@ -40,9 +40,9 @@ import string
 from dataclasses import dataclass
 from typing import Any
 
-from tandem.errors import ConfigError, UnknownNameError
-from tandem.protocols import TaskMemory
-from tandem.types import Observation, Plan, Subgoal, TaskSpec
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
 
 
 @dataclass(frozen=True)

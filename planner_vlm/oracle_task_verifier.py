@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from tandem.errors import ConfigError
-from tandem.types import Observation, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import ConfigError
+from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
 
 
 class OracleTaskSuccessVerifier:
-    """Verdicts from the simulator's task-success flag (implements ``tandem.protocols.Verifier``).
+    """Verdicts from the simulator's task-success flag (implements ``tandem.core.protocols.Verifier``).
 
     Args:
         task: optional; same as calling :meth:`reset` with it.

@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from tandem.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
-from tandem.types import Observation, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
+from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
 
 #: Skill -> predicate template used when no TaskSpec was given (same as ``sim.tasks.base.SKILL_PREDICATES``).
 DEFAULT_SKILL_PREDICATES: dict[str, str] = {
@@ -40,7 +40,7 @@ def _fmt(p: np.ndarray) -> str:
 
 
 class OracleVerifier:
-    """Verdicts from the simulator's ground-truth predicates (implements ``tandem.protocols.Verifier``).
+    """Verdicts from the simulator's ground-truth predicates (implements ``tandem.core.protocols.Verifier``).
 
     Args:
         task: optional; same as calling :meth:`reset` with it.

@@ -1,7 +1,7 @@
-"""Strict parsing of VLM output into a :class:`~tandem.types.Plan` or :class:`~tandem.types.Verdict`.
+"""Strict parsing of VLM output into a :class:`~tandem.core.types.Plan` or :class:`~tandem.core.types.Verdict`.
 
 Nothing the model says is executed: the text is only ever decoded as JSON data. Every failure
-raises :class:`tandem.errors.PlanParseError` (with the offending text); no other exception escapes
+raises :class:`tandem.core.errors.PlanParseError` (with the offending text); no other exception escapes
 :func:`parse_plan` / :func:`parse_verdict` for any ``str`` input.
 
 Steps:
@@ -31,8 +31,8 @@ import numpy as np
 from pydantic import ValidationError
 
 from planner_vlm.plan_schema import PlanOut, SubgoalOut, VerdictOut
-from tandem.errors import PlanParseError
-from tandem.types import KeypointTrace, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import PlanParseError
+from tandem.core.types import KeypointTrace, Plan, Subgoal, TaskSpec, Verdict
 
 #: Default longest model output accepted (characters).
 DEFAULT_MAX_CHARS = 20_000
@@ -135,7 +135,7 @@ def parse_plan(
     id_fn: IdFn | None = None,
     max_chars: int = DEFAULT_MAX_CHARS,
 ) -> Plan:
-    """Turn a model reply into a :class:`~tandem.types.Plan` for ``task``, or raise.
+    """Turn a model reply into a :class:`~tandem.core.types.Plan` for ``task``, or raise.
 
     Args:
         text: the raw model output.
@@ -147,7 +147,7 @@ def parse_plan(
         max_chars: longest accepted output.
 
     Returns:
-        The plan; ``remaining[0].trace`` is a :class:`~tandem.types.KeypointTrace` (``(K, 2)`` px,
+        The plan; ``remaining[0].trace`` is a :class:`~tandem.core.types.KeypointTrace` (``(K, 2)`` px,
         ``image_size = task.image_size``) when the model gave one.
 
     Raises:
@@ -200,7 +200,7 @@ def parse_plan(
 
 
 def parse_verdict(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Verdict:
-    """Turn a verifier reply into a :class:`~tandem.types.Verdict` with ``source="vlm"``, or raise.
+    """Turn a verifier reply into a :class:`~tandem.core.types.Verdict` with ``source="vlm"``, or raise.
 
     Raises:
         PlanParseError: for any output that is not ``{"success": bool, "confidence": [0, 1], "reason": str}``.

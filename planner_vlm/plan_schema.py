@@ -28,7 +28,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from tandem.types import TaskSpec
+from tandem.core.types import TaskSpec
 
 #: Bounds shared by the pydantic models and the JSON schemas.
 MAX_SUBGOALS = 32

@@ -8,7 +8,7 @@ done/remaining + trace output). After a verifier failure the agent calls it agai
 in the memory view and stated as ``LAST FAILURE`` in the prompt.
 
 Robustness: the reply goes through the strict parser (:func:`planner_vlm.plan_parser.parse_plan`).
-On a :class:`~tandem.errors.PlanParseError` the planner does ``max_repairs`` repair rounds (the
+On a :class:`~tandem.core.errors.PlanParseError` the planner does ``max_repairs`` repair rounds (the
 model sees its reply and the error); if those fail too, or the client fails
 (:class:`~planner_vlm.clients.base.VLMClientError`), it falls back to the current plan (empty at the
 first call) and records a ``vlm_fallback`` event. It never raises on model output.
@@ -29,16 +29,16 @@ from planner_vlm.plan_parser import DEFAULT_MAX_CHARS, parse_plan
 from planner_vlm.plan_schema import plan_json_schema
 from planner_vlm.prompting import compact_memory, failure_note, observation_images, skills_block
 from planner_vlm.prompts import load_prompt
-from tandem.errors import ConfigError, PlanParseError
-from tandem.protocols import TaskMemory
-from tandem.types import Observation, Plan, TaskSpec
+from tandem.core.errors import ConfigError, PlanParseError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Observation, Plan, TaskSpec
 
 #: Characters of a bad reply echoed back to the model in a repair round.
 REPAIR_ECHO_CHARS = 4000
 
 
 class VLMPlanner:
-    """A :class:`~tandem.protocols.Planner` backed by any :class:`~planner_vlm.clients.base.VLMClient`.
+    """A :class:`~tandem.core.protocols.Planner` backed by any :class:`~planner_vlm.clients.base.VLMClient`.
 
     Args:
         client: the model backend (transformers, OpenAI-compatible server, or scripted).

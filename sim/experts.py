@@ -29,8 +29,9 @@ import mujoco
 import numpy as np
 
 from sim.tasks.base import Waypoint
-from tandem.errors import NonFiniteActionError, TandemError, UnknownObjectError, UnknownSkillError
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core.errors import NonFiniteActionError, TandemError, UnknownObjectError, UnknownSkillError
+from tandem.core.geometry import wrap_pi, yaw_of_mat
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 if TYPE_CHECKING:
     from sim.robosuite_env import RobosuiteEnv
@@ -49,21 +50,11 @@ WRIST_YAW_SIGN = -1.0
 R_DOWN = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]])
 
 
-def gripper_yaw(site_mat: np.ndarray) -> float:
-    """Yaw (rad) of the finger axis (grip-site x axis) of a site->world rotation ``(3, 3)``."""
-    return math.atan2(site_mat[1, 0], site_mat[0, 0])
-
-
 def down_rotation(yaw: float) -> np.ndarray:
     """Site->world rotation ``(3, 3)`` of a gripper pointing down with its finger axis at ``yaw`` (rad)."""
     c, s = math.cos(yaw), math.sin(yaw)
     rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     return rz @ R_DOWN
-
-
-def wrap_pi(a: float) -> float:
-    """Wrap an angle (rad) to ``(-pi, pi]``."""
-    return (a + math.pi) % (2 * math.pi) - math.pi
 
 
 def nearest_symmetric_yaw(target: float, current: float) -> float:
@@ -147,7 +138,7 @@ class WaypointTracker:
             return a
         wp = self.waypoints[self.index]
         if self._yaw is None:
-            self._yaw = resolve_yaw(wp.yaw, gripper_yaw(eef_rot), wrist_q)
+            self._yaw = resolve_yaw(wp.yaw, yaw_of_mat(eef_rot), wrist_q)
         target_rot = down_rotation(self._yaw)
         rot_err = rotation_error(target_rot, eef_rot)
         d = np.asarray(wp.pos, dtype=np.float64) - eef_pos
@@ -197,7 +188,7 @@ def plan_waypoints(env: RobosuiteEnv, subgoal: Subgoal) -> list[Waypoint]:
 
 
 class ScriptedExecutor:
-    """The privileged scripted expert as a ``tandem.protocols.Executor`` (reads the live simulator).
+    """The privileged scripted expert as a ``tandem.core.protocols.Executor`` (reads the live simulator).
 
     ``set_subgoal`` asks the task for the skill's waypoints from the current simulator state; ``select_action``
     tracks them from the observation's proprio (grip-site pose, which is the frame the OSC controller tracks).

@@ -16,8 +16,8 @@ import numpy as np
 
 from sim.cameras import clip_to_image
 from sim.experts import plan_waypoints
-from tandem.errors import ConfigError
-from tandem.types import KeypointTrace, Observation, Subgoal
+from tandem.core.errors import ConfigError
+from tandem.core.types import KeypointTrace, Observation, Subgoal
 
 if TYPE_CHECKING:
     from sim.robosuite_env import RobosuiteEnv

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tandem.errors import ConfigError, UnknownNameError
+from tandem.core.errors import ConfigError, UnknownNameError
 
 if TYPE_CHECKING:
     from sim.robosuite_env import RobosuiteEnv

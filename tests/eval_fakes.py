@@ -20,10 +20,10 @@ import time
 import numpy as np
 
 from memory.task_memory import TaskMemoryV1
-from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.assembly import Stack
-from tandem.errors import SimUnstableError
-from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import SimUnstableError
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+from tandem.runtime.registry import Stack
 
 REFERENCE = [("pick", ("a",)), ("place", ("a",)), ("pick", ("b",)), ("place", ("b",))]
 SPEC = TaskSpec(name="toy", instruction="put a then b away", objects=("a", "b"), max_steps=100,

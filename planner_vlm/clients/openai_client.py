@@ -30,7 +30,7 @@ import numpy as np
 from PIL import Image
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClientError, VLMReply
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 #: HTTP status codes worth retrying (rate limit, server busy/overloaded).
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, VLMClientError, VLMReply
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
 

@@ -11,7 +11,7 @@ action mapping and safety limits; ``planner``, ``verifier`` and ``executor`` pic
 ``tandem-demo``. Writes ``summary.json``, ``episode.jsonl`` and ``safety_events.jsonl`` per episode.
 
 This is wiring: it may import ``sim`` (only for the sim-only ``executor.name=oracle_remote``), ``bridge``
-and ``tandem.agent``.
+and ``tandem.runtime.agent``.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from tandem.cli.common import fail, hydra_main, prepare_runtime, to_container
-from tandem.errors import ConfigError, TandemError, UnknownNameError
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core.errors import ConfigError, TandemError, UnknownNameError
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 prepare_runtime()
 log = logging.getLogger("tandem.bridge")
@@ -74,10 +74,10 @@ class OracleRemoteExecutor:
 
 
 def build_agent(cfg: Any, env: Any, transport: Any):
-    """HierarchicalAgent for the robot env: planner/verifier/memory as in ``tandem.assembly``; the executor is
+    """HierarchicalAgent for the robot env: planner/verifier/memory as in ``tandem.runtime.registry``; the executor is
     ``oracle_remote`` (sim-only) or ``diffusion`` (a checkpoint). No goal producer (no simulator to render)."""
-    from tandem.agent import AgentConfig, HierarchicalAgent
-    from tandem.assembly import build_memory, build_planner, build_verifier
+    from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+    from tandem.runtime.registry import build_memory, build_planner, build_verifier
 
     ex = cfg.get("executor") or {}
     name = ex.get("name", "oracle_remote")
@@ -114,7 +114,7 @@ def run(cfg: Any, transport: Any = None) -> dict:
     from bridge.robot_env import RobotEnv
     from bridge.runner import run_guarded
     from bridge.transport import DryRunTransport, make_transport
-    from tandem.rollout import run_episode
+    from tandem.runtime.rollout import run_episode
 
     cfg = to_container(cfg) if not isinstance(cfg, dict) else cfg
     bcfg = bridge_config_from_dict(cfg["bridge"])

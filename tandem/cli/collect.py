@@ -8,7 +8,7 @@ Examples::
 
 The same agent loop as ``tandem-demo`` runs every episode (config groups ``task``, ``planner``, ``verifier``,
 ``executor``, ``goals``, ``perturb``); every control step becomes one frame labelled with its subgoal, goal
-image and keypoint trace (see :mod:`tandem.collect`). ``episodes`` is the target total: rerun the same
+image and keypoint trace (see :mod:`tandem.runtime.collect`). ``episodes`` is the target total: rerun the same
 command to resume an interrupted collection. Exit status: 0 done, 2 bad input or write error, 3 fewer
 episodes than asked (too many failures), 130 interrupted (saved episodes are kept).
 """
@@ -30,7 +30,7 @@ def run(cfg) -> dict:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tandem.collect import collect, open_writer, report_json
+    from tandem.runtime.collect import collect, open_writer, report_json
 
     for name in ("lerobot", "lerobot.configs.video", "lerobot.utils.import_utils"):
         logging.getLogger(name).setLevel(logging.WARNING)

@@ -27,9 +27,9 @@ def run(cfg) -> dict:
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tandem.assembly import build_stack
-    from tandem.errors import ConfigError
-    from tandem.rollout import run_episode
+    from tandem.core.errors import ConfigError
+    from tandem.runtime.registry import build_stack
+    from tandem.runtime.rollout import run_episode
 
     if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool):
         raise ConfigError(f"seed must be an integer, got {cfg.seed!r}")

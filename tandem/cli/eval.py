@@ -27,8 +27,9 @@ SUBCOMMANDS = ("report", "compare")
 
 def run(cfg) -> dict:
     """Run the suite and variants chosen in ``cfg`` (see ``configs/eval.yaml``); print the headline metrics."""
-    from tandem.errors import ConfigError, UnknownNameError
-    from tandem.evaluate import Suite, Variant, evaluate
+    from tandem.core.errors import ConfigError, UnknownNameError
+    from tandem.evaluation.runner import evaluate
+    from tandem.evaluation.suite import Suite, Variant
 
     c = to_container(cfg)
     names = list(c.get("run_variants") or [])
@@ -61,7 +62,7 @@ def run(cfg) -> dict:
 
 def report_main(argv: list[str]) -> int:
     """``tandem-eval report <results_dir>... [--out DIR]``."""
-    from tandem.eval_report import make_report
+    from tandem.evaluation.report import make_report
 
     ap = argparse.ArgumentParser(prog="tandem-eval report", description="Plots, Markdown table and failure videos.")
     ap.add_argument("results", nargs="+", help="results folder(s) written by tandem-eval (or results.parquet "
@@ -76,7 +77,7 @@ def report_main(argv: list[str]) -> int:
 
 def compare_main(argv: list[str]) -> int:
     """``tandem-eval compare A B [--a-variant X] [--b-variant Y] [--task T] [--json]``."""
-    from tandem.eval_report import compare, format_comparison
+    from tandem.evaluation.report import compare, format_comparison
 
     ap = argparse.ArgumentParser(prog="tandem-eval compare",
                                  description="Ratio of success rates A/B with 95%% intervals (Katz log method).")

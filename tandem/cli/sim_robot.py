@@ -29,7 +29,7 @@ log = logging.getLogger("tandem.sim_robot")
 def oracle_waypoints_fn(env: Any):
     """SIM-ONLY: subgoal JSON -> the scripted expert's waypoints and controller scales for the bridge side."""
     from sim.experts import ScriptedExecutor, plan_waypoints
-    from tandem.types import Subgoal
+    from tandem.core.types import Subgoal
 
     scales = ScriptedExecutor(env)
 

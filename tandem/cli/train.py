@@ -54,7 +54,7 @@ def executor_config(cfg: Any):
 def build_eval_fn(cfg: Any):
     """``executor -> {"success_rate/<task>": ..., "success_rate": ...}`` running the sim, or None if ``eval.every == 0``.
 
-    Each episode runs the :class:`tandem.agent.HierarchicalAgent` with the oracle planner, the oracle
+    Each episode runs the :class:`tandem.runtime.agent.HierarchicalAgent` with the oracle planner, the oracle
     verifier and the oracle goal producer around the executor being trained.
     """
     ev = cfg.eval
@@ -63,9 +63,15 @@ def build_eval_fn(cfg: Any):
 
     from omegaconf import OmegaConf
 
-    from tandem.agent import AgentConfig, HierarchicalAgent
-    from tandem.assembly import build_env, build_goal_producer, build_memory, build_planner, build_verifier
-    from tandem.rollout import run_episode
+    from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+    from tandem.runtime.registry import (
+        build_env,
+        build_goal_producer,
+        build_memory,
+        build_planner,
+        build_verifier,
+    )
+    from tandem.runtime.rollout import run_episode
 
     ex = cfg.executor
 
@@ -102,7 +108,7 @@ def build_eval_fn(cfg: Any):
 def _dataset(cfg: Any, ex_cfg, out_dir: Path):
     from executor_vla.data import ExecutorDataset
     from executor_vla.synthetic import make_synthetic_dataset
-    from tandem.errors import ConfigError
+    from tandem.core.errors import ConfigError
 
     d = cfg.dataset
     root = d.root

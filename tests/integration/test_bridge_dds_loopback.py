@@ -26,7 +26,7 @@ from bridge.config import bridge_config_from_dict  # noqa: E402
 from bridge.dds_transport import DdsTransport  # noqa: E402
 from bridge.robot_env import RobotEnv  # noqa: E402
 from bridge.sim_robot_node import SimRobotNode  # noqa: E402
-from tandem.types import Observation, TaskSpec  # noqa: E402
+from tandem.core.types import Observation, TaskSpec  # noqa: E402
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]

@@ -60,11 +60,11 @@ class LiveLog:
 def test_collect_reload_matches_live_episode(task, tmp_path):
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from executor_vla import schema
     from executor_vla.dataset_inspect import validate_dataset
     from executor_vla.dataset_writer import read_journal
-    from tandem.assembly import build_stack
-    from tandem.collect import collect
+    from tandem.core import dataset_schema as schema
+    from tandem.runtime.collect import collect
+    from tandem.runtime.registry import build_stack
 
     out = tmp_path / "ds"
     cfg = _cfg(task, out)

@@ -12,8 +12,8 @@ import imageio.v2 as imageio
 import pytest
 
 from memory.task_memory import TaskMemoryV1
-from tandem.assembly import build_stack
-from tandem.rollout import run_episode
+from tandem.runtime.registry import build_stack
+from tandem.runtime.rollout import run_episode
 
 pytestmark = [pytest.mark.sim, pytest.mark.integration]
 

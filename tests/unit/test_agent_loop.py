@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from memory.task_memory import TaskMemoryV1
-from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.errors import SimUnstableError
-from tandem.rollout import run_episode
-from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import SimUnstableError
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+from tandem.runtime.rollout import run_episode
 
 SPEC = TaskSpec(name="toy", instruction="do a then b", objects=("a", "b"), max_steps=200,
                 skills={"pick": "grasped({0})"}, goals=("grasped(a)", "grasped(b)"))

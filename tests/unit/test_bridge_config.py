@@ -13,7 +13,7 @@ from bridge.action_mapping import (
     width_to_gripper_action,
 )
 from bridge.config import ActionMapping, bridge_config_from_dict, load_bridge_config
-from tandem.errors import ConfigError, NonFiniteActionError
+from tandem.core.errors import ConfigError, NonFiniteActionError
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 EXAMPLES = ("sim_loopback", "franka_moveit_servo", "ur_moveit_servo")

@@ -15,8 +15,8 @@ from bridge.errors import MissingTopicError  # noqa: E402
 from bridge.robot_env import RobotEnv  # noqa: E402
 from bridge.runner import run_guarded  # noqa: E402
 from bridge.transport import DryRunTransport, InProcessBus, InProcessTransport  # noqa: E402
-from tandem.errors import ConfigError, NonFiniteActionError  # noqa: E402
-from tandem.protocols import Env  # noqa: E402
+from tandem.core.errors import ConfigError, NonFiniteActionError  # noqa: E402
+from tandem.core.protocols import Env  # noqa: E402
 
 H, W = 8, 10
 
@@ -315,8 +315,8 @@ def test_gripper_deadband(rig):
 def test_planner_exception_inside_the_agent_loop_stops_the_robot(rig):
     """A planner that raises inside tandem's real agent loop: the episode fails, the robot is stopped."""
     from memory.task_memory import TaskMemoryV1
-    from tandem.agent import HierarchicalAgent
-    from tandem.rollout import run_episode
+    from tandem.runtime.agent import HierarchicalAgent
+    from tandem.runtime.rollout import run_episode
 
     class CrashingPlanner:
         def reset(self, task):
@@ -377,7 +377,7 @@ def test_camera_info_and_bad_action_length(rig):
 
 
 def test_action_chunk_is_sent_as_timed_commands(rig):
-    from tandem.types import ActionChunk
+    from tandem.core.types import ActionChunk
 
     robot, make, _ = rig
     env = make()

@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from executor_vla import schema
 from memory.task_memory import TaskMemoryV1
-from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.collect import DartNoiseEnv, OracleFrameLabeller, collect_episode, resample_trace
-from tandem.errors import ConfigError, SubgoalSchemaError
-from tandem.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import ConfigError
+from tandem.core.traces import resample_trace
+from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+from tandem.runtime.collect import DartNoiseEnv, collect_episode
+from tandem.runtime.labelling import OracleFrameLabeller
 
 SIZE = (8, 8)
 SPEC = TaskSpec(name="toy", instruction="grab a then b", objects=("a", "b"), max_steps=60,
@@ -30,8 +32,8 @@ def test_resample_trace_by_arc_length():
     assert np.all(one == [2, 5]) and m1.sum() == 4
     none, m0 = resample_trace(None, 4, SIZE)
     assert not none.any() and not m0.any()
-    with pytest.raises(SubgoalSchemaError, match="image"):
-        resample_trace(KeypointTrace("agentview", np.zeros((2, 2), np.float32), image_size=(4, 4)), 4, SIZE)
+    half, _ = resample_trace(KeypointTrace("agentview", np.array([[3, 1]], np.float32), image_size=(4, 4)), 2, SIZE)
+    assert half.tolist() == [[6.0, 2.0], [6.0, 2.0]]  # a (4, 4) trace scaled to the (8, 8) image
 
 
 class RecordingEnv:
@@ -207,7 +209,7 @@ def test_ctrl_c_keeps_saved_episodes_and_rerun_resumes(tmp_path):
 
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from tandem.collect import collect
+    from tandem.runtime.collect import collect
 
     out = tmp_path / "ds"
     cfg = {"out": str(out), "repo_id": "tandem/toy", "episodes": 3, "seed": 10,

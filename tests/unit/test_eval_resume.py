@@ -10,8 +10,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for eval_fakes
 
-from tandem.errors import ConfigError  # noqa: E402
-from tandem.evaluate import PART_FILE, ResultStore, Suite, Variant, evaluate, expand_suite  # noqa: E402
+from tandem.core.errors import ConfigError  # noqa: E402
+from tandem.evaluation.runner import evaluate  # noqa: E402
+from tandem.evaluation.store import PART_FILE, ResultStore  # noqa: E402
+from tandem.evaluation.suite import Suite, Variant, expand_suite  # noqa: E402
 
 FAKE = {"builder": "eval_fakes:build_fake_stack", "executor": {"name": "fake", "fail_seeds": [1],
                                                                 "unstable_seeds": [2]}}
@@ -64,7 +66,7 @@ def test_retry_errors_reruns_only_infrastructure_failures(tmp_path):
     suite = _suite(2)
     jobs = expand_suite(suite, [Variant.from_config("fake", FAKE)])
     store = ResultStore(tmp_path)
-    from tandem.evaluate import failed_row
+    from tandem.evaluation.rows import failed_row
 
     store.append(failed_row(jobs[0], "worker_crash", "died"))
     store.append(failed_row(jobs[1], "gave_up", "gave up: x"))
@@ -75,7 +77,7 @@ def test_retry_errors_reruns_only_infrastructure_failures(tmp_path):
 
 
 def test_unknown_backend_is_a_clear_error(tmp_path):
-    from tandem.errors import UnknownNameError
+    from tandem.core.errors import UnknownNameError
 
     with pytest.raises(UnknownNameError, match="unknown backend 'slurm'"):
         evaluate(_suite(1), [Variant.from_config("fake", FAKE)], tmp_path, backend="slurm", validate=False)

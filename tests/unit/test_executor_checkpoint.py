@@ -10,7 +10,7 @@ from safetensors.torch import load_file, save_file
 from test_executor_policy import batch, make, obs, subgoal
 
 from executor_vla.policy import DiffusionExecutor
-from tandem.errors import CheckpointError
+from tandem.core.errors import CheckpointError
 
 # Tiny models on a shared 2-core CPU: one intra-op thread avoids OpenMP oversubscription stalls.
 torch.set_num_threads(1)

@@ -1,5 +1,5 @@
 """The flat baseline as a stack variant: instruction planner, oracle task-success verifier, whole-episode budget,
-flat-checkpoint conditioning checks, and the new builder names of tandem.assembly / tandem.evaluate."""
+flat-checkpoint conditioning checks, and the new builder names of tandem.runtime.registry / tandem.evaluation."""
 
 from __future__ import annotations
 
@@ -15,13 +15,13 @@ from test_executor_policy import make
 from memory.task_memory import TaskMemoryV1
 from planner_vlm.instruction_planner import TASK_SKILL, InstructionPlanner
 from planner_vlm.oracle_task_verifier import OracleTaskSuccessVerifier
-from tandem import assembly
-from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.errors import ConfigError, UnknownNameError
-from tandem.evaluate import Variant
-from tandem.protocols import Planner, Verifier
-from tandem.rollout import run_episode
-from tandem.types import Observation, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.protocols import Planner, Verifier
+from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
+from tandem.evaluation.suite import Variant
+from tandem.runtime import registry
+from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+from tandem.runtime.rollout import run_episode
 
 torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parents[2]
@@ -101,24 +101,24 @@ def test_oracle_task_verifier_needs_the_simulator():
 # ------------------------------------------------------------------ builders and validation
 def test_builders_know_the_new_names():
     cfg = {"planner": {"name": "instruction"}, "verifier": {"name": "oracle_task"}}
-    assert isinstance(assembly.build_planner(cfg, None), InstructionPlanner)
-    assert isinstance(assembly.build_verifier(cfg, None), OracleTaskSuccessVerifier)
-    assert {"instruction"} <= set(assembly.PLANNERS) and {"oracle_task"} <= set(assembly.VERIFIERS)
-    assert "lerobot" in assembly.EXECUTORS
+    assert isinstance(registry.build_planner(cfg, None), InstructionPlanner)
+    assert isinstance(registry.build_verifier(cfg, None), OracleTaskSuccessVerifier)
+    assert {"instruction"} <= set(registry.PLANNERS) and {"oracle_task"} <= set(registry.VERIFIERS)
+    assert "lerobot" in registry.EXECUTORS
     with pytest.raises(UnknownNameError, match="planner 'learned' is not implemented yet"):
-        assembly.build_planner({"planner": {"name": "learned"}}, None)
+        registry.build_planner({"planner": {"name": "learned"}}, None)
     with pytest.raises(UnknownNameError, match="verifier 'learned' is not implemented yet"):
         Variant.from_config("l", {"verifier": "learned"}).validate()
     with pytest.raises(ConfigError, match="executor=lerobot needs executor.checkpoint"):
-        assembly.build_executor({"executor": {"name": "lerobot"}}, None)
+        registry.build_executor({"executor": {"name": "lerobot"}}, None)
     with pytest.raises(ConfigError, match="checkpoint"):
         Variant.from_config("lr", {"executor": {"name": "lerobot"}}).validate()
 
 
 def test_agent_config_null_budget_means_the_task_max_steps():
-    cfg = assembly.build_agent_config({"agent": {"max_attempts_per_subgoal": 1, "subgoal_step_budget": None}})
+    cfg = registry.build_agent_config({"agent": {"max_attempts_per_subgoal": 1, "subgoal_step_budget": None}})
     assert cfg.subgoal_step_budget is None and cfg.step_budget(SPEC) == SPEC.max_steps
-    assert assembly.build_agent_config({}).step_budget(SPEC) == 400
+    assert registry.build_agent_config({}).step_budget(SPEC) == 400
     with pytest.raises(ConfigError):
         AgentConfig(subgoal_step_budget=0)
 
@@ -164,10 +164,10 @@ def test_eval_yaml_variants_validate(ckpts):
 
 def test_build_executor_refuses_mismatched_conditioning(ckpts):
     with pytest.raises(ConfigError, match="is the flat baseline"):
-        assembly.build_executor({"planner": {"name": "oracle"},
+        registry.build_executor({"planner": {"name": "oracle"},
                                  "executor": {"name": "diffusion", "checkpoint": str(ckpts["flat"])}}, None)
     with pytest.raises(ConfigError, match="subgoal-conditioned"):
-        assembly.build_executor({"planner": {"name": "instruction"},
+        registry.build_executor({"planner": {"name": "instruction"},
                                  "executor": {"name": "diffusion", "checkpoint": str(ckpts["sub"])}}, None)
     conf = json.loads((ckpts["flat"] / "config.json").read_text())
     assert conf["executor"]["conditioning_source"] == "instruction"
@@ -201,10 +201,10 @@ def _flat_agent(ckpt: Path, env, budget: int | None = None) -> HierarchicalAgent
     cfg = {"planner": {"name": "instruction"}, "verifier": {"name": "oracle_task"},
            "executor": {"name": "diffusion", "checkpoint": str(ckpt)}, "goals": {"name": "none"},
            "agent": {"max_attempts_per_subgoal": 1, "subgoal_step_budget": budget}}
-    return HierarchicalAgent(planner=assembly.build_planner(cfg, env), verifier=assembly.build_verifier(cfg, env),
-                             executor=assembly.build_executor(cfg, env), memory=assembly.build_memory(cfg),
-                             goal_producer=assembly.build_goal_producer(cfg, env),
-                             config=assembly.build_agent_config(cfg))
+    return HierarchicalAgent(planner=registry.build_planner(cfg, env), verifier=registry.build_verifier(cfg, env),
+                             executor=registry.build_executor(cfg, env), memory=registry.build_memory(cfg),
+                             goal_producer=registry.build_goal_producer(cfg, env),
+                             config=registry.build_agent_config(cfg))
 
 
 def test_flat_episode_runs_the_whole_task_as_one_subgoal(ckpts):

@@ -11,9 +11,9 @@ import torch
 from lerobot.configs.types import FeatureType, PolicyFeature
 
 from executor_vla.lerobot_executor import LeRobotPolicyExecutor
-from tandem.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
-from tandem.protocols import Executor
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
+from tandem.core.protocols import Executor
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 H, W = 6, 8
 TASK = TaskSpec(name="t", instruction="stack red on green, then blue on red", objects=("red",), max_steps=9)

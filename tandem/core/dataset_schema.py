@@ -4,7 +4,7 @@ A tandem dataset is a LeRobotDataset v3 (LeRobot 0.6.1) at :data:`FPS` frames pe
 carries the robot observation, the action, and the *active subgoal's* conditioning: its index in the
 episode, its text (as a LeRobot task index), its goal image and its keypoint trace.
 
-Conventions (see ``tandem/types.py``):
+Conventions (see ``tandem/core/types.py``):
 
 * images: RGB, upright, origin at the top-left; LeRobot shape convention ``(H, W, 3)`` with names
   ``["height", "width", "channels"]``; stored with dtype ``"image"`` (PNG inside parquet,
@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tandem.types import OSC_ACTION_LAYOUT, PROPRIO_LAYOUT
+from tandem.core.types import OSC_ACTION_LAYOUT, PROPRIO_LAYOUT
 
 FPS: int = 20
 IMAGE_SIZE: tuple[int, int] = (128, 128)

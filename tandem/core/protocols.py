@@ -1,8 +1,8 @@
 """The interfaces between tandem's parts, as ``typing.Protocol`` classes.
 
-Only :mod:`tandem.agent` knows all of them together. Components implement them without
+Only :mod:`tandem.runtime.agent` knows all of them together. Components implement them without
 importing each other (see the import-linter contracts in ``pyproject.toml``).
-This module imports nothing from the project but :mod:`tandem.types`.
+This module imports nothing from the project but :mod:`tandem.core.types`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
 
 
 @runtime_checkable

@@ -1,30 +1,14 @@
-"""Demonstration collection: run the agent loop and turn each control step into a labelled dataset frame.
+"""Demonstration collection: run the agent loop and write each episode as labelled dataset frames.
 
-This is wiring (it may import ``sim`` through :mod:`tandem.assembly` and ``executor_vla``). The pieces:
-
-* :class:`OracleFrameLabeller` is the ``on_step`` callback of :func:`tandem.rollout.run_episode`. It turns
-  every :class:`~tandem.rollout.StepRecord` into one frame of the :mod:`executor_vla.schema`. It reads the
-  simulator's ground-truth predicates (``Observation.privileged``) to label subgoal and task success, so it
-  is an *oracle* labeller and works in simulation only.
 * :class:`DartNoiseEnv` wraps an env and adds Gaussian noise to the **executed** action while the dataset
   keeps the expert's clean action as the label (DART: Laskey et al., "DART: Noise Injection for Robust
   Imitation Learning", CoRL 2017). The expert then demonstrates how to recover from the drift.
-* :func:`collect_episode` runs one episode into a :class:`~executor_vla.dataset_writer.TandemDatasetWriter`;
+* :class:`ContinuePastSuccessEnv` lets an episode run past the env's first success report.
+* :func:`collect_episode` runs one episode into a :class:`~executor_vla.dataset_writer.TandemDatasetWriter`, its
+  frames labelled by :class:`~tandem.runtime.labelling.OracleFrameLabeller` (see there for every label);
   :func:`collect` runs many, resumes an interrupted collection and reports throughput.
 
-Frame convention (LeRobot's): frame ``t`` holds the observation the action was chosen from and that action.
-Labels of frame ``t`` (all from the frame's own observation unless stated):
-
-* ``subgoal.index``: 0-based ordinal of the subgoal *attempt* in the episode. It grows by one every time the
-  agent starts a subgoal, so a retry of the same subgoal gets a new index, and each index has one goal image
-  and one trace.
-* ``subgoal.task_index``: LeRobot task index of the attempt's subgoal text.
-* ``subgoal.goal_image`` / ``subgoal.trace`` / ``subgoal.trace_mask``: the attempt's goal image and its trace
-  resampled by arc length to K points (mask 1); with no trace the points are 0 and the mask is 0.
-* ``subgoal.progress``: ``(i + 1) / n`` for the i-th of the attempt's n frames.
-* ``subgoal.success``: 1 iff the subgoal's predicate holds in the frame's observation **and** the attempt was
-  not judged failed (frames of a failed attempt are all 0: they are the negatives a verifier needs).
-* ``task.success``: 1 iff every goal predicate holds in the frame's observation.
+Stacks are built through :mod:`tandem.runtime.registry`, as for the demo and the evaluation.
 """
 
 from __future__ import annotations
@@ -38,50 +22,13 @@ from typing import Any
 
 import numpy as np
 
-from executor_vla import schema
-from tandem.assembly import config_get
-from tandem.errors import ConfigError, DatasetSchemaError, SubgoalSchemaError, TandemError
-from tandem.protocols import Env
-from tandem.rollout import StepRecord, run_episode
-from tandem.types import KeypointTrace, Observation, Subgoal, TaskSpec
-
-
-def resample_trace(trace: KeypointTrace | None, k: int, image_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
-    """A keypoint trace as a fixed-size array: ``K`` points equally spaced by arc length along the polyline.
-
-    Args:
-        trace: ``points (K', 2)`` px ``(x right, y down)``, origin top-left, or None.
-        k: K, output points.
-        image_size: ``(H, W)`` px of the trace's camera; points are clipped into ``[0, W-1] x [0, H-1]``.
-
-    Returns:
-        ``(points float32 (K, 2), mask float32 (K,))``. The first and last points are the trace's own
-        first and last points. With ``trace=None`` both are zeros (mask 0 = no trace). A trace of one
-        point, or of zero length, repeats that point.
-
-    Raises:
-        SubgoalSchemaError: the trace has non-finite points or was made for another image size.
-    """
-    pts = np.zeros((k, 2), np.float32)
-    if trace is None:
-        return pts, np.zeros(k, np.float32)
-    p = np.asarray(trace.points, np.float64)
-    if p.ndim != 2 or p.shape[1] != 2 or len(p) == 0 or not np.all(np.isfinite(p)):
-        raise SubgoalSchemaError(f"trace points must be finite (K, 2), got {p.shape}")
-    if tuple(trace.image_size) != tuple(image_size):
-        raise SubgoalSchemaError(f"trace is for a {tuple(trace.image_size)} image, the dataset stores {tuple(image_size)}")
-    seg = np.linalg.norm(np.diff(p, axis=0), axis=1)
-    cum = np.concatenate([[0.0], np.cumsum(seg)])
-    if len(p) == 1 or cum[-1] <= 1e-9:
-        out = np.repeat(p[:1], k, axis=0)
-    else:
-        s = np.linspace(0.0, cum[-1], k)
-        out = np.stack([np.interp(s, cum, p[:, 0]), np.interp(s, cum, p[:, 1])], axis=1)
-        out[0], out[-1] = p[0], p[-1]
-    h, w = image_size
-    out[:, 0] = np.clip(out[:, 0], 0, w - 1)
-    out[:, 1] = np.clip(out[:, 1], 0, h - 1)
-    return out.astype(np.float32), np.ones(k, np.float32)
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import ConfigError
+from tandem.core.protocols import Env
+from tandem.core.types import Observation
+from tandem.runtime.labelling import OracleFrameLabeller
+from tandem.runtime.registry import config_get
+from tandem.runtime.rollout import StepRecord, run_episode
 
 
 class DartNoiseEnv:
@@ -152,148 +99,6 @@ class ContinuePastSuccessEnv:
 
     def close(self) -> None:
         self.env.close()
-
-
-@dataclass
-class _Pending:
-    """Frames of the subgoal attempt being recorded (flushed to the writer when it ends)."""
-
-    index: int
-    subgoal: Subgoal
-    predicate: str | None
-    task_index: int
-    goal_image: np.ndarray
-    trace: np.ndarray
-    trace_mask: np.ndarray
-    frames: list[dict[str, Any]] = field(default_factory=list)
-    holds: list[bool] = field(default_factory=list)
-    first_frame: int = 0
-
-
-class OracleFrameLabeller:
-    """``on_step`` callback that writes labelled frames of one episode (privileged: reads sim predicates).
-
-    Frames of a subgoal attempt are buffered until the attempt ends (its progress and outcome are known then),
-    then handed to ``writer.add_frame``. See the module docstring for every label.
-
-    Args:
-        writer: where frames go (a :class:`~executor_vla.dataset_writer.TandemDatasetWriter`).
-        cameras: cameras stored as ``observation.images.<camera>``; each must be in ``Observation.images``.
-        image_size: ``(H, W)`` px of the cameras and the goal image.
-        trace_len: K, trace points per frame.
-        observer: optional extra callback on every StepRecord (tests, progress display).
-    """
-
-    def __init__(self, writer: Any, cameras: tuple[str, ...] = schema.CAMERAS,
-                 image_size: tuple[int, int] = schema.IMAGE_SIZE, trace_len: int = schema.TRACE_LEN,
-                 observer: Callable[[StepRecord], None] | None = None) -> None:
-        self.writer = writer
-        self.cameras = tuple(cameras)
-        self.image_size = (int(image_size[0]), int(image_size[1]))
-        self.trace_len = int(trace_len)
-        self.observer = observer
-        self.task: TaskSpec | None = None
-        self.pending: _Pending | None = None
-        self.attempts: list[dict[str, Any]] = []
-        self.frames_written = 0
-        self.last_record: StepRecord | None = None
-        self.fatal: BaseException | None = None
-        self._blank = np.zeros((*self.image_size, 3), np.uint8)
-
-    def start_episode(self) -> None:
-        """Forget the previous episode (call before ``run_episode``)."""
-        self.task, self.pending, self.attempts = None, None, []
-        self.frames_written, self.last_record, self.fatal = 0, None, None
-
-    # ------------------------------------------------------------------ the callback
-    def __call__(self, rec: StepRecord) -> None:
-        try:
-            self._on_step(rec)
-        except BaseException as e:
-            self.fatal = e  # run_episode records errors as a failed episode; the collector re-raises this
-            raise
-        if self.observer is not None:
-            self.observer(rec)
-
-    def _on_step(self, rec: StepRecord) -> None:
-        agent = rec.agent
-        self.task = agent.task
-        if rec.subgoal is None:
-            raise SubgoalSchemaError(f"step {rec.step}: an action without an active subgoal cannot be labelled")
-        index = agent.status.attempts - 1
-        if self.pending is None or self.pending.index != index:
-            if self.pending is not None:
-                self._flush(agent.status.verdicts, final_obs=None)
-            self.pending = self._begin(index, rec.subgoal)
-        self.pending.frames.append(self._frame(rec))
-        self.pending.holds.append(self._holds(rec.obs, self.pending.predicate))
-        self.last_record = rec
-
-    def _begin(self, index: int, sg: Subgoal) -> _Pending:
-        goal = sg.goal_image if sg.goal_image is not None else self._blank
-        if goal.shape != (*self.image_size, 3) or goal.dtype != np.uint8:
-            raise SubgoalSchemaError(f"subgoal {sg.signature}: goal image must be uint8 {(*self.image_size, 3)}, "
-                                     f"got {goal.dtype} {goal.shape}")
-        trace, mask = resample_trace(sg.trace, self.trace_len, self.image_size)
-        predicate = None
-        if self.task is not None and sg.skill in self.task.skills:
-            predicate = self.task.predicate_for(sg.skill, sg.args)
-        return _Pending(index=index, subgoal=sg, predicate=predicate,
-                        task_index=self.writer.subgoal_task_index(sg.text), goal_image=goal, trace=trace,
-                        trace_mask=mask, first_frame=self.frames_written)
-
-    @staticmethod
-    def _holds(obs: Observation, predicate: str | None) -> bool:
-        preds = (obs.privileged or {}).get("predicates") or {}
-        return bool(predicate is not None and preds.get(predicate, False))
-
-    def _frame(self, rec: StepRecord) -> dict[str, Any]:
-        obs = rec.obs
-        frame: dict[str, Any] = {}
-        for cam in self.cameras:
-            if cam not in obs.images:
-                raise DatasetSchemaError(f"observation has no {cam!r} image (has {sorted(obs.images)})")
-            frame[schema.image_key(cam)] = obs.images[cam]
-        frame[schema.STATE_KEY] = np.asarray(obs.proprio, np.float32)
-        frame[schema.ACTION_KEY] = np.asarray(rec.action, np.float32)
-        frame[schema.TASK_SUCCESS_KEY] = np.array([float(bool((obs.privileged or {}).get("success", False)))],
-                                                  np.float32)
-        frame["task"] = self.task.instruction if self.task is not None else ""
-        return frame
-
-    def _flush(self, verdicts: list[dict[str, Any]], final_obs: Observation | None) -> None:
-        p = self.pending
-        assert p is not None
-        verified = p.index < len(verdicts)
-        if verified:
-            ok, reason = bool(verdicts[p.index]["success"]), str(verdicts[p.index].get("reason", ""))
-        else:  # the episode ended before the attempt was verified: judge it on the final observation
-            ok = self._holds(final_obs, p.predicate) if final_obs is not None else False
-            reason = "episode ended before verification; predicate " + ("holds" if ok else "does not hold") + " at the end"
-        n = len(p.frames)
-        for i, frame in enumerate(p.frames):
-            frame[schema.SUBGOAL_INDEX_KEY] = np.array([p.index], np.int64)
-            frame[schema.SUBGOAL_TASK_INDEX_KEY] = np.array([p.task_index], np.int64)
-            frame[schema.GOAL_IMAGE_KEY] = p.goal_image
-            frame[schema.TRACE_KEY] = p.trace
-            frame[schema.TRACE_MASK_KEY] = p.trace_mask
-            frame[schema.PROGRESS_KEY] = np.array([(i + 1) / n], np.float32)
-            frame[schema.SUBGOAL_SUCCESS_KEY] = np.array([float(ok and p.holds[i])], np.float32)
-            self.writer.add_frame(frame)
-        self.attempts.append({"index": p.index, "id": p.subgoal.id, "signature": p.subgoal.signature,
-                              "text": p.subgoal.text, "task_index": p.task_index, "success": ok, "verified": verified,
-                              "reason": reason,
-                              "from_frame": p.first_frame, "to_frame": p.first_frame + n,
-                              "has_goal_image": p.subgoal.goal_image is not None,
-                              "has_trace": p.subgoal.trace is not None})
-        self.frames_written += n
-        self.pending = None
-
-    def finish_episode(self, verdicts: list[dict[str, Any]]) -> None:
-        """Flush the last attempt (judged by its verdict, or by the predicate on the final observation)."""
-        if self.pending is not None:
-            final = self.last_record.next_obs if self.last_record is not None else None
-            self._flush(verdicts, final_obs=final)
 
 
 @dataclass
@@ -439,7 +244,7 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
         cfg: the ``configs/collect.yaml`` config (or a nested dict with the same keys).
         on_episode: called after every episode with its outcome and the writer (progress display).
         observer: called on every StepRecord (progress display, tests).
-        stack: a prebuilt :class:`tandem.assembly.Stack` (tests); built from ``cfg`` otherwise and closed here.
+        stack: a prebuilt :class:`tandem.runtime.registry.Stack` (tests); built from ``cfg`` otherwise and closed here.
 
     Returns:
         CollectReport. A Ctrl-C stops after committing the saved episodes (``interrupted=True``).
@@ -449,7 +254,7 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
         DatasetWriteError: a write failed (the dataset is rolled back to its last commit, which is intact).
         UnknownNameError / ConfigError: bad task, component or setting names.
     """
-    from tandem.assembly import build_stack
+    from tandem.runtime.registry import build_stack
 
     target = int(config_get(cfg, "episodes", 1))
     if target < 1:
@@ -532,5 +337,5 @@ def report_json(report: CollectReport) -> dict[str, Any]:
     return dataclasses.asdict(report)
 
 
-__all__ = ["CollectReport", "ContinuePastSuccessEnv", "DartNoiseEnv", "EpisodeOutcome", "OracleFrameLabeller", "collect", "collect_episode",
-           "open_writer", "report_json", "resample_trace", "TandemError"]
+__all__ = ["CollectReport", "ContinuePastSuccessEnv", "DartNoiseEnv", "EpisodeOutcome", "collect", "collect_episode",
+           "open_writer", "report_json"]

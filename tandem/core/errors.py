@@ -65,7 +65,7 @@ class PlanParseError(TandemError, ValueError):
 
 
 class SubgoalSchemaError(TandemError, ValueError):
-    """A Subgoal (or its trace / goal image) violates the data contract in tandem.types."""
+    """A Subgoal (or its trace / goal image) violates the data contract in tandem.core.types."""
 
 
 class CheckpointError(TandemError):

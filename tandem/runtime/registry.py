@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.errors import ConfigError, UnknownNameError
-from tandem.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
+from tandem.runtime.agent import AgentConfig, HierarchicalAgent
 
 logger = logging.getLogger(__name__)
 
@@ -24,7 +24,7 @@ PLANNERS = ("oracle", "vlm", "instruction")
 VERIFIERS = ("oracle", "vlm", "oracle_task")
 EXECUTORS = ("scripted", "diffusion", "lerobot")
 GOAL_PRODUCERS = ("oracle", "none")
-#: Component names of the design (ARCHITECTURE.md) that ``tandem.assembly`` cannot build yet.
+#: Component names of the design (ARCHITECTURE.md) that ``tandem.runtime.registry`` cannot build yet.
 NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {"planner": ("learned",), "verifier": ("learned",)}
 #: The planner whose single whole-task subgoal matches executors trained with ``conditioning_source="instruction"``.
 FLAT_PLANNER = "instruction"
@@ -86,7 +86,7 @@ def build_env(cfg: Any, cameras: tuple[str, ...] | None = None,
 
 
 def unknown_component(kind: str, name: str, known: tuple[str, ...]) -> UnknownNameError:
-    """The error for a component name ``tandem.assembly`` cannot build; names of the design that are not built
+    """The error for a component name ``tandem.runtime.registry`` cannot build; names of the design that are not built
     yet (:data:`NOT_IMPLEMENTED`, e.g. ``planner=learned``) say so."""
     err = UnknownNameError(kind, name, known)
     if name in NOT_IMPLEMENTED.get(kind, ()):

@@ -11,7 +11,7 @@ This is the only module that knows all four parts. Each subgoal goes through:
 5. memory records the verdict; the agent advances, retries or gives up after too many attempts.
 
 The agent is a step-level state machine (``act(obs) -> action``) so the same code drives a simulator
-rollout (``tandem.rollout``) and a real robot loop (the ROS 2 bridge). It never reads
+rollout (``tandem.runtime.rollout``) and a real robot loop (the ROS 2 bridge). It never reads
 ``Observation.privileged`` itself; only the injected oracle components may.
 """
 
@@ -23,9 +23,9 @@ from typing import Any
 
 import numpy as np
 
-from tandem.errors import ConfigError, NonFiniteActionError, TandemError
-from tandem.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier
-from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.core.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
 
 
 @dataclass

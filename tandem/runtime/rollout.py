@@ -4,7 +4,7 @@ Artefacts written to ``out_dir`` (all optional):
 
 * ``episode.mp4``: agentview with the subgoal text, the keypoint trace and the goal image inset, wrist view beside;
 * ``episode.jsonl``: one row per control step plus one event per plan, attempt, verdict, replan,
-  perturbation and error (``tandem.types.EpisodeLog``);
+  perturbation and error (``tandem.core.types.EpisodeLog``);
 * ``memory.jsonl``: the task memory, loadable with ``memory.task_memory.TaskMemoryV1.load``;
 * ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies.
 
@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from tandem.agent import HierarchicalAgent
-from tandem.errors import TandemError
-from tandem.protocols import Env
-from tandem.types import EpisodeLog, Observation
-from tandem.video import VideoWriter, compose_frame
+from tandem.core.errors import TandemError
+from tandem.core.protocols import Env
+from tandem.core.types import EpisodeLog, Observation
+from tandem.runtime.agent import HierarchicalAgent
+from tandem.runtime.video import VideoWriter, compose_frame
 
 
 @dataclass
