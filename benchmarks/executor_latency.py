@@ -131,7 +131,8 @@ def bench_lerobot(our_size: bool, repeats: int) -> dict:
 def bench_closed_loop(steps: int, checkpoint: str | None = None) -> dict:
     """Control steps/s of the executor in the robosuite env with rendering: random weights at 128 x 128, or
     a trained ``checkpoint`` (rendering at the cameras and image size it was trained on)."""
-    from tandem.runtime.registry import build_env
+    from tandem.runtime.config import EnvConfig, TaskConfig
+    from tandem.runtime.registry import build_sim_env
 
     cams, size = list(CAMS), [H, W]
     if checkpoint:
@@ -139,7 +140,7 @@ def bench_closed_loop(steps: int, checkpoint: str | None = None) -> dict:
 
         ex = DiffusionExecutor.from_checkpoint(checkpoint)
         cams, size = list(ex.cfg.cameras), list(ex.cfg.image_size)
-    env = build_env({"task": {"name": "stack_three"}, "env": {"cameras": cams, "image_size": size}})
+    env = build_sim_env(TaskConfig(name="stack_three"), EnvConfig(cameras=tuple(cams), image_size=tuple(size)))
     try:
         rng = np.random.default_rng(0)
         if not checkpoint:

@@ -19,12 +19,11 @@ from pathlib import Path
 from typing import Any
 
 from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.evaluation.config import BACKENDS
 from tandem.evaluation.episode import run_job, worker_init
 from tandem.evaluation.rows import WORKER_CRASH_REASON, failed_row
 from tandem.evaluation.suite import EpisodeJob
 from tandem.runtime.environment import runtime_env
-
-BACKENDS: tuple[str, ...] = ("inline", "local", "ray")
 
 
 def _stamp(row: dict[str, Any], backend: str) -> dict[str, Any]:

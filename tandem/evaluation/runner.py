@@ -15,11 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from tandem.core.errors import UnknownNameError
-from tandem.evaluation.backends import BACKENDS, run_jobs
+from tandem.evaluation.backends import run_jobs
+from tandem.evaluation.config import BACKENDS
 from tandem.evaluation.rows import RETRYABLE_KINDS
 from tandem.evaluation.statistics import write_metrics
 from tandem.evaluation.store import PART_FILE, VIDEO_FILE, ResultStore
-from tandem.evaluation.suite import EpisodeJob, Suite, Variant, expand_suite, merge_config, plain_config
+from tandem.evaluation.suite import EpisodeJob, Suite, Variant, expand_suite, merge_config
+from tandem.runtime.config import to_dict
 
 
 @dataclass
@@ -78,7 +80,7 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
     (store.root / "suite.json").write_text(json.dumps({
         "suite": suite.name, "seeds": list(suite.seeds), "variants": [v.name for v in variants],
         "tasks": [{"name": t.name, "perturb": asdict(t.perturb)} for t in suite.tasks], "max_steps": suite.max_steps,
-        "env": plain_config(env), "agent": plain_config(agent), "n_episodes": len(jobs)}, indent=2, default=str))
+        "env": to_dict(env), "agent": to_dict(agent), "n_episodes": len(jobs)}, indent=2, default=str))
 
     keys = {j.key for j in jobs}
     prior = [r for k, r in store.load_rows().items() if k in keys and k not in {j.key for j in todo}]

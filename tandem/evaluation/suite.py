@@ -19,22 +19,7 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import ConfigError, UnknownNameError
-
-
-def plain_config(cfg: Any) -> Any:
-    """OmegaConf / nested mapping -> plain JSON-safe dicts and lists (interpolations resolved)."""
-    try:
-        from omegaconf import DictConfig, ListConfig, OmegaConf
-
-        if isinstance(cfg, (DictConfig, ListConfig)):
-            return OmegaConf.to_container(cfg, resolve=True)
-    except ImportError:  # pragma: no cover - omegaconf is a dependency
-        pass
-    if isinstance(cfg, Mapping):
-        return {str(k): plain_config(v) for k, v in cfg.items()}
-    if isinstance(cfg, (list, tuple)):
-        return [plain_config(v) for v in cfg]
-    return cfg
+from tandem.runtime.config import to_dict
 
 
 def merge_config(base: Mapping[str, Any] | None, over: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -46,6 +31,7 @@ def merge_config(base: Mapping[str, Any] | None, over: Mapping[str, Any] | None)
 
 
 def config_hash(obj: Any) -> str:
+    """12 hex digits of the SHA-1 of ``obj``'s sorted JSON: the fingerprint of a job's configuration."""
     return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
 
 
@@ -55,10 +41,10 @@ class Variant:
 
     Attributes:
         name: short label used in keys, tables and plots, e.g. ``"oracle"``, ``"hierarchical"``, ``"flat"``.
-        planner, verifier, executor, goals: config groups as ``tandem.registry.build_stack`` reads them
+        planner, verifier, executor, goals: config sections as :func:`tandem.runtime.registry.build_stack` reads them
             (``{"name": ..., **options}``).
         env, agent: partial overrides merged over the evaluation's ``env`` / ``agent`` settings.
-        builder: optional ``"module:function"``; ``function(cfg) -> tandem.registry.Stack`` replaces
+        builder: optional ``"module:function"``; ``function(cfg) -> tandem.runtime.registry.Stack`` replaces
             ``build_stack`` (a plug-in point for stacks ``tandem.runtime.registry`` does not know yet).
     """
 
@@ -78,7 +64,7 @@ class Variant:
         Raises:
             ConfigError: unknown keys, or a component given without a ``name``.
         """
-        c = dict(plain_config(cfg) or {})
+        c = dict(to_dict(cfg) or {})
         known = {"planner", "verifier", "executor", "goals", "env", "agent", "builder"}
         extra = sorted(set(c) - known)
         if extra:
@@ -96,29 +82,31 @@ class Variant:
                    builder=c.get("builder"), **kw)
 
     def validate(self) -> None:
-        """Check component names against what ``tandem.runtime.registry`` can build (skipped with a custom builder).
+        """Check every component section against its schema (names, option names, types and values) and a diffusion
+        checkpoint's conditioning against the planner; skipped with a custom builder.
 
         Raises:
-            UnknownNameError: e.g. ``unknown executor 'flat_diffusion'; known executors: diffusion, lerobot,
-                scripted``, or ``planner 'learned' is not implemented yet``.
-            ConfigError: a lerobot executor without ``checkpoint`` (a diffusion one without it uses the shipped
-                ``checkpoints/<task>_diffusion`` or ``<task>_flat``, see ``tandem.registry.resolve_checkpoint``); a
-                diffusion checkpoint whose
-                ``conditioning_source`` does not match the planner (flat checkpoint <-> ``planner=instruction``).
+            UnknownNameError: e.g. ``unknown executor 'flat_diffusion'; known executors: diffusion, lerobot, ...``,
+                or ``planner 'learned' is not implemented yet``.
+            ConfigError: a bad option (named, e.g. ``variants.vlm.planner.max_retries``); a lerobot executor without
+                ``checkpoint`` (a diffusion one without it uses the shipped ``checkpoints/<task>_diffusion`` or
+                ``<task>_flat``, see :func:`tandem.runtime.registry.resolve_checkpoint`); a diffusion checkpoint
+                whose ``conditioning_source`` does not match the planner (flat checkpoint <-> ``planner=instruction``).
         """
         if self.builder:
             if ":" not in self.builder:
                 raise ConfigError(f"variant {self.name!r}: builder must be 'module:function', got {self.builder!r}")
             return
         from tandem.runtime import registry
+        from tandem.runtime.config import load, schema_of
 
-        for part, known in (("planner", registry.PLANNERS), ("verifier", registry.VERIFIERS),
-                            ("executor", registry.EXECUTORS), ("goal producer", registry.GOAL_PRODUCERS)):
-            name = (self.goals if part == "goal producer" else getattr(self, part))["name"]
-            if name not in known:
-                err = registry.unknown_component(part, name, known)
-                err.args = (f"variant {self.name!r}: {err.args[0]}",)
-                raise err
+        for kind in ("planner", "verifier", "executor", "goals"):
+            section = getattr(self, kind)
+            try:
+                load(schema_of(kind, str(section["name"])), section, f"variants.{self.name}.{kind}")
+            except ConfigError as e:
+                e.args = (f"variant {self.name!r}: {e.args[0]}",)
+                raise
         ex = self.executor["name"]
         if ex == "lerobot" and not self.executor.get("checkpoint"):
             raise ConfigError(f"variant {self.name!r}: executor={ex} needs executor.checkpoint=<dir>")
@@ -156,7 +144,7 @@ class PerturbSetting:
         """
         if cfg is None or isinstance(cfg, str):
             return cls(name=cfg or "none")
-        c = dict(plain_config(cfg))
+        c = dict(to_dict(cfg))
         a = c.get("after_success", 1)
         a = int(a) if not isinstance(a, (list, tuple)) else tuple(int(x) for x in a)
         if isinstance(a, tuple) and (not a or min(a) < 1) or isinstance(a, int) and a < 1:
@@ -217,7 +205,7 @@ class Suite:
         Raises:
             ConfigError: no tasks, no seeds, or a malformed entry (message names it).
         """
-        c = dict(plain_config(cfg) or {})
+        c = dict(to_dict(cfg) or {})
         tasks = []
         for t in c.get("tasks") or []:
             if isinstance(t, str):

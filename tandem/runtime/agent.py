@@ -26,34 +26,7 @@ import numpy as np
 from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
 from tandem.core.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
-
-
-@dataclass
-class AgentConfig:
-    """Budgets of the closed loop.
-
-    Attributes:
-        max_attempts_per_subgoal: attempts at one subgoal signature (e.g. ``stack(red,green)``) before
-            the agent gives up on the episode.
-        subgoal_step_budget: control steps one attempt may take before it is verified anyway; None means the
-            whole episode's budget (``TaskSpec.max_steps`` of the task given to ``reset``), as a flat policy
-            that runs the task as one subgoal needs.
-        max_plans: planner calls per episode (initial plan + replans) before giving up; guards against
-            planner-verifier loops (RoboMemory's planner-critic loop guard).
-    """
-
-    max_attempts_per_subgoal: int = 3
-    subgoal_step_budget: int | None = 400
-    max_plans: int = 40
-
-    def __post_init__(self) -> None:
-        budget_ok = self.subgoal_step_budget is None or self.subgoal_step_budget >= 1
-        if self.max_attempts_per_subgoal < 1 or not budget_ok or self.max_plans < 1:
-            raise ConfigError(f"AgentConfig budgets must be >= 1 (subgoal_step_budget may be None), got {self}")
-
-    def step_budget(self, task: TaskSpec) -> int:
-        """Control steps per attempt for ``task``: ``subgoal_step_budget``, or ``task.max_steps`` when None."""
-        return int(task.max_steps) if self.subgoal_step_budget is None else int(self.subgoal_step_budget)
+from tandem.runtime.config import AgentConfig
 
 
 @dataclass

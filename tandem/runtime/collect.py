@@ -26,8 +26,8 @@ from tandem.core import dataset_schema as schema
 from tandem.core.errors import ConfigError
 from tandem.core.protocols import Env
 from tandem.core.types import Observation
+from tandem.runtime.config import CollectConfig, load
 from tandem.runtime.labelling import OracleFrameLabeller
-from tandem.runtime.registry import config_get
 from tandem.runtime.rollout import StepRecord, run_episode
 
 
@@ -209,7 +209,7 @@ class CollectReport:
     seeds: list[int] = field(default_factory=list)
 
 
-def open_writer(cfg: Any) -> Any:
+def open_writer(cfg: CollectConfig) -> Any:
     """The dataset writer for a collect config (``out``, ``repo_id``, ``env``, ``dataset``, ``resume``).
 
     Raises:
@@ -218,17 +218,10 @@ def open_writer(cfg: Any) -> Any:
     """
     from executor_vla.dataset_writer import TandemDatasetWriter
 
-    env_cfg, ds_cfg = config_get(cfg, "env", {}) or {}, config_get(cfg, "dataset", {}) or {}
-    out = config_get(cfg, "out")
-    if not out:
-        raise ConfigError("collect needs out=<dataset directory>")
-    cameras = tuple(config_get(env_cfg, "cameras", schema.CAMERAS))
     return TandemDatasetWriter(
-        out, str(config_get(cfg, "repo_id", "tandem/dataset")),
-        image_size=tuple(config_get(env_cfg, "image_size", schema.IMAGE_SIZE)),
-        trace_len=int(config_get(ds_cfg, "trace_len", schema.TRACE_LEN)), cameras=cameras,
-        checkpoint_every=int(config_get(ds_cfg, "checkpoint_every", 1)), mode=str(config_get(cfg, "resume", "auto")),
-        image_threads=int(config_get(ds_cfg, "image_threads", 0)),
+        cfg.out, cfg.repo_id, image_size=tuple(cfg.env.image_size), trace_len=cfg.dataset.trace_len,
+        cameras=tuple(cfg.env.cameras), checkpoint_every=cfg.dataset.checkpoint_every, mode=cfg.resume,
+        image_threads=cfg.dataset.image_threads,
     )
 
 
@@ -241,7 +234,7 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
     With ``keep_failed=false`` failed episodes are discarded; at most ``max_tries`` episodes are run.
 
     Args:
-        cfg: the ``configs/collect.yaml`` config (or a nested dict with the same keys).
+        cfg: a :class:`~tandem.runtime.config.CollectConfig` (or a dict / OmegaConf node of one, loaded here).
         on_episode: called after every episode with its outcome and the writer (progress display).
         observer: called on every StepRecord (progress display, tests).
         stack: a prebuilt :class:`tandem.runtime.registry.Stack` (tests); built from ``cfg`` otherwise and closed here.
@@ -256,22 +249,11 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
     """
     from tandem.runtime.registry import build_stack
 
-    target = int(config_get(cfg, "episodes", 1))
-    if target < 1:
-        raise ConfigError(f"episodes must be >= 1, got {target}")
-    dart = config_get(cfg, "dart", {}) or {}
-    sigma = float(config_get(dart, "sigma", 0.0) or 0.0)
-    if sigma < 0:
-        raise ConfigError(f"dart.sigma must be >= 0, got {sigma}")
-    fraction = float(config_get(cfg, "perturb_fraction", 1.0))
-    if not 0.0 <= fraction <= 1.0:
-        raise ConfigError(f"perturb_fraction must be in [0, 1], got {fraction}")
-    freq = int(config_get(config_get(cfg, "env", {}) or {}, "control_freq", schema.FPS))
-    if freq != schema.FPS:
-        raise ConfigError(f"env.control_freq must equal the dataset fps ({schema.FPS} Hz), got {freq}")
-    keep_failed = bool(config_get(cfg, "keep_failed", False))
-    max_steps = config_get(cfg, "max_steps", None)
-    max_steps = None if max_steps in (None, "null") else int(max_steps)
+    if not isinstance(cfg, CollectConfig):
+        cfg = load(CollectConfig, cfg)
+    if cfg.env.control_freq != schema.FPS:
+        raise ConfigError(f"env.control_freq must equal the dataset fps ({schema.FPS} Hz), got {cfg.env.control_freq}")
+    target = cfg.episodes
     writer = open_writer(cfg)  # schema check before the (slow) env is built
     report = CollectReport(root=str(writer.root), episodes_total=writer.num_episodes, recovered=list(writer.recovered))
     own_stack = stack is None
@@ -284,24 +266,22 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
             stack = build_stack(cfg)
         env, agent = stack.env, stack.agent
         perturbation = getattr(env, "perturbation", None)
-        env_cfg, ds_cfg = config_get(cfg, "env", {}) or {}, config_get(cfg, "dataset", {}) or {}
-        labeller = OracleFrameLabeller(writer, cameras=tuple(config_get(env_cfg, "cameras", schema.CAMERAS)),
-                                       image_size=tuple(config_get(env_cfg, "image_size", schema.IMAGE_SIZE)),
-                                       trace_len=int(config_get(ds_cfg, "trace_len", schema.TRACE_LEN)), observer=observer)
-        seed = int(writer.state.get("next_seed", int(config_get(cfg, "seed", 0)) + writer.num_episodes))
-        max_tries = config_get(cfg, "max_tries", None)
-        max_tries = 3 * (target - writer.num_episodes) if max_tries in (None, "null") else int(max_tries)
+        labeller = OracleFrameLabeller(writer, cameras=tuple(cfg.env.cameras), image_size=tuple(cfg.env.image_size),
+                                       trace_len=cfg.dataset.trace_len, observer=observer)
+        seed = int(writer.state.get("next_seed", cfg.seed + writer.num_episodes))
+        max_tries = 3 * (target - writer.num_episodes) if cfg.max_tries is None else cfg.max_tries
         t0 = time.perf_counter()
         tries = 0
         try:
             while writer.num_episodes < target and tries < max_tries:
                 tries += 1
-                perturbed = perturbation is not None and np.random.default_rng([seed, 0x9E]).random() < fraction
+                perturbed = perturbation is not None and np.random.default_rng([seed, 0x9E]).random() < \
+                    cfg.perturb_fraction
                 if perturbation is not None:
                     env.perturbation = perturbation if perturbed else None
-                out = collect_episode(env, agent, writer, labeller, seed, keep_failed=keep_failed,
-                                      max_steps=max_steps, dart_sigma=sigma,
-                                      dart_gripper=bool(config_get(dart, "gripper", False)),
+                out = collect_episode(env, agent, writer, labeller, seed, keep_failed=cfg.keep_failed,
+                                      max_steps=cfg.max_steps, dart_sigma=cfg.dart.sigma,
+                                      dart_gripper=cfg.dart.gripper,
                                       extra={"perturbation": perturbation.name if perturbed else None},
                                       state={"next_seed": seed + 1})
                 seed += 1

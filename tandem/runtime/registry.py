@@ -1,164 +1,222 @@
-"""Build a complete stack (env, planner, verifier, executor, goal producer, memory) from a config.
+"""The ONE builder registry: config names -> components, so that every entry point builds stacks the same way.
 
-This is wiring: it is the one place that maps config names (``planner=oracle``, ``executor=scripted``...)
-to component classes, so the demo, the collector, the evaluator and the bridge build stacks the same way.
-Heavy components are imported lazily so that, e.g., the scripted demo never imports torch.
+``tandem-demo``, ``tandem-collect``, ``tandem-eval`` (:func:`build_stack`), ``tandem-bridge``
+(:func:`build_bridge_stack`), ``tandem-sim-robot`` (:func:`build_sim_env`) and ``tandem-train``'s in-sim evaluation
+(:func:`build_agent`) all build through here. Each component kind has a :class:`Registry` (:data:`PLANNERS`,
+:data:`VERIFIERS`, :data:`EXECUTORS`, :data:`GOAL_PRODUCERS`) mapping a name to its config schema
+(:mod:`tandem.runtime.config`) and its builder ``(spec, ctx) -> component``. Heavy components are imported lazily
+inside their builders, so that the scripted demo never imports torch.
+
+How to add a variant (e.g. ``planner=learned``): its schema in :mod:`tandem.runtime.config`, then here::
+
+    @PLANNERS.register("learned")
+    def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
+        from planner_vlm.learned_planner import LearnedPlanner
+
+        return LearnedPlanner.from_checkpoint(spec.checkpoint)
+
+and ``configs/planner/learned.yaml`` (defaults: ``learned_schema``). The component must implement its protocol
+(:mod:`tandem.core.protocols`), ``is_oracle`` included; the agent refuses one that does not.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.errors import ConfigError
 from tandem.core.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
-from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+from tandem.runtime.agent import HierarchicalAgent
+from tandem.runtime.config import (
+    BridgeRunConfig,
+    CheckpointExecutorConfig,
+    ComponentConfig,
+    EnvConfig,
+    InstructionPlannerConfig,
+    LeRobotExecutorConfig,
+    NoGoalsConfig,
+    OracleGoalsConfig,
+    OraclePlannerConfig,
+    OracleRemoteExecutorConfig,
+    OracleTaskVerifierConfig,
+    OracleVerifierConfig,
+    PerturbConfig,
+    ScriptedExecutorConfig,
+    StackConfig,
+    TaskConfig,
+    VLMPlannerConfig,
+    VLMVerifierConfig,
+    component_names,
+    load,
+    schema_of,
+    unknown_component,
+)
 
 logger = logging.getLogger(__name__)
 
-PLANNERS = ("oracle", "vlm", "instruction")
-VERIFIERS = ("oracle", "vlm", "oracle_task")
-EXECUTORS = ("scripted", "diffusion", "lerobot")
-GOAL_PRODUCERS = ("oracle", "none")
-#: Component names of the design (ARCHITECTURE.md) that ``tandem.runtime.registry`` cannot build yet.
-NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {"planner": ("learned",), "verifier": ("learned",)}
 #: The planner whose single whole-task subgoal matches executors trained with ``conditioning_source="instruction"``.
 FLAT_PLANNER = "instruction"
 #: Trained executor checkpoints committed with the project: ``<task>_diffusion`` (subgoal-conditioned) and
 #: ``<task>_flat`` (the flat baseline); see checkpoints/README.md for the commands that made them.
-SHIPPED_CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+SHIPPED_CHECKPOINTS = Path(__file__).resolve().parents[2] / "checkpoints"
 
 
-def config_get(cfg: Any, key: str, default: Any = None) -> Any:
-    """``cfg[key]`` for a Mapping/OmegaConf node or ``cfg.key`` for an object; ``default`` if absent or cfg is None."""
-    if cfg is None:
-        return default
-    if isinstance(cfg, Mapping):
-        return cfg.get(key, default)
-    return getattr(cfg, key, default)
+@dataclass(frozen=True)
+class BuildContext:
+    """What a builder may use besides its own config section.
 
-
-@dataclass
-class Stack:
-    """A ready-to-run stack: the env and the agent that drives it."""
+    Attributes:
+        env: the env the stack drives (a simulator or a robot).
+        simulated: whether ``env`` is the simulator (privileged builders such as ``executor=scripted`` and
+            ``goals=oracle`` need the live simulator).
+        task: the task's registry name (``stack_three``) in simulation, the robot config's task name on a robot.
+        planner: the planner's name (an executor checks that its checkpoint's conditioning matches it).
+        transport: the bridge's transport on a robot (``executor.name=oracle_remote``), else None.
+    """
 
     env: Env
-    agent: HierarchicalAgent
+    simulated: bool
+    task: str
+    planner: str
+    transport: Any = None
 
-    def close(self) -> None:
-        self.env.close()
+    def require_simulator(self, what: str) -> Any:
+        """``env``, which must be the simulator for ``what`` (e.g. ``"executor=scripted"``).
+
+        Raises:
+            ConfigError: on a robot (names what to use instead).
+        """
+        if not self.simulated:
+            raise ConfigError(f"{what} reads the live simulator and cannot run on a robot; choose a component "
+                              "that does not need it")
+        return self.env
 
 
-def build_env(cfg: Any, cameras: tuple[str, ...] | None = None,
-              image_size: tuple[int, int] | None = None) -> Env:
-    """Robosuite env from ``cfg.task.name``, ``cfg.env`` (cameras, image_size, control_freq) and ``cfg.perturb``.
+class Registry[T]:
+    """Name -> builder for one kind of component; each name's config schema is the one
+    :func:`tandem.runtime.config.component_schema` registered for it.
 
     Args:
-        cfg: the nested config.
-        cameras, image_size: replace ``cfg.env``'s (``(H, W)`` px), e.g. with what a trained executor was
-            trained on (:func:`executor_observation_spec`).
-
-    Raises:
-        UnknownTaskError / UnknownNameError: for an unknown task or perturbation.
+        kind: the config section, e.g. ``"planner"`` (one of :data:`tandem.runtime.config.COMPONENT_KINDS`).
     """
-    from sim.perturbations import PerturbationSpec
-    from sim.robosuite_env import RobosuiteEnv
 
-    env_cfg = config_get(cfg, "env", {}) or {}
-    perturb = config_get(cfg, "perturb", None)
-    spec = None
-    pname = config_get(perturb, "name", "none")
-    if pname and pname != "none":
-        spec = PerturbationSpec(name=pname, at_step=config_get(perturb, "at_step"),
-                                after_success=int(config_get(perturb, "after_success", 1) or 1))
-    return RobosuiteEnv(
-        config_get(config_get(cfg, "task"), "name"),
-        cameras=tuple(cameras or config_get(env_cfg, "cameras", ("agentview", "wrist"))),
-        image_size=tuple(image_size or config_get(env_cfg, "image_size", (128, 128))),
-        control_freq=int(config_get(env_cfg, "control_freq", 20)),
-        render=bool(config_get(env_cfg, "render", True)),
-        perturbation=spec,
-    )
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._builders: dict[str, Callable[[Any, BuildContext], T]] = {}
 
+    def register(self, name: str) -> Callable[[Callable[[Any, BuildContext], T]], Callable[[Any, BuildContext], T]]:
+        """Decorator: register ``builder(spec, ctx) -> component`` for ``<kind>=<name>``.
 
-def unknown_component(kind: str, name: str, known: tuple[str, ...]) -> UnknownNameError:
-    """The error for a component name ``tandem.runtime.registry`` cannot build; names of the design that are not built
-    yet (:data:`NOT_IMPLEMENTED`, e.g. ``planner=learned``) say so."""
-    err = UnknownNameError(kind, name, known)
-    if name in NOT_IMPLEMENTED.get(kind, ()):
-        err.args = (f"{kind} {name!r} is not implemented yet (a design placeholder, see docs/evaluation.md); "
-                    f"known {kind}s: {', '.join(sorted(known))}",)
-    return err
+        Raises:
+            ValueError: ``name`` has no schema, or already has a builder.
+        """
+        if name in self._builders or name not in component_names(self.kind):
+            raise ValueError(f"{self.kind}={name!r} needs one schema (tandem.runtime.config) and one builder")
 
+        def deco(builder: Callable[[Any, BuildContext], T]) -> Callable[[Any, BuildContext], T]:
+            self._builders[name] = builder
+            return builder
 
-def build_planner(cfg: Any, env: Env) -> Planner:
-    """Planner named by ``cfg.planner.name``: ``oracle`` (symbolic over privileged predicates), ``vlm``, or
-    ``instruction`` (no decomposition: the whole instruction as one subgoal, for flat policies).
+        return deco
 
-    Raises:
-        UnknownNameError: for any other name. ConfigError (from the VLM factory) for a bad VLM config.
-    """
-    name = config_get(config_get(cfg, "planner"), "name", "oracle")
-    if name == "oracle":
-        from planner_vlm.oracle_planner import OraclePlanner
+    def names(self) -> tuple[str, ...]:
+        """The names this registry builds, sorted."""
+        return tuple(sorted(self._builders))
 
-        return OraclePlanner()
-    if name == "vlm":
-        from planner_vlm.factory import make_vlm_planner
+    def build(self, spec: Any, ctx: BuildContext) -> T:
+        """The component for ``spec``: a loaded schema instance, or a mapping with a ``name`` (loaded here).
 
-        return make_vlm_planner(config_get(cfg, "planner"))
-    if name == "instruction":
-        from planner_vlm.instruction_planner import InstructionPlanner
-
-        return InstructionPlanner()
-    raise unknown_component("planner", name, PLANNERS)
+        Raises:
+            UnknownNameError, ConfigError: an unknown name or a bad option (named); whatever the builder raises.
+        """
+        if not isinstance(spec, ComponentConfig):
+            name = spec.get("name") if isinstance(spec, dict) else None
+            spec = load(schema_of(self.kind, str(name)), spec, self.kind)
+        if spec.name not in self._builders:
+            raise unknown_component(self.kind, spec.name)
+        return self._builders[spec.name](spec, ctx)
 
 
-def build_verifier(cfg: Any, env: Env) -> Verifier:
-    """Verifier named by ``cfg.verifier.name``: ``oracle`` (privileged subgoal predicates), ``vlm``, or
-    ``oracle_task`` (privileged whole-task success flag; for the single subgoal of ``planner=instruction``).
-
-    Raises:
-        UnknownNameError: for any other name.
-    """
-    name = config_get(config_get(cfg, "verifier"), "name", "oracle")
-    if name == "oracle":
-        from planner_vlm.oracle_verifier import OracleVerifier
-
-        return OracleVerifier()
-    if name == "vlm":
-        from planner_vlm.factory import make_vlm_verifier
-
-        return make_vlm_verifier(config_get(cfg, "verifier"))
-    if name == "oracle_task":
-        from planner_vlm.oracle_task_verifier import OracleTaskSuccessVerifier
-
-        return OracleTaskSuccessVerifier()
-    raise unknown_component("verifier", name, VERIFIERS)
+PLANNERS: Registry[Planner] = Registry("planner")
+VERIFIERS: Registry[Verifier] = Registry("verifier")
+EXECUTORS: Registry[Executor] = Registry("executor")
+GOAL_PRODUCERS: Registry[GoalProducer | None] = Registry("goals")
+#: config section -> its registry.
+REGISTRIES: dict[str, Registry[Any]] = {"planner": PLANNERS, "verifier": VERIFIERS, "executor": EXECUTORS,
+                                        "goals": GOAL_PRODUCERS}
 
 
-def resolve_checkpoint(cfg: Any) -> Path:
-    """The diffusion executor's checkpoint directory for ``cfg``.
+# ------------------------------------------------------------------------------------------- planners
+@PLANNERS.register("oracle")
+def _oracle_planner(spec: OraclePlannerConfig, ctx: BuildContext) -> Planner:
+    """Symbolic planner over the simulator's predicates (privileged)."""
+    from planner_vlm.oracle_planner import OraclePlanner
 
-    ``cfg.executor.checkpoint`` when set (a relative path that does not exist from the working directory is
-    also tried from the project root); otherwise the shipped one for ``cfg.task.name``:
-    ``checkpoints/<task>_flat`` under ``planner=instruction``, else ``checkpoints/<task>_diffusion``.
+    return OraclePlanner()
+
+
+@PLANNERS.register("instruction")
+def _instruction_planner(spec: InstructionPlannerConfig, ctx: BuildContext) -> Planner:
+    """No decomposition: the whole instruction as one subgoal (flat policies)."""
+    from planner_vlm.instruction_planner import InstructionPlanner
+
+    return InstructionPlanner()
+
+
+@PLANNERS.register("vlm")
+def _vlm_planner(spec: VLMPlannerConfig, ctx: BuildContext) -> Planner:
+    """A VLM behind an OpenAI-compatible server or a local transformers model (ConfigError for a bad backend)."""
+    from planner_vlm.factory import make_vlm_planner
+
+    return make_vlm_planner(asdict(spec))
+
+
+# ------------------------------------------------------------------------------------------- verifiers
+@VERIFIERS.register("oracle")
+def _oracle_verifier(spec: OracleVerifierConfig, ctx: BuildContext) -> Verifier:
+    """Subgoal predicates from the simulator (privileged)."""
+    from planner_vlm.oracle_verifier import OracleVerifier
+
+    return OracleVerifier()
+
+
+@VERIFIERS.register("oracle_task")
+def _oracle_task_verifier(spec: OracleTaskVerifierConfig, ctx: BuildContext) -> Verifier:
+    """The simulator's whole-task success flag (privileged; the single subgoal of ``planner=instruction``)."""
+    from planner_vlm.oracle_task_verifier import OracleTaskSuccessVerifier
+
+    return OracleTaskSuccessVerifier()
+
+
+@VERIFIERS.register("vlm")
+def _vlm_verifier(spec: VLMVerifierConfig, ctx: BuildContext) -> Verifier:
+    """A VLM judging before/after images."""
+    from planner_vlm.factory import make_vlm_verifier
+
+    return make_vlm_verifier(asdict(spec))
+
+
+# ------------------------------------------------------------------------------------------- executors
+def resolve_checkpoint(spec: CheckpointExecutorConfig, task: str, planner: str) -> Path:
+    """The diffusion executor's checkpoint directory.
+
+    ``spec.checkpoint`` when set (a relative path that does not exist from the working directory is also tried from
+    the project root); otherwise the shipped one for ``task``: ``checkpoints/<task>_flat`` under
+    ``planner=instruction``, else ``checkpoints/<task>_diffusion``.
 
     Raises:
         ConfigError: no checkpoint given and none shipped for the task (lists the shipped ones).
     """
-    given = config_get(config_get(cfg, "executor"), "checkpoint")
-    if given:
-        path = Path(str(given))
+    if spec.checkpoint:
+        path = Path(str(spec.checkpoint))
         if not path.is_absolute() and not path.exists() and (SHIPPED_CHECKPOINTS.parent / path).exists():
             path = SHIPPED_CHECKPOINTS.parent / path
         return path
-    task = config_get(config_get(cfg, "task"), "name")
-    kind = "flat" if config_get(config_get(cfg, "planner"), "name", "oracle") == FLAT_PLANNER else "diffusion"
+    kind = "flat" if planner == FLAT_PLANNER else "diffusion"
     path = SHIPPED_CHECKPOINTS / f"{task}_{kind}"
     if not (path / "config.json").is_file():
         shipped = sorted(p.name for p in SHIPPED_CHECKPOINTS.glob("*") if (p / "config.json").is_file())
@@ -184,7 +242,7 @@ def checkpoint_conditioning(checkpoint: str | Path) -> str | None:
     return src if isinstance(src, str) else None
 
 
-def executor_observation_spec(cfg: Any) -> tuple[tuple[str, ...], tuple[int, int]] | None:
+def executor_observation_spec(cfg: StackConfig) -> tuple[tuple[str, ...], tuple[int, int]] | None:
     """``(cameras, (H, W) px)`` that ``cfg``'s trained diffusion executor was trained on, read from its checkpoint's
     ``config.json`` without loading it; None for other executors or an unreadable checkpoint (loading it later
     raises the real error). The env is built to match, so a checkpoint trained at 84 x 84 px runs as is.
@@ -192,9 +250,9 @@ def executor_observation_spec(cfg: Any) -> tuple[tuple[str, ...], tuple[int, int
     Raises:
         ConfigError: from :func:`resolve_checkpoint`.
     """
-    if config_get(config_get(cfg, "executor"), "name", "scripted") != "diffusion":
+    if cfg.executor.name != "diffusion":
         return None
-    ex = _checkpoint_executor_dict(resolve_checkpoint(cfg))
+    ex = _checkpoint_executor_dict(resolve_checkpoint(cfg.executor, cfg.task.name, cfg.planner.name))
     if ex is None or "cameras" not in ex or "image_size" not in ex:
         return None
     return tuple(ex["cameras"]), tuple(int(v) for v in ex["image_size"])
@@ -225,7 +283,7 @@ def check_executor_conditioning(planner: str, checkpoint: str | Path | None,
             f"planner=instruction runs the whole task as one subgoal, but executor checkpoint {checkpoint} is "
             f"subgoal-conditioned (conditioning_source={src!r}): it would be conditioned on the full instruction, "
             "which it never saw in training. Use a flat checkpoint (tandem-train executor=flat) or a planner that "
-            f"decomposes the task ({', '.join(p for p in PLANNERS if p != FLAT_PLANNER)})")
+            f"decomposes the task ({', '.join(p for p in PLANNERS.names() if p != FLAT_PLANNER)})")
     if planner != FLAT_PLANNER and src == "instruction":
         raise ConfigError(
             f"executor checkpoint {checkpoint} is the flat baseline (conditioning_source='instruction', trained on "
@@ -243,115 +301,207 @@ def set_torch_threads(n: int | None) -> None:
         torch.set_num_threads(int(n))
 
 
-def build_executor(cfg: Any, env: Env) -> Executor:
-    """Executor named by ``cfg.executor.name``:
+@EXECUTORS.register("scripted")
+def _scripted_executor(spec: ScriptedExecutorConfig, ctx: BuildContext) -> Executor:
+    """The simulator's waypoint experts driving the live env (privileged)."""
+    from sim.experts import ScriptedExecutor
 
-    * ``scripted``: privileged waypoint experts driving ``env``;
-    * ``diffusion``: tandem's DiffusionExecutor loaded from ``cfg.executor.checkpoint`` onto ``cfg.executor.device``;
-      a flat checkpoint (``conditioning_source="instruction"``) needs ``planner=instruction`` and a subgoal one
-      any other planner (:func:`check_executor_conditioning`);
-    * ``lerobot``: any LeRobot policy from a ``pretrained_model`` directory (``cfg.executor.checkpoint``) behind
-      the Executor protocol (:class:`executor_vla.lerobot_executor.LeRobotPolicyExecutor`), options ``device``,
-      ``task_text`` (``subgoal`` or ``instruction``) and ``camera_map``; actions clipped to ``env.action_low/high``.
-
-    Raises:
-        UnknownNameError: for any other name. ConfigError: ``diffusion``/``lerobot`` without a checkpoint, or a
-        checkpoint whose conditioning does not match the planner. CheckpointError: a missing, corrupt or
-        mismatched checkpoint.
-    """
-    ex_cfg = config_get(cfg, "executor")
-    name = config_get(ex_cfg, "name", "scripted")
-    if name == "scripted":
-        from sim.experts import ScriptedExecutor
-
-        return ScriptedExecutor(env)
-    if name == "diffusion":
-        checkpoint = resolve_checkpoint(cfg)
-        planner = config_get(config_get(cfg, "planner"), "name", "oracle")
-        from executor_vla.policy import DiffusionExecutor
-
-        set_torch_threads(config_get(ex_cfg, "torch_threads"))
-        executor = DiffusionExecutor.from_checkpoint(checkpoint, device=config_get(ex_cfg, "device", "cpu"))
-        check_executor_conditioning(planner, checkpoint, conditioning=executor.cfg.conditioning_source)  # loaded cfg
-        return executor
-    if name == "lerobot":
-        checkpoint = config_get(ex_cfg, "checkpoint")
-        if not checkpoint:
-            raise ConfigError("executor=lerobot needs executor.checkpoint=<a LeRobot pretrained_model directory, "
-                              "e.g. outputs/train/<run>/checkpoints/last/pretrained_model>")
-        from executor_vla.lerobot_executor import LeRobotPolicyExecutor
-
-        return LeRobotPolicyExecutor.from_pretrained(
-            checkpoint, device=config_get(ex_cfg, "device", "cpu"),
-            task_text=config_get(ex_cfg, "task_text", "subgoal"), camera_map=config_get(ex_cfg, "camera_map"),
-            action_low=getattr(env, "action_low", None), action_high=getattr(env, "action_high", None))
-    raise unknown_component("executor", name, EXECUTORS)
+    return ScriptedExecutor(ctx.require_simulator("executor=scripted"))
 
 
-def build_goal_producer(cfg: Any, env: Env) -> GoalProducer | None:
-    """Goal producer named by ``cfg.goals.name``: ``oracle`` (teleport-render-restore goal images and projected
-    expert traces in ``cfg.goals.camera`` pixels; needs a rendering env) or ``none`` (returns None).
+@EXECUTORS.register("diffusion")
+def _diffusion_executor(spec: CheckpointExecutorConfig, ctx: BuildContext) -> Executor:
+    """tandem's DiffusionExecutor from ``spec.checkpoint`` (or the shipped one) on ``spec.device``. Its conditioning
+    must match the planner (:func:`check_executor_conditioning`): checked from ``config.json`` before the weights
+    load, and again from the loaded config.
 
     Raises:
-        UnknownNameError: for any other name.
+        ConfigError: no checkpoint, or one whose conditioning does not match the planner. CheckpointError: a
+            missing, corrupt or mismatched checkpoint.
     """
-    g = config_get(cfg, "goals")
-    name = config_get(g, "name", "oracle")
-    if name == "none":
-        return None
-    if name == "oracle":
-        from sim.goal_render import OracleGoalProducer
+    checkpoint = resolve_checkpoint(spec, ctx.task, ctx.planner)
+    check_executor_conditioning(ctx.planner, checkpoint)
+    from executor_vla.policy import DiffusionExecutor
 
-        return OracleGoalProducer(env, camera=config_get(g, "camera", "agentview"))
-    raise unknown_component("goal producer", name, GOAL_PRODUCERS)
+    set_torch_threads(spec.torch_threads)
+    executor = DiffusionExecutor.from_checkpoint(checkpoint, device=spec.device)
+    check_executor_conditioning(ctx.planner, checkpoint, conditioning=executor.cfg.conditioning_source)
+    return executor
 
 
-def build_memory(cfg: Any) -> TaskMemory:
-    """A fresh :class:`memory.task_memory.TaskMemoryV1` (the only memory so far; ``cfg`` is reserved)."""
+@EXECUTORS.register("lerobot")
+def _lerobot_executor(spec: LeRobotExecutorConfig, ctx: BuildContext) -> Executor:
+    """Any LeRobot policy from a ``pretrained_model`` directory behind the Executor protocol; actions clipped to the
+    env's ``action_low/high``.
+
+    Raises:
+        ConfigError: no checkpoint. CheckpointError: an unreadable one.
+    """
+    if not spec.checkpoint:
+        raise ConfigError("executor=lerobot needs executor.checkpoint=<a LeRobot pretrained_model directory, "
+                          "e.g. outputs/train/<run>/checkpoints/last/pretrained_model>")
+    from executor_vla.lerobot_executor import LeRobotPolicyExecutor
+
+    set_torch_threads(spec.torch_threads)
+    return LeRobotPolicyExecutor.from_pretrained(
+        spec.checkpoint, device=spec.device, task_text=spec.task_text, camera_map=dict(spec.camera_map) or None,
+        action_low=ctx.env.action_low, action_high=ctx.env.action_high)
+
+
+@EXECUTORS.register("oracle_remote")
+def _oracle_remote_executor(spec: OracleRemoteExecutorConfig, ctx: BuildContext) -> Executor:
+    """SIM-ONLY bridge rehearsal: the scripted expert's waypoints over the oracle side channel.
+
+    Raises:
+        ConfigError: outside the bridge, or without ``bridge.oracle_side_channel=true``.
+    """
+    if ctx.transport is None or ctx.simulated:
+        raise ConfigError("executor.name=oracle_remote runs only in tandem-bridge, against tandem-sim-robot")
+    if not ctx.env.config.oracle_side_channel:
+        raise ConfigError("executor.name=oracle_remote needs bridge.oracle_side_channel=true (simulation only)")
+    from bridge.oracle_channel import OracleChannelClient
+    from tandem.runtime.oracle_remote import OracleRemoteExecutor
+
+    return OracleRemoteExecutor(OracleChannelClient(ctx.transport))
+
+
+# ------------------------------------------------------------------------------------------- goal producers
+@GOAL_PRODUCERS.register("none")
+def _no_goals(spec: NoGoalsConfig, ctx: BuildContext) -> GoalProducer | None:
+    """No goal image or trace."""
+    return None
+
+
+@GOAL_PRODUCERS.register("oracle")
+def _oracle_goals(spec: OracleGoalsConfig, ctx: BuildContext) -> GoalProducer | None:
+    """Teleport-render-restore goal images and projected expert traces in ``spec.camera`` pixels (privileged)."""
+    from sim.goal_render import OracleGoalProducer
+
+    return OracleGoalProducer(ctx.require_simulator("goals=oracle"), camera=spec.camera)
+
+
+# ------------------------------------------------------------------------------------------- envs and stacks
+@dataclass
+class Stack:
+    """A ready-to-run stack: the env and the agent that drives it."""
+
+    env: Env
+    agent: HierarchicalAgent
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def build_sim_env(task: TaskConfig, env: EnvConfig, perturb: PerturbConfig | None = None) -> Env:
+    """The robosuite env of ``task`` with ``env``'s cameras, image size (H, W px), control rate and rendering.
+
+    Raises:
+        UnknownTaskError / UnknownNameError: an unknown task or perturbation.
+    """
+    from sim.perturbations import PerturbationSpec
+    from sim.robosuite_env import RobosuiteEnv
+
+    spec = None
+    if perturb is not None and perturb.name and perturb.name != "none":
+        spec = PerturbationSpec(name=perturb.name, at_step=perturb.at_step, after_success=perturb.after_success)
+    return RobosuiteEnv(task.name, cameras=tuple(env.cameras), image_size=tuple(env.image_size),
+                        control_freq=int(env.control_freq), render=bool(env.render), perturbation=spec)
+
+
+def build_memory() -> TaskMemory:
+    """A fresh :class:`memory.task_memory.TaskMemoryV1` (the only memory so far)."""
     from memory.task_memory import TaskMemoryV1
 
     return TaskMemoryV1()
 
 
-def build_agent_config(cfg: Any) -> AgentConfig:
-    """AgentConfig from ``cfg.agent`` (``max_attempts_per_subgoal`` 3, ``subgoal_step_budget`` 400, ``max_plans`` 40
-    when absent); ``subgoal_step_budget: null`` means the task's whole ``max_steps`` (flat policies).
+def build_agent(cfg: StackConfig | BridgeRunConfig, ctx: BuildContext, executor: Executor | None = None,
+                goals: bool = True) -> HierarchicalAgent:
+    """The HierarchicalAgent of ``cfg``'s planner, verifier, executor (or the given ``executor``, e.g. the one being
+    trained), goal producer (when ``goals``) and budgets, for the env of ``ctx``.
 
     Raises:
-        ConfigError: a budget < 1.
+        UnknownNameError / ConfigError / CheckpointError: from the builders.
     """
-    a = config_get(cfg, "agent", {}) or {}
-    budget = config_get(a, "subgoal_step_budget", 400)
-    return AgentConfig(
-        max_attempts_per_subgoal=int(config_get(a, "max_attempts_per_subgoal", 3)),
-        subgoal_step_budget=None if budget is None else int(budget),
-        max_plans=int(config_get(a, "max_plans", 40)),
+    return HierarchicalAgent(
+        planner=PLANNERS.build(cfg.planner, ctx),
+        verifier=VERIFIERS.build(cfg.verifier, ctx),
+        executor=executor if executor is not None else EXECUTORS.build(cfg.executor, ctx),
+        memory=build_memory(),
+        goal_producer=GOAL_PRODUCERS.build(cfg.goals, ctx) if goals else None,
+        config=cfg.agent,
     )
 
 
-def build_stack(cfg: Any) -> Stack:
-    """Env + HierarchicalAgent from a Hydra/OmegaConf config (or a plain nested dict).
+def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
+    """Simulator env + HierarchicalAgent from a stack config (a :class:`StackConfig`, e.g. a loaded demo or collect
+    config, or a plain nested dict / OmegaConf node with the sections of one; see :func:`tandem.runtime.config.load`).
+
+    A diffusion executor's env is built with the cameras and image size its checkpoint was trained on.
+
+    Args:
+        cfg: the stack config.
+        executor: use this executor instead of building ``cfg.executor`` (``tandem-train``'s in-sim evaluation).
 
     Raises:
-        UnknownNameError: for an unknown task, planner, verifier, executor, goal producer or perturbation.
+        UnknownNameError: an unknown task, planner, verifier, executor, goal producer or perturbation.
+        ConfigError: a bad option (named). CheckpointError: a bad executor checkpoint.
     """
-    spec = executor_observation_spec(cfg)
-    if spec is not None:
-        want = (tuple(config_get(config_get(cfg, "env"), "cameras", ()) or ()),
-                tuple(config_get(config_get(cfg, "env"), "image_size", ()) or ()))
-        if want != spec:
-            logger.info("env cameras/image size %s -> %s, as the executor checkpoint was trained", want, spec)
-    env = build_env(cfg, *spec) if spec is not None else build_env(cfg)
+    if not isinstance(cfg, StackConfig):
+        cfg = load(StackConfig, cfg)
+    env_cfg = cfg.env
+    spec = executor_observation_spec(cfg) if executor is None else None
+    if spec is not None and (tuple(env_cfg.cameras), tuple(env_cfg.image_size)) != spec:
+        logger.info("env cameras/image size %s -> %s, as the executor checkpoint was trained",
+                    (tuple(env_cfg.cameras), tuple(env_cfg.image_size)), spec)
+        env_cfg = EnvConfig(cameras=spec[0], image_size=spec[1], control_freq=env_cfg.control_freq,
+                            render=env_cfg.render)
+    env = build_sim_env(cfg.task, env_cfg, cfg.perturb)
     try:
-        agent = HierarchicalAgent(
-            planner=build_planner(cfg, env),
-            verifier=build_verifier(cfg, env),
-            executor=build_executor(cfg, env),
-            memory=build_memory(cfg),
-            goal_producer=build_goal_producer(cfg, env),
-            config=build_agent_config(cfg),
-        )
+        ctx = BuildContext(env=env, simulated=True, task=cfg.task.name, planner=cfg.planner.name)
+        agent = build_agent(cfg, ctx, executor=executor)
     except BaseException:
         env.close()
         raise
     return Stack(env=env, agent=agent)
+
+
+def build_robot_env(cfg: BridgeRunConfig, transport: Any) -> Env:
+    """The ROS 2 robot env (:class:`bridge.robot_env.RobotEnv`) of ``cfg.bridge`` on ``transport``.
+
+    Raises:
+        ConfigError: an invalid bridge config (named).
+    """
+    from bridge.config import bridge_config_from_dict
+    from bridge.robot_env import RobotEnv
+
+    return RobotEnv(bridge_config_from_dict(cfg.bridge), transport)
+
+
+def build_bridge_stack(cfg: Any, transport: Any) -> Stack:
+    """Robot env + HierarchicalAgent for ``tandem-bridge``: planner, verifier and executor as in simulation (the same
+    builders, the same checks), no goal producer (no simulator to render).
+
+    Raises:
+        UnknownNameError / ConfigError / CheckpointError: from the builders, e.g. a flat checkpoint under a
+            decomposing planner, or ``executor=scripted`` (it needs the live simulator).
+    """
+    if not isinstance(cfg, BridgeRunConfig):
+        cfg = load(BridgeRunConfig, cfg)
+    env = build_robot_env(cfg, transport)
+    try:
+        ctx = BuildContext(env=env, simulated=False, task=env.spec.name, planner=cfg.planner.name,
+                           transport=transport)
+        agent = build_agent(cfg, ctx, goals=False)
+    except BaseException:
+        env.close()
+        raise
+    return Stack(env=env, agent=agent)
+
+
+__all__ = [
+    "EXECUTORS", "FLAT_PLANNER", "GOAL_PRODUCERS", "PLANNERS", "REGISTRIES", "SHIPPED_CHECKPOINTS", "VERIFIERS",
+    "BuildContext", "Registry", "Stack", "build_agent", "build_bridge_stack", "build_memory", "build_robot_env",
+    "build_sim_env", "build_stack", "check_executor_conditioning", "checkpoint_conditioning",
+    "executor_observation_spec", "resolve_checkpoint", "set_torch_threads",
+]

@@ -25,14 +25,12 @@ TRACE_TOL_PX = 4.0
 
 
 def _cfg(task: str, out: Path, **extra):
-    from hydra import compose, initialize_config_dir
-
-    from tandem.cli.common import CONFIG_DIR
+    from tandem.cli.common import compose_config, load_config
+    from tandem.runtime.config import CollectConfig
 
     overrides = [f"task={task}", "episodes=2", f"out={out}", "seed=3", "keep_failed=true", f"max_steps={MAX_STEPS}"]
     overrides += [f"{k}={v}" for k, v in extra.items()]
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return compose(config_name="collect", overrides=overrides)
+    return load_config(CollectConfig, compose_config("collect", overrides))
 
 
 class LiveLog:

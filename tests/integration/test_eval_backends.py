@@ -18,6 +18,7 @@ sys.path.insert(0, str(TESTS))  # eval_fakes
 from tandem.evaluation.runner import evaluate  # noqa: E402
 from tandem.evaluation.statistics import deterministic_view  # noqa: E402
 from tandem.evaluation.suite import Suite, Variant  # noqa: E402
+from tandem.runtime.config import to_dict  # noqa: E402
 from tandem.runtime.environment import runtime_env  # noqa: E402
 
 FAKE = {"builder": "eval_fakes:build_fake_stack",
@@ -35,15 +36,9 @@ def ray_instance():
 
 
 def _smoke_config():
-    from hydra import compose, initialize_config_dir
+    from tandem.cli.common import compose_config
 
-    from tandem.cli.common import CONFIG_DIR
-
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        cfg = compose(config_name="eval", overrides=["suite=smoke"])
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(cfg, resolve=True)
+    return to_dict(compose_config("eval", ["suite=smoke"]))
 
 
 @pytest.mark.sim

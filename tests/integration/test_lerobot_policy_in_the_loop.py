@@ -60,7 +60,8 @@ def obs(seed: int, cams=("agentview", "wrist")) -> Observation:
 
 def test_assembly_builds_a_lerobot_policy_and_drives_it(trained):
     model_dir, stats = trained
-    ex = registry.build_executor({"executor": {"name": "lerobot", "checkpoint": str(model_dir)}}, Limits())
+    ctx = registry.BuildContext(env=Limits(), simulated=True, task="synthetic", planner="instruction")
+    ex = registry.EXECUTORS.build({"name": "lerobot", "checkpoint": str(model_dir)}, ctx)
     assert type(ex.policy).__name__ == "DiffusionPolicy" and ex.action_dim == 7
     task = TaskSpec(name="synthetic", instruction="visit obj0 then obj1", objects=("obj0", "obj1"), max_steps=20)
     chunks = []

@@ -7,6 +7,7 @@ import pytest
 
 from tandem.core.errors import ConfigError
 from tandem.runtime import registry
+from tandem.runtime.config import StackConfig, load
 
 
 def _fake_checkpoint(root: Path, name: str, image_size=(84, 84), cameras=("agentview", "wrist"),
@@ -28,27 +29,31 @@ def shipped(tmp_path, monkeypatch):
 
 
 def cfg(task="stack_three", planner="oracle", checkpoint=None, executor="diffusion"):
-    return {"task": {"name": task}, "planner": {"name": planner},
-            "executor": {"name": executor, "checkpoint": checkpoint},
-            "env": {"cameras": ["agentview", "wrist"], "image_size": [128, 128]}}
+    ex = {"name": executor, "checkpoint": checkpoint} if executor == "diffusion" else {"name": executor}
+    return load(StackConfig, {"task": {"name": task}, "planner": {"name": planner}, "executor": ex,
+                              "env": {"cameras": ["agentview", "wrist"], "image_size": [128, 128]}})
+
+
+def resolve(c):
+    return registry.resolve_checkpoint(c.executor, c.task.name, c.planner.name)
 
 
 def test_no_checkpoint_means_the_shipped_one_for_the_task_and_planner(shipped):
-    assert registry.resolve_checkpoint(cfg()) == shipped / "stack_three_diffusion"
-    assert registry.resolve_checkpoint(cfg(planner="instruction")) == shipped / "stack_three_flat"
+    assert resolve(cfg()) == shipped / "stack_three_diffusion"
+    assert resolve(cfg(planner="instruction")) == shipped / "stack_three_flat"
 
 
 def test_a_task_without_a_shipped_checkpoint_is_a_clear_error(shipped):
     with pytest.raises(ConfigError, match=r"no shipped diffusion executor checkpoint for task 'nut_assembly' "
                                           r"\(shipped: stack_three_diffusion, stack_three_flat\)"):
-        registry.resolve_checkpoint(cfg(task="nut_assembly"))
+        resolve(cfg(task="nut_assembly"))
 
 
 def test_a_given_checkpoint_wins_and_relative_paths_fall_back_to_the_project_root(shipped, tmp_path, monkeypatch):
     mine = _fake_checkpoint(tmp_path, "mine")
-    assert registry.resolve_checkpoint(cfg(checkpoint=str(mine))) == mine
+    assert resolve(cfg(checkpoint=str(mine))) == mine
     monkeypatch.chdir(tmp_path / "checkpoints")  # 'checkpoints/stack_three_flat' does not exist from here
-    assert registry.resolve_checkpoint(cfg(checkpoint="checkpoints/stack_three_flat")) == \
+    assert resolve(cfg(checkpoint="checkpoints/stack_three_flat")) == \
         shipped / "stack_three_flat"
 
 
