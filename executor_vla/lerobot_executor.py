@@ -30,7 +30,7 @@ import io
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
@@ -64,6 +64,9 @@ class LeRobotPolicyExecutor:
             (``observation.environment_state``, other non-image non-state features); an action size different
             from the limits' size.
     """
+
+    #: False: it sees camera images, proprio and the task text only, never ``Observation.privileged``.
+    is_oracle: ClassVar[bool] = False
 
     def __init__(self, policy: Any, preprocessor: Any, postprocessor: Any, task_text: TaskText = "subgoal",
                  camera_map: Mapping[str, str] | None = None, action_low: np.ndarray | None = None,

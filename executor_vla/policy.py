@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import collections
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
@@ -84,6 +84,9 @@ class DiffusionExecutor(nn.Module):
 
     #: Seed of the sampling-noise generator, re-applied at every :meth:`reset`.
     SAMPLE_SEED = 0
+
+    #: False: it sees camera images, proprio and the subgoal only, never ``Observation.privileged``.
+    is_oracle: ClassVar[bool] = False
 
     def __init__(self, cfg: ExecutorConfig, text_encoder: TextEncoder | None = None,
                  action_low: np.ndarray | None = None, action_high: np.ndarray | None = None):

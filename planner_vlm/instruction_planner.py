@@ -18,6 +18,8 @@ success) or a model verifier. Subgoal ids are ``"task<n>"`` for attempt ``n`` (1
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from tandem.core.errors import ConfigError
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
@@ -30,12 +32,12 @@ class InstructionPlanner:
     """One subgoal = the whole instruction (implements ``tandem.core.protocols.Planner``). Non-privileged.
 
     Attributes:
+        is_oracle: False: it never reads ``Observation.privileged``.
         source: ``"instruction"`` (recorded in memory with every plan).
-        last_fallback: always False (this planner never falls back).
     """
 
-    source = "instruction"
-    last_fallback = False
+    is_oracle: ClassVar[bool] = False
+    source: ClassVar[str] = "instruction"
 
     def __init__(self) -> None:
         self.task: TaskSpec | None = None

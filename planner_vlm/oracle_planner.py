@@ -38,7 +38,7 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from tandem.core.errors import ConfigError, UnknownNameError
 from tandem.core.protocols import TaskMemory
@@ -94,9 +94,14 @@ class OraclePlanner:
     Raises (from ``reset``):
         ConfigError: if a goal predicate matches no skill template, or a placing skill's place cannot be
             found among ``TaskSpec.targets``.
+
+    Attributes:
+        is_oracle: True: it plans from ``Observation.privileged["predicates"]``.
+        source: ``"oracle"`` (recorded in memory with every plan).
     """
 
-    source = "oracle"
+    is_oracle: ClassVar[bool] = True
+    source: ClassVar[str] = "oracle"
 
     def __init__(self, grasp_skill: str = "pick", id_prefix: str = "sg"):
         self.grasp_skill = grasp_skill

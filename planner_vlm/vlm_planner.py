@@ -21,7 +21,7 @@ latency (s) and backend metadata.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, ClassVar
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient, VLMClientError
 from planner_vlm.exchange_log import exchange_record
@@ -56,8 +56,8 @@ class VLMPlanner:
     Attributes:
         source: ``"vlm"`` (recorded with each plan in memory).
         current: the last successfully parsed plan, or None.
-        last_fallback: whether the last :meth:`plan` call fell back (no usable model output); an agent can
-            use it to tell a fallback's empty plan from a model that says nothing remains.
+        last_fallback: whether the last :meth:`plan` call fell back (no usable model output); the plan it returned
+            then has ``Plan.fallback=True``, which is what the agent reads.
         fallbacks: number of fallbacks since :meth:`reset`.
         exchanges: every exchange record since :meth:`reset` (the same dicts as the ``vlm_exchange`` events).
 
@@ -65,7 +65,9 @@ class VLMPlanner:
         ConfigError: from :meth:`reset` if ``trace_camera`` is not a camera of the task.
     """
 
-    source = "vlm"
+    #: False: it sees camera images, proprio and memory only, never ``Observation.privileged``.
+    is_oracle: ClassVar[bool] = False
+    source: ClassVar[str] = "vlm"
 
     def __init__(
         self,
@@ -207,7 +209,7 @@ class VLMPlanner:
         self.last_fallback = True
         kept = self.current or Plan()
         plan = Plan(done=list(kept.done), remaining=list(kept.remaining),
-                    rationale=f"fallback (kept the current plan): {reason}"[:2000])
+                    rationale=f"fallback (kept the current plan): {reason}"[:2000], fallback=True)
         if memory is not None:
             memory.record_event("vlm_fallback", step, component="planner", reason=reason,
                                 kept_plan=plan.to_json(), had_plan=self.current is not None)

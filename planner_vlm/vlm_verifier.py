@@ -15,7 +15,7 @@ recorded as a ``vlm_exchange`` event. Exchanges are also kept in ``self.exchange
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient, VLMClientError
 from planner_vlm.exchange_log import exchange_record
@@ -45,7 +45,9 @@ class VLMVerifier:
         memory: where exchanges are recorded (None: only in ``self.exchanges``).
     """
 
-    source = "vlm"
+    #: False: it sees camera images only, never ``Observation.privileged``.
+    is_oracle: ClassVar[bool] = False
+    source: ClassVar[str] = "vlm"
 
     def __init__(
         self,

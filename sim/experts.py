@@ -23,7 +23,7 @@ the line between the two fingers = the grip site's x axis.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import mujoco
 import numpy as np
@@ -196,6 +196,9 @@ class ScriptedExecutor:
     Args:
         env: the :class:`RobosuiteEnv` whose simulator the expert may read.
     """
+
+    #: True: it reads the live simulator (object poses, the controller), so it is an oracle.
+    is_oracle: ClassVar[bool] = True
 
     def __init__(self, env: RobosuiteEnv) -> None:
         self.env = env

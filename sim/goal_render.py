@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
@@ -36,6 +36,9 @@ class OracleGoalProducer:
         ConfigError: ``goal_image=True`` on an env built with ``render=False``.
         UnknownNameError: unknown camera.
     """
+
+    #: True: it teleports objects in the live simulator and renders them.
+    is_oracle: ClassVar[bool] = True
 
     def __init__(self, env: RobosuiteEnv, camera: str = "agentview", goal_image: bool = True,
                  trace_points: bool = True) -> None:

@@ -62,6 +62,7 @@ class FakeEnv:
 
 
 class FakePlanner:
+    is_oracle = True
     source = "oracle"
 
     def __init__(self, env):
@@ -71,16 +72,20 @@ class FakePlanner:
         self.n = 0
 
     def plan(self, obs, memory):
-        rem = []
+        rem, done = [], []
         for skill, args in REFERENCE:
             sig = f"{skill}({','.join(args)})"
             if sig not in self.env.achieved:
                 self.n += 1
                 rem.append(Subgoal(id=f"sg{self.n}", skill=skill, args=args, text=sig))
-        return Plan(remaining=rem)
+            else:
+                done.append(Subgoal(id=f"done_{sig}", skill=skill, args=args, text=sig))
+        return Plan(done=done, remaining=rem)
 
 
 class FakeExecutor:
+    is_oracle = False
+
     def __init__(self, env, need: int):
         self.env, self.need = env, need
 
@@ -103,8 +108,13 @@ class FakeExecutor:
 
 
 class FakeVerifier:
+    is_oracle = True
+
     def __init__(self, env):
         self.env = env
+
+    def reset(self, task, memory):
+        pass
 
     def verify(self, before, after, subgoal):
         ok = subgoal.signature in self.env.achieved

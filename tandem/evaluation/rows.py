@@ -1,6 +1,8 @@
 """The results row of one episode: identification, outcome and timing columns, and the failure kind.
 
-Rows are deterministic given (task, seed, perturbation, variant) except for :data:`TIMING_COLUMNS`.
+Rows are deterministic given (task, seed, perturbation, variant) except for :data:`TIMING_COLUMNS`. The boolean
+``privileged`` column says whether the stack that ran read the simulator's truth (any oracle component); it is
+null for a row whose stack was never built (``build_error``, ``worker_crash``).
 """
 
 from __future__ import annotations
@@ -60,8 +62,8 @@ def _base_row(job: EpisodeJob) -> dict[str, Any]:
 
 def failed_row(job: EpisodeJob, kind: str, reason: str, **extra: Any) -> dict[str, Any]:
     """A row for an episode that produced no ``run_episode`` summary (build error, dead worker)."""
-    row = {**_base_row(job), "success": False, "failure_kind": kind, "failure": reason, "steps": 0,
-           "subgoals_done": 0, "n_subgoals_ref": None, "progress": 0.0, "attempts": 0, "replans": 0, "plans": 0,
+    row = {**_base_row(job), "success": False, "privileged": None, "failure_kind": kind, "failure": reason,
+           "steps": 0, "subgoals_done": 0, "n_subgoals_ref": None, "progress": 0.0, "attempts": 0, "replans": 0, "plans": 0,
            "perturbed": False, "perturb_step": None, "recovered": False, "agent_claims_success": False,
            "instruction": None}
     row.update({c: None for c in TIMING_COLUMNS})
@@ -79,6 +81,7 @@ def row_from_result(job: EpisodeJob, summary: Mapping[str, Any], goals: Sequence
     row = {
         **_base_row(job),
         "success": success,
+        "privileged": None if summary.get("privileged") is None else bool(summary["privileged"]),
         "failure_kind": classify_failure(summary.get("failure"), success),
         "failure": None if success else str(summary.get("failure")),
         "steps": int(summary.get("steps", 0)),

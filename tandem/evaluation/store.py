@@ -120,6 +120,8 @@ def rows_to_frame(rows: Sequence[Mapping[str, Any]]) -> Any:
     for c in ("success", "perturbed", "recovered", "agent_claims_success"):
         if c in df:
             df[c] = df[c].astype(bool)
+    if "privileged" in df:  # None where the stack was never built (build_error, worker_crash)
+        df["privileged"] = df["privileged"].astype("boolean")
     if "traceback" in df:
         df["traceback"] = df["traceback"].astype("string")
     return df

@@ -26,7 +26,8 @@ def run_bridge(cfg: Any, transport: Any = None) -> dict[str, Any]:
             ``bridge.dry_run=true`` it is wrapped so that commands are logged, never sent.
 
     Returns:
-        A JSON-safe summary: per-episode success/steps/failure, commands sent, safety events by kind.
+        A JSON-safe summary: per-episode success/steps/failure, whether the stack was
+        privileged (``privileged``, ``oracle_components``), commands sent, safety events by kind.
 
     Raises:
         ConfigError / UnknownNameError / CheckpointError: a bad config (validated before the robot is touched).
@@ -56,7 +57,7 @@ def run_bridge(cfg: Any, transport: Any = None) -> dict[str, Any]:
                 meta={"bridge": {"transport": bcfg.transport, "dry_run": bcfg.dry_run}}))
             s = result.summary
             episodes.append({k: s.get(k) for k in ("seed", "success", "failure", "steps", "subgoals_done", "attempts",
-                                                  "replans", "wall_time_s")})
+                                                  "replans", "wall_time_s", "privileged")})
             if env.safety.estopped:
                 break
     finally:
@@ -70,6 +71,7 @@ def run_bridge(cfg: Any, transport: Any = None) -> dict[str, Any]:
     for e in events:
         kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
     summary = {"episodes": episodes, "success": bool(episodes) and all(e["success"] for e in episodes),
+               "privileged": agent.privileged, "oracle_components": agent.oracle_components,
                "commands_sent": env.sent, "dry_run": bcfg.dry_run,
                "dry_run_logged": len(transport.sent) if isinstance(transport, DryRunTransport) else 0,
                "safety_events": kinds}

@@ -6,7 +6,9 @@ Artefacts written to ``out_dir`` (all optional):
 * ``episode.jsonl``: one row per control step plus one event per plan, attempt, verdict, replan,
   perturbation and error (``tandem.core.types.EpisodeLog``);
 * ``memory.jsonl``: the task memory, loadable with ``memory.task_memory.TaskMemoryV1.load``;
-* ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies.
+* ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies, and
+  ``privileged`` (bool: whether any component of the stack read the simulator's truth; ``oracle_components``
+  names them).
 
 A failed episode (unstable simulation, NaN action, exhausted budgets) is returned as failed with its
 reason; it never raises, so a batch evaluation continues.
@@ -107,8 +109,10 @@ def run_episode(
     """
     t_start = time.perf_counter()
     out = Path(out_dir) if out_dir is not None else None
-    log = EpisodeLog(meta={"seed": int(seed), **(meta or {})})
-    summary: dict[str, Any] = {"seed": int(seed), "success": False, "failure": None, "steps": 0}
+    log = EpisodeLog(meta={"seed": int(seed), "privileged": agent.privileged,
+                           "oracle_components": agent.oracle_components, **(meta or {})})
+    summary: dict[str, Any] = {"seed": int(seed), "success": False, "failure": None, "steps": 0,
+                               "privileged": agent.privileged, "oracle_components": agent.oracle_components}
     writer: VideoWriter | None = None
     step = 0
     success = False

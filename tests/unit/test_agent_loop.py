@@ -51,6 +51,9 @@ class ToyEnv:
 class ToyPlanner:
     """Plans the goals not yet achieved (reads the toy env's ground truth: an 'oracle' fake)."""
 
+    is_oracle = True
+    source = "toy"
+
     def __init__(self, env):
         self.env, self.n = env, 0
 
@@ -68,6 +71,8 @@ class ToyPlanner:
 
 
 class ToyExecutor:
+    is_oracle = False
+
     def __init__(self, env, need=5, fail_first: set[str] | None = None):
         self.env, self.need, self.fail_first = env, need, set(fail_first or ())
         self.calls: list[str] = []
@@ -94,8 +99,13 @@ class ToyExecutor:
 
 
 class ToyVerifier:
+    is_oracle = True
+
     def __init__(self, env):
         self.env = env
+
+    def reset(self, task, memory):
+        pass
 
     def verify(self, before, after, subgoal):
         ok = subgoal.args[0] in self.env.achieved

@@ -319,6 +319,8 @@ def test_planner_exception_inside_the_agent_loop_stops_the_robot(rig):
     from tandem.runtime.rollout import run_episode
 
     class CrashingPlanner:
+        is_oracle, source = False, "crashing"
+
         def reset(self, task):
             pass
 
@@ -326,6 +328,8 @@ def test_planner_exception_inside_the_agent_loop_stops_the_robot(rig):
             raise RuntimeError("VLM server returned garbage")
 
     class IdleExecutor:
+        is_oracle = False
+
         def reset(self):
             pass
 
@@ -341,7 +345,17 @@ def test_planner_exception_inside_the_agent_loop_stops_the_robot(rig):
     robot, make, _ = rig
     env = make()
     robot.publish()
-    agent = HierarchicalAgent(planner=CrashingPlanner(), verifier=None, executor=IdleExecutor(), memory=TaskMemoryV1())
+    class NoVerifier:
+        is_oracle = False
+
+        def reset(self, task, memory):
+            pass
+
+        def verify(self, before, after, subgoal):
+            raise AssertionError("never reached: the planner raises first")
+
+    agent = HierarchicalAgent(planner=CrashingPlanner(), verifier=NoVerifier(), executor=IdleExecutor(),
+                              memory=TaskMemoryV1())
     result = run_guarded(env, lambda: run_episode(env, agent, seed=0, record_video=False))
     assert not result.summary["success"] and "VLM server returned garbage" in result.summary["failure"]
     assert not robot.last_twist()[0].any()

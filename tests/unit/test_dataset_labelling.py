@@ -66,6 +66,8 @@ class RecordingEnv:
 
 
 class ToyPlanner:
+    is_oracle, source = True, "toy"  # reads the toy world's truth
+
     def __init__(self, env):
         self.env = env
 
@@ -75,11 +77,14 @@ class ToyPlanner:
     def plan(self, obs, memory):
         self.n += 1
         todo = [o for o in ("a", "b") if o not in self.env.held]
-        return Plan(remaining=[Subgoal(f"sg{self.n}{o}", "pick", (o,), f"pick up {o}",
+        return Plan(done=[Subgoal(f"done{o}", "pick", (o,), f"pick up {o}") for o in self.env.held],
+                    remaining=[Subgoal(f"sg{self.n}{o}", "pick", (o,), f"pick up {o}",
                                        goal_image=None, trace=None) for o in todo])
 
 
 class ToyGoals:
+    is_oracle = False
+
     def produce(self, sg, obs):
         goal = np.full((*SIZE, 3), 200 if sg.args[0] == "a" else 100, np.uint8)
         tr = KeypointTrace("agentview", np.array([[0, 0], [7, 7]], np.float32), image_size=SIZE)
@@ -87,6 +92,8 @@ class ToyGoals:
 
 
 class ToyExecutor:
+    is_oracle = False
+
     def __init__(self, env):
         self.env = env
 
@@ -111,6 +118,11 @@ class ToyExecutor:
 
 
 class ToyVerifier:
+    is_oracle = True  # reads the simulator's predicates
+
+    def reset(self, task, memory):
+        pass
+
     def verify(self, before, after, sg):
         ok = after.privileged["predicates"][f"grasped({sg.args[0]})"]
         return Verdict(ok, 1.0, "ok" if ok else "not grasped", "oracle")
