@@ -32,14 +32,15 @@ def _stamp(row: dict[str, Any], backend: str) -> dict[str, Any]:
     return row
 
 
-def _run_inline(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], None], **_: Any) -> None:
+def _run_inline(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], None], **_: Any) -> str:
     worker_init()
     for j in jobs:
         on_row(_stamp(run_job(j), "inline"))
+    return "this process (inline)"
 
 
 def _run_local(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], None], workers: int,
-               scratch: Path, **_: Any) -> None:
+               scratch: Path, **_: Any) -> str:
     """Process pool (spawn). A broken pool is rebuilt; the episodes that were in flight are re-run one by one in a
     single-worker pool, and the one that breaks it again is recorded as ``worker_crash``."""
     import multiprocessing as mp
@@ -87,26 +88,59 @@ def _run_local(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], No
         if not suspects:  # no marker survived (killed between jobs): re-run every broken one alone
             pending = [j for j in pending if j not in broken]
             suspects = list(broken)
+    return f"a local process pool of {max(1, min(workers, len(jobs)))} worker(s)"
+
+
+def ray_init_kwargs(address: str | None, workers: int) -> tuple[dict[str, Any], str]:
+    """The ``ray.init`` arguments for ``ray.address`` and a sentence saying where the episodes will run.
+
+    Args:
+        address: ``"local"`` or None: a new private local instance with ``workers`` CPUs, whatever ``RAY_ADDRESS``
+            says (``ray.init(address="local")``; with no address Ray would join the cluster ``RAY_ADDRESS`` names
+            and fail on ``num_cpus``); ``"auto"`` or a cluster address: connect, without ``num_cpus``.
+        workers: CPUs of the local instance.
+
+    Returns:
+        ``(kwargs, where)``, e.g. ``"a new local Ray instance with 2 CPUs"``.
+    """
+    kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "runtime_env": {"env_vars": {
+        **runtime_env(), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}}}
+    env_address = os.environ.get("RAY_ADDRESS")
+    if address in (None, "local"):
+        kw.update(address="local", num_cpus=int(workers))
+        where = f"a new local Ray instance with {int(workers)} CPU(s)"
+        if env_address:
+            where += f" (RAY_ADDRESS={env_address} is not used: ray.address=local; ray.address=auto would join it)"
+    else:
+        kw["address"] = address
+        where = f"the Ray cluster at {address}"
+        if address == "auto" and env_address:
+            where += f" (RAY_ADDRESS={env_address})"
+    return kw, where
 
 
 def _run_ray(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], None], workers: int,
-             ray_address: str | None = None, **_: Any) -> None:
-    """Ray tasks (``max_retries=0``) on a local instance (``num_cpus=workers``) or on ``ray_address``."""
+             ray_address: str | None = None, **_: Any) -> str:
+    """Ray tasks (``max_retries=0``) where :func:`ray_init_kwargs` says; returns that sentence.
+
+    Raises:
+        ConfigError: ray is not installed, or the cluster cannot be reached (names the address).
+    """
     try:
         import ray
     except ImportError as e:
         raise ConfigError("backend=ray needs the 'ray' extra: pip install 'tandem[ray]'") from e
     started = False
-    if not ray.is_initialized():
-        env_vars = {**runtime_env(), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}
-        kw: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False,
-                              "runtime_env": {"env_vars": env_vars}}
-        if ray_address:
-            kw["address"] = ray_address
-        else:
-            kw["num_cpus"] = int(workers)
-        ray.init(**kw)
+    if ray.is_initialized():
+        where = "the Ray instance already initialised in this process"
+    else:
+        kw, where = ray_init_kwargs(ray_address, workers)
+        try:
+            ray.init(**kw)
+        except (ConnectionError, RuntimeError, ValueError) as e:
+            raise ConfigError(f"backend=ray could not start {where}: {type(e).__name__}: {e}") from e
         started = True
+    print(f"ray: running on {where}", file=sys.stderr)
     try:
         remote = ray.remote(num_cpus=1, max_retries=0)(_ray_entry)
         refs = {remote.remote(j.to_json()): j for j in jobs}
@@ -125,6 +159,7 @@ def _run_ray(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], None
     finally:
         if started:
             ray.shutdown()
+    return where
 
 
 def _ray_entry(job: dict[str, Any]) -> dict[str, Any]:
@@ -133,8 +168,11 @@ def _ray_entry(job: dict[str, Any]) -> dict[str, Any]:
 
 
 def run_jobs(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], None], backend: str = "local",
-             workers: int = 1, scratch: str | Path | None = None, ray_address: str | None = None) -> None:
+             workers: int = 1, scratch: str | Path | None = None, ray_address: str | None = None) -> str:
     """Run ``jobs`` on ``backend``, calling ``on_row(row)`` in this process as each episode finishes.
+
+    Returns:
+        Where they ran, e.g. ``"a local process pool of 2 worker(s)"`` or ``"the Ray cluster at auto"``.
 
     Raises:
         UnknownNameError: unknown backend. ConfigError: ``workers < 1``, ray not installed.
@@ -144,9 +182,9 @@ def run_jobs(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], None
     if int(workers) < 1:
         raise ConfigError(f"workers must be >= 1, got {workers}")
     if not jobs:
-        return
+        return "nowhere (no episode to run)"
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="tandem-eval-", dir=scratch) as tmp:
         fn = {"inline": _run_inline, "local": _run_local, "ray": _run_ray}[backend]
-        fn(jobs, on_row, workers=int(workers), scratch=Path(tmp), ray_address=ray_address)
+        return fn(jobs, on_row, workers=int(workers), scratch=Path(tmp), ray_address=ray_address)

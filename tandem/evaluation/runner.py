@@ -26,7 +26,8 @@ from tandem.runtime.config import to_dict
 
 @dataclass
 class EvalOutcome:
-    """What :func:`evaluate` did: the results frame and metrics of this suite, counts of skipped/run rows."""
+    """What :func:`evaluate` did: the results frame and metrics of this suite, counts of skipped/run rows, and where
+    the episodes ran (``ran_on``, e.g. ``"a new local Ray instance with 2 CPU(s)"``)."""
 
     results: Any
     metrics: dict[str, Any]
@@ -34,6 +35,7 @@ class EvalOutcome:
     n_skipped: int
     n_run: int
     n_video: int = 0
+    ran_on: str = ""
 
 
 def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, backend: str = "local",
@@ -98,9 +100,11 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
     if tally["n"]:
         bar.set_postfix_str(f"success {tally['ok']}/{tally['n']} ({100.0 * tally['ok'] / tally['n']:.1f}%)")
     try:
-        run_jobs(todo, on_row, backend=backend, workers=workers, scratch=store.root, ray_address=ray_address)
+        ran_on = run_jobs(todo, on_row, backend=backend, workers=workers, scratch=store.root, ray_address=ray_address)
     finally:
         bar.close()
+    info = json.loads((store.root / "suite.json").read_text())
+    (store.root / "suite.json").write_text(json.dumps({**info, "backend": backend, "ran_on": ran_on}, indent=2))
     df = store.finalize(keys)
     metrics = write_metrics(df, store.root / "metrics.json")
 
@@ -108,7 +112,7 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
     if video_failures:
         n_video = record_failure_videos(store, jobs, backend=backend, workers=workers, ray_address=ray_address)
     return EvalOutcome(results=df, metrics=metrics, out_dir=store.root, n_skipped=n_skipped, n_run=len(todo),
-                       n_video=n_video)
+                       n_video=n_video, ran_on=ran_on)
 
 
 def video_dir_name(key: str) -> str:

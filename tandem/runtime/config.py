@@ -677,6 +677,8 @@ def _resolve_components(schema: type[Schema], data: dict[str, Any], path: str) -
             section = {"name": f.metadata["default"]}
         elif isinstance(section, str):
             section = {"name": section}
+        elif isinstance(section, Mapping) and "name" not in section:  # options of the default variant
+            section = {**section, "name": f.metadata["default"]}
         if not isinstance(section, Mapping) or not section.get("name"):
             raise ConfigError(f"{where} must be a name or a mapping with a 'name', got {section!r}")
         data[f.name] = _merge_typed(schema_of(kind, str(section["name"])), dict(section), where)

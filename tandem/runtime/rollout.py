@@ -10,6 +10,9 @@ Artefacts written to ``out_dir`` (all optional):
   ``privileged`` (bool: whether any component of the stack read the simulator's truth; ``oracle_components``
   names them).
 
+When the episode ends at the env's step limit, on termination or at the rollout's step cap, the active subgoal is
+verified on the last observation first, so its verdict is recorded.
+
 A failed episode (unstable simulation, NaN action, exhausted budgets) is returned as failed with its
 reason; it never raises, so a batch evaluation continues.
 """
@@ -149,11 +152,11 @@ def run_episode(
             if success and stop_on_success:
                 agent.stop("env reports task success", step, observation=obs)
                 break
-            if terminated or truncated:
-                agent.stop("env terminated" if terminated else "env step limit reached", step)
+            if terminated or truncated:  # the active subgoal is verified on the last observation first
+                agent.stop("env terminated" if terminated else "env step limit reached", step, observation=obs)
                 break
         else:
-            agent.stop(f"rollout step cap {limit} reached", step)
+            agent.stop(f"rollout step cap {limit} reached", step, observation=obs)
     except TandemError as e:
         failure = f"{type(e).__name__}: {e}"
         if agent.task is not None:

@@ -1,5 +1,5 @@
 """The agent uses only what the protocols declare: a fallback is part of the plan, verifier.reset gets the memory,
-and a component lacking a member is refused."""
+a component lacking a member is refused, and the env's step limit still yields the last verdict."""
 
 from __future__ import annotations
 
@@ -106,3 +106,27 @@ def test_a_component_lacking_a_protocol_member_is_refused_naming_it():
         HierarchicalAgent(ToyPlanner(env), ToyVerifier(env), NoOracleFlagExecutor(), TaskMemoryV1())
     with pytest.raises(ConfigError, match=r"NoResetVerifier cannot be the verifier: it lacks reset"):
         HierarchicalAgent(ToyPlanner(env), NoResetVerifier(), ToyExecutor(env), TaskMemoryV1())
+
+
+class TruncatingEnv(ToyEnv):
+    """Reports truncated (the env's own step limit) at step ``limit``, while a subgoal is still active."""
+
+    def __init__(self, limit: int):
+        super().__init__()
+        self.limit = limit
+
+    def step(self, action):
+        obs, r, term, _, info = super().step(action)
+        return obs, r, term, self.t >= self.limit, info
+
+
+def test_the_env_step_limit_still_verifies_the_active_subgoal():
+    """rollout used to stop the agent without the last observation: the last subgoal got no verdict."""
+    env = TruncatingEnv(limit=7)
+    ex = ToyExecutor(env, need=5)
+    agent = HierarchicalAgent(ToyPlanner(env), ToyVerifier(env), ex, TaskMemoryV1())
+    s = run_episode(env, agent, seed=0, record_video=False).summary
+    assert s["steps"] == 7 and s["agent_end_reason"] == "env step limit reached"
+    # pick(a) succeeded at step 5; pick(b) ran steps 6-7 and is verified on the observation after step 7
+    assert [(v["step"], v["subgoal"], v["success"]) for v in s["verdicts"]] == [(5, "pick(a)", True),
+                                                                                 (7, "pick(b)", False)]

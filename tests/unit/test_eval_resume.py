@@ -81,3 +81,23 @@ def test_unknown_backend_is_a_clear_error(tmp_path):
 
     with pytest.raises(UnknownNameError, match="unknown backend 'slurm'"):
         evaluate(_suite(1), [Variant.from_config("fake", FAKE)], tmp_path, backend="slurm", validate=False)
+
+
+def test_ray_runs_where_the_config_says_whatever_ray_address_is(monkeypatch):
+    """On cluster nodes RAY_ADDRESS is set: ray.address=local still starts a private instance (num_cpus is only
+    given then), and connecting to a cluster never passes num_cpus (the crash of issue 13, item 8)."""
+    from tandem.evaluation.backends import ray_init_kwargs
+
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
+    kw, where = ray_init_kwargs("local", 2)
+    assert kw["address"] == "local" and kw["num_cpus"] == 2
+    assert where == ("a new local Ray instance with 2 CPU(s) (RAY_ADDRESS=10.0.0.5:6379 is not used: "
+                     "ray.address=local; ray.address=auto would join it)")
+    assert ray_init_kwargs(None, 1)[0]["address"] == "local"
+    kw, where = ray_init_kwargs("auto", 2)
+    assert kw["address"] == "auto" and "num_cpus" not in kw
+    assert where == "the Ray cluster at auto (RAY_ADDRESS=10.0.0.5:6379)"
+    kw, where = ray_init_kwargs("ray://head:10001", 4)
+    assert kw["address"] == "ray://head:10001" and "num_cpus" not in kw and where == "the Ray cluster at ray://head:10001"
+    env_vars = kw["runtime_env"]["env_vars"]
+    assert env_vars["MUJOCO_GL"] and env_vars["HF_HUB_OFFLINE"] == "1" and "PYTHONPATH" in env_vars
