@@ -21,7 +21,7 @@ from tandem.evaluation.rows import RETRYABLE_KINDS
 from tandem.evaluation.statistics import write_metrics
 from tandem.evaluation.store import PART_FILE, VIDEO_FILE, ResultStore
 from tandem.evaluation.suite import EpisodeJob, Suite, Variant, expand_suite, merge_config
-from tandem.runtime.config import to_dict
+from tandem.runtime.config import StackConfig, load, to_dict
 
 
 @dataclass
@@ -58,7 +58,8 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
             ``reproduced`` says whether it did).
         progress: show a tqdm bar with the running success rate (stderr).
         max_episodes: run at most this many of the episodes still to do (a quick look; resume does the rest).
-        validate: check task, perturbation and component names before starting.
+        validate: check task and perturbation names and every variant's stack config (component names and options,
+            env and agent overrides) before starting.
 
     Raises:
         UnknownNameError / ConfigError: bad suite, variant, backend or a results folder with another config.
@@ -75,6 +76,12 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
     if not resume and store.part.exists():
         store.part.rename(store.root / f"{PART_FILE}.{int(time.time())}.old")
     jobs = expand_suite(suite, variants, env=env, agent=agent)
+    if validate:  # each variant's whole stack config (its env and agent overrides merged), before any episode
+        checked: set[str] = set()
+        for j in jobs:
+            if not j.builder and j.variant not in checked:
+                checked.add(j.variant)
+                load(StackConfig, j.build, f"variants.{j.variant}")
     todo, n_skipped = store.plan_resume(jobs, retry_errors=retry_errors)
     todo.sort(key=lambda j: (j.seed, j.key))  # seed-major: an interrupted run has covered every task evenly
     if max_episodes is not None:

@@ -101,3 +101,12 @@ def test_ray_runs_where_the_config_says_whatever_ray_address_is(monkeypatch):
     assert kw["address"] == "ray://head:10001" and "num_cpus" not in kw and where == "the Ray cluster at ray://head:10001"
     env_vars = kw["runtime_env"]["env_vars"]
     assert env_vars["MUJOCO_GL"] and env_vars["HF_HUB_OFFLINE"] == "1" and "PYTHONPATH" in env_vars
+
+
+def test_a_variant_with_a_bad_override_is_refused_before_any_episode(tmp_path):
+    """A variant's env/agent overrides are checked with its stack before the run, not found as build_error rows."""
+    suite = Suite.from_config({"name": "t", "seeds": 1, "tasks": ["stack_three"]})
+    bad = Variant.from_config("bad", {"agent": {"subgoal_step_budget": 0}})
+    with pytest.raises(ConfigError, match="variants.bad.agent.subgoal_step_budget must be >= 1 or null"):
+        evaluate(suite, [bad], tmp_path, backend="inline", progress=False)
+    assert not (tmp_path / "episodes.jsonl").exists()
