@@ -45,8 +45,8 @@ def run(cfg) -> dict:
         video_failures=c.video == "failures", ray_address=c.ray.address, progress=c.progress,
         max_episodes=c.max_episodes, validate=c.validate,
     )
-    print(f"{outcome.n_run} episode(s) run on {outcome.ran_on}, {outcome.n_skipped} already recorded; results in "
-          f"{outcome.out_dir}")
+    print(f"{outcome.n_run} episode(s) run, {outcome.n_skipped} already recorded; results in {outcome.out_dir}")
+    print(f"ran on {outcome.ran_on}")
     for g in outcome.metrics.get("groups", []):
         s = g["success"]
         lo, hi = s["ci95"]

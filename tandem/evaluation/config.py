@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from tandem.runtime.config import AgentConfig, EnvConfig, FieldError, Schema, deferred_checks
+from tandem.runtime.config import AgentConfig, EnvConfig, FieldError, Schema, deferred_checks, load
 
 #: Where episodes run (:mod:`tandem.evaluation.backends`).
 BACKENDS: tuple[str, ...] = ("inline", "local", "ray")
@@ -90,7 +90,8 @@ class EvalConfig(Schema):
     """``tandem-eval`` (``configs/eval.yaml``).
 
     Attributes:
-        suite: what to run. run_variants: which entries of ``variants`` to run. variants: the stack variants.
+        suite: what to run. run_variants: which entries of ``variants`` to run. variants: the stack variants
+            (each a :class:`VariantConfig`, checked as such).
         backend: ``inline`` (this process), ``local`` (a process pool, spawn) or ``ray``.
         workers: processes (local) or CPUs of the local Ray instance, >= 1. ray: where ``backend=ray`` runs.
         env, agent: evaluation-wide env settings and agent budgets (variants may override).
@@ -106,7 +107,7 @@ class EvalConfig(Schema):
     workers: int = 1
     ray: RayConfig = field(default_factory=RayConfig)
     run_variants: list[str] = field(default_factory=lambda: ["oracle"])
-    variants: dict[str, VariantConfig] = field(default_factory=dict)
+    variants: dict[str, Any] = field(default_factory=dict)
     env: EnvConfig = field(default_factory=lambda: EnvConfig(render=False))
     agent: AgentConfig = field(default_factory=AgentConfig)
     out_dir: str = "outputs/eval"
@@ -118,6 +119,8 @@ class EvalConfig(Schema):
     validate: bool = True
 
     def check(self) -> None:
+        for name, variant in self.variants.items():  # a dict of any, so that '+variants.new.planner=...' composes
+            self.variants[name] = load(VariantConfig, variant, f"variants.{name}")
         if self.backend not in BACKENDS:
             raise FieldError("backend", f"must be one of {', '.join(BACKENDS)}, got {self.backend!r}")
         if self.workers < 1:
