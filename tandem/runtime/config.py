@@ -654,8 +654,8 @@ class BridgeRunConfig(Schema):
 def _node_dict(node: Any) -> Any:
     from omegaconf import DictConfig, ListConfig, OmegaConf
 
-    if isinstance(node, (DictConfig, ListConfig)):
-        return OmegaConf.to_container(node, resolve=True)
+    if isinstance(node, (DictConfig, ListConfig)):  # a mandatory '???' left unset raises, naming its key
+        return OmegaConf.to_container(node, resolve=True, throw_on_missing=True)
     if dataclasses.is_dataclass(node) and not isinstance(node, type):
         return {f.name: _node_dict(getattr(node, f.name)) for f in dataclasses.fields(node)}
     if isinstance(node, Mapping):
@@ -726,7 +726,14 @@ def load[S: Schema](schema: type[S], data: Any, path: str = "") -> S:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    node = _merge_typed(schema, _node_dict(data), path)
+    try:
+        plain = _node_dict(data)
+    except OmegaConfBaseException as e:
+        key = ".".join(p for p in (path, getattr(e, "full_key", "") or "") if p)
+        if type(e).__name__ == "MissingMandatoryValue":
+            raise ConfigError(f"config key {key} is mandatory (??? in the YAML): set it, e.g. {key}=<value>") from e
+        raise ConfigError(f"config key {key}: {str(e).splitlines()[0]}") from e
+    node = _merge_typed(schema, plain, path)
     try:
         with deferred_checks():
             obj = OmegaConf.to_object(node)
