@@ -163,7 +163,7 @@ class HierarchicalAgent:
         """
         self._step = step
         if observation is not None and self.subgoal is not None and not self.status.finished:
-            self._verify_active(observation)
+            self._verify_active(observation, at_episode_end=True)
         if not self.status.finished:
             self._finish(claims_success=False, reason=reason)
         self.memory.record_event("stop", step, reason=reason)
@@ -214,8 +214,11 @@ class HierarchicalAgent:
         self.executor.set_subgoal(subgoal, self.task)
         self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
 
-    def _verify_active(self, observation: Observation) -> Verdict:
-        """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal."""
+    def _verify_active(self, observation: Observation, at_episode_end: bool = False) -> Verdict:
+        """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal.
+
+        ``at_episode_end``: the episode was ended from outside (env success, step limit, cap) while the subgoal was
+        active; the verdict is recorded with ``"at_episode_end": True`` (the attempt was cut, not finished)."""
         subgoal = self.subgoal
         assert subgoal is not None and self._before is not None
         verdict: Verdict = self.verifier.verify(observation_for(self.verifier, self._before, "verifier"),
@@ -225,7 +228,8 @@ class HierarchicalAgent:
                               f"step budget of {self._budget} spent; {verdict.reason}",
                               verdict.source)
         self.memory.record_verdict(subgoal, verdict, self._step)
-        self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json()})
+        self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json(),
+                                     "at_episode_end": at_episode_end})
         self.status.subgoals_done += int(verdict.success)
         if not verdict.success:  # what the verifier saw becomes a fact about each object involved
             for obj in subgoal.args:

@@ -19,6 +19,10 @@ Labels of frame ``t`` (all from the frame's own observation unless stated):
 * ``subgoal.success``: 1 iff the subgoal's predicate holds in the frame's observation **and** the attempt was
   not judged failed (frames of a failed attempt are all 0: they are the negatives a verifier needs).
 * ``task.success``: 1 iff every goal predicate holds in the frame's observation.
+
+Each attempt is also summarised in the episode's journal record (``attempts``): its signature, text, frames,
+``success``, ``verified`` (the agent gave it a verdict) and ``cut`` (the episode ended while it was active, e.g.
+at the step cap: it was verified on the last observation, or not at all, but not finished).
 """
 
 from __future__ import annotations
@@ -167,6 +171,7 @@ class OracleFrameLabeller:
             self.writer.add_frame(frame)
         self.attempts.append({"index": p.index, "id": p.subgoal.id, "signature": p.subgoal.signature,
                               "text": p.subgoal.text, "task_index": p.task_index, "success": ok, "verified": verified,
+                              "cut": not verified or bool(verdicts[p.index].get("at_episode_end", False)),
                               "reason": reason,
                               "from_frame": p.first_frame, "to_frame": p.first_frame + n,
                               "has_goal_image": p.subgoal.goal_image is not None,

@@ -120,7 +120,7 @@ def test_collect_reload_matches_live_episode(task, tmp_path):
                     assert not any(flags), f"failed attempt {att['text']!r} has positive frames"
                     continue
                 assert flags[-1] == 1.0, f"successful attempt {att['text']!r} does not end positive"
-                if not att["verified"]:  # cut by the step cap: the gripper may not have reached the trace's end
+                if att["cut"]:  # cut by the step cap: the gripper may not have reached the trace's end
                     continue
                 eef = last[schema.STATE_KEY][:3]
                 px = stack.env.world_to_pixel(eef[None].astype(np.float64), schema.GOAL_CAMERA)[0]
