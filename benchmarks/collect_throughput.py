@@ -2,7 +2,7 @@
 
 Measured in one run on this machine (peers in the same run, as the project asks):
 
-1. **collect**: ``tandem.collect.collect`` with the ``collect`` config (oracle planner, scripted executor,
+1. **collect**: ``tandem.runtime.collect.collect`` with the ``collect`` config (oracle planner, scripted executor,
    oracle goal images and traces) writes ``--episodes`` episodes into a temporary LeRobotDataset. Wall time
    covers everything: planning, goal rendering, labelling, PNG encoding, ``save_episode`` and commits.
    ``env.step`` time inside it is timed separately.
@@ -38,13 +38,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def compose(overrides: list[str]):
-    from hydra import compose as hcompose
-    from hydra import initialize_config_dir
+    from tandem.cli.common import compose_config, load_config
+    from tandem.runtime.config import CollectConfig
 
-    from tandem.cli.common import CONFIG_DIR
-
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return hcompose(config_name="collect", overrides=overrides)
+    return load_config(CollectConfig, compose_config("collect", overrides))
 
 
 class _Timer:
@@ -76,9 +73,9 @@ def main(argv: list[str] | None = None) -> dict:
     import numpy as np
 
     from executor_vla import dataset_writer as dw
-    from executor_vla import schema
-    from tandem.assembly import build_env, build_stack
-    from tandem.collect import collect
+    from tandem.core import dataset_schema as schema
+    from tandem.runtime.collect import collect
+    from tandem.runtime.registry import build_sim_env, build_stack
 
     tmp = Path(tempfile.mkdtemp(prefix="collect_bench_"))
     root = args.keep or tmp / "ds"
@@ -115,7 +112,8 @@ def main(argv: list[str] | None = None) -> dict:
         for e, a in zip(t["episode_index"], t[schema.ACTION_KEY]):
             actions.setdefault(int(e), []).append(a)
     recs = dw.read_journal(root)["episodes"]
-    env = build_env(compose([f"task={args.task}", "perturb=none"]))
+    bare = compose([f"task={args.task}", "perturb=none"])
+    env = build_sim_env(bare.task, bare.env)
     bare_s, bare_n = 0.0, 0
     bare_cpu = 0.0
     try:

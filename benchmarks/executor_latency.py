@@ -63,14 +63,14 @@ def _timeit(fn, repeats: int, warmup: int = 1) -> dict[str, float]:
 
 
 def _obs(rng):
-    from tandem.types import Observation
+    from tandem.core.types import Observation
 
     return Observation(images={c: rng.integers(0, 255, (H, W, 3), dtype=np.uint8) for c in CAMS},
                        proprio=rng.standard_normal(8).astype(np.float32))
 
 
 def _subgoal(rng):
-    from tandem.types import KeypointTrace, Subgoal
+    from tandem.core.types import KeypointTrace, Subgoal
 
     return Subgoal("sg0", "pick", ("red",), "pick up the red cube",
                    goal_image=rng.integers(0, 255, (H, W, 3), dtype=np.uint8),
@@ -154,7 +154,7 @@ def track_executor(checkpoint: str | None, **overrides):
 
 
 def _track_subgoal():
-    from tandem.types import Subgoal, Trace3D
+    from tandem.core.types import Subgoal, Trace3D
 
     pts = np.array([[0.0, 0.0, 1.0], [0.05, 0.1, 0.92], [0.05, 0.1, 0.82], [0.05, 0.1, 0.82], [0.05, 0.1, 0.94]])
     return Subgoal("sg0", "pick", ("red",), "pick up the red cube",
@@ -180,7 +180,7 @@ def bench_track(repeats: int, checkpoint: str | None, **overrides) -> dict:
 
 
 def Observation_from(proprio: np.ndarray):  # noqa: N802 - a tiny factory named after what it returns
-    from tandem.types import Observation
+    from tandem.core.types import Observation
 
     return Observation(images={}, proprio=proprio)
 
@@ -218,10 +218,11 @@ def bench_closed_loop_track(steps: int, checkpoint: str) -> dict:
     """Env step time without rendering (the track stack consumes no camera) against the track executor's time per
     step, following the oracle planner's 3-D traces on stack_three (seed 1000, a held-out scene)."""
     from planner_vlm.oracle_planner import OraclePlanner
-    from tandem.assembly import build_env
-    from tandem.types import Subgoal
+    from tandem.core.types import Subgoal
+    from tandem.runtime.config import EnvConfig, TaskConfig
+    from tandem.runtime.registry import build_sim_env
 
-    env = build_env({"task": {"name": "stack_three"}, "env": {"render": False}})
+    env = build_sim_env(TaskConfig(name="stack_three"), EnvConfig(render=False))
     try:
         from sim.goal_render import OracleGoalProducer
 
@@ -264,7 +265,8 @@ def bench_closed_loop_track(steps: int, checkpoint: str) -> dict:
 def bench_closed_loop(steps: int, checkpoint: str | None = None) -> dict:
     """Control steps/s of the executor in the robosuite env with rendering: random weights at 128 x 128, or
     a trained ``checkpoint`` (rendering at the cameras and image size it was trained on)."""
-    from tandem.assembly import build_env
+    from tandem.runtime.config import EnvConfig, TaskConfig
+    from tandem.runtime.registry import build_sim_env
 
     cams, size = list(CAMS), [H, W]
     if checkpoint:
@@ -272,7 +274,7 @@ def bench_closed_loop(steps: int, checkpoint: str | None = None) -> dict:
 
         ex = DiffusionExecutor.from_checkpoint(checkpoint)
         cams, size = list(ex.cfg.cameras), list(ex.cfg.image_size)
-    env = build_env({"task": {"name": "stack_three"}, "env": {"cameras": cams, "image_size": size}})
+    env = build_sim_env(TaskConfig(name="stack_three"), EnvConfig(cameras=tuple(cams), image_size=tuple(size)))
     try:
         rng = np.random.default_rng(0)
         if not checkpoint:

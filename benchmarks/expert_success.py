@@ -26,8 +26,8 @@ os.environ.setdefault("MUJOCO_GL", "egl")
 def run(task: str, seeds: list[int], subgoal_budget: int) -> dict[str, Any]:
     from sim.experts import ScriptedExecutor
     from sim.robosuite_env import RobosuiteEnv
-    from tandem.errors import TandemError
-    from tandem.types import Subgoal
+    from tandem.core.errors import TandemError
+    from tandem.core.types import Subgoal
 
     env = RobosuiteEnv(task, render=False)
     ex = ScriptedExecutor(env)

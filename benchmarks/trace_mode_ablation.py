@@ -24,11 +24,11 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 import torch  # noqa: E402
 
-from executor_vla import schema  # noqa: E402
 from executor_vla.config import ExecutorConfig  # noqa: E402
 from executor_vla.data import ExecutorDataset, batch_to_device  # noqa: E402
 from executor_vla.policy import DiffusionExecutor  # noqa: E402
 from executor_vla.train import TrainConfig, Trainer  # noqa: E402
+from tandem.core import dataset_schema as schema  # noqa: E402
 
 VARIANTS = {"raster": dict(use_trace=True, trace_mode="raster"), "points": dict(use_trace=True, trace_mode="points"),
             "none": dict(use_trace=False)}

@@ -44,8 +44,8 @@ def _steps(step_fn, steps: int, batch_size: int) -> dict[str, float]:
 
 
 def bench_tandem(batch_size: int, steps: int) -> dict:
-    from executor_vla import schema
     from executor_vla.network import TEXT_EMB_KEY
+    from tandem.core import dataset_schema as schema
 
     ex = tandem_executor().train()
     cfg = ex.cfg

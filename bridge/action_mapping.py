@@ -1,7 +1,7 @@
 """Map tandem actions to robot commands and back (the inverse drives the simulated robot).
 
 The forward map is configured by :class:`bridge.config.ActionMapping`; see its docstring for the
-formulas. The robosuite OSC_POSE layout (``tandem.types.OSC_ACTION_LAYOUT``) is the ``eef_delta``
+formulas. The robosuite OSC_POSE layout (``tandem.core.types.OSC_ACTION_LAYOUT``) is the ``eef_delta``
 action: delta position and delta axis-angle scaled to [-1, 1], then the gripper (-1 open, +1 close).
 """
 
@@ -11,7 +11,7 @@ import numpy as np
 
 from bridge.config import ActionMapping
 from bridge.safety import Command
-from tandem.errors import ConfigError, NonFiniteActionError
+from tandem.core.errors import ConfigError, NonFiniteActionError
 
 
 def action_dim(mapping: ActionMapping) -> int:

@@ -2,7 +2,7 @@
 
 Loaded from a YAML file or a Hydra ``DictConfig`` (``configs/bridge/*.yaml``); nothing about a
 particular robot lives in code. :func:`load_bridge_config` validates every key and raises
-:class:`tandem.errors.ConfigError` naming the bad or unknown key.
+:class:`tandem.core.errors.ConfigError` naming the bad or unknown key.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import yaml
 
 from bridge.joint_states import joint_freshness_keys
 from bridge.safety import SafetyLimits
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 TRANSPORTS = ("dds", "rclpy", "inprocess")
 ACTION_SPACES = ("eef_delta", "joint_pos")

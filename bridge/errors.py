@@ -1,8 +1,8 @@
-"""Errors of the ROS 2 bridge; all are :class:`tandem.errors.TandemError` subclasses."""
+"""Errors of the ROS 2 bridge; all are :class:`tandem.core.errors.TandemError` subclasses."""
 
 from __future__ import annotations
 
-from tandem.errors import ConfigError, SafetyViolation, TandemError
+from tandem.core.errors import ConfigError, SafetyViolation, TandemError
 
 
 class MalformedMessageError(TandemError, ValueError):

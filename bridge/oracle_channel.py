@@ -25,7 +25,7 @@ from typing import Any
 from bridge import conversions as cv
 from bridge.errors import MalformedMessageError, MissingTopicError
 from bridge.transport import Transport
-from tandem.types import to_jsonable
+from tandem.core.types import to_jsonable
 
 PRIVILEGED_TOPIC = "/tandem/oracle/privileged"
 SUBGOAL_TOPIC = "/tandem/oracle/subgoal"

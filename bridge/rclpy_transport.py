@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from bridge.errors import TransportError
-from tandem.errors import UnknownNameError
+from tandem.core.errors import UnknownNameError
 
 
 class RclpyTransport:

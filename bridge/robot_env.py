@@ -4,7 +4,7 @@ Observation assembly: the latest valid message of each camera (``sensor_msgs/Ima
 pose (``geometry_msgs/PoseStamped``) are kept with their header stamps; ``sensor_msgs/JointState`` messages are
 merged by joint name, each joint with its own stamp (:mod:`bridge.joint_states`: arm and gripper joints may come
 in separate messages), and staleness is checked per joint the bridge reads; ``Observation.proprio`` is
-``[eef x, y, z (m, base frame), qw, qx, qy, qz, gripper width (m)]`` (``tandem.types.PROPRIO_LAYOUT``).
+``[eef x, y, z (m, base frame), qw, qx, qy, qz, gripper width (m)]`` (``tandem.core.types.PROPRIO_LAYOUT``).
 
 Commands: each ``step(action)`` (or each action of ``execute_chunk(ActionChunk)``) maps the action (:mod:`bridge.action_mapping`), passes it through
 the :class:`bridge.safety.SafetyLayer` and publishes a ``TwistStamped`` (MoveIt Servo) or a
@@ -38,8 +38,8 @@ from bridge.errors import MalformedMessageError, MissingTopicError
 from bridge.joint_states import JointStateCache
 from bridge.safety import Command, SafetyLayer
 from bridge.transport import Transport
-from tandem.errors import ConfigError, NonFiniteActionError, TandemError
-from tandem.types import ActionChunk, Observation, TaskSpec
+from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.core.types import ActionChunk, Observation, TaskSpec
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ def run_guarded[T](env: Any, episode_fn: Callable[[], T]) -> T:
     """Call ``episode_fn()``; afterwards, or on any exception, ``env.stop(reason)``.
 
     ``env`` needs a ``stop(reason: str)`` method (:meth:`RobotEnv.stop`). If the result has a
-    ``summary["failure"]`` (``tandem.rollout.EpisodeResult``), it is the recorded reason.
+    ``summary["failure"]`` (``tandem.runtime.rollout.EpisodeResult``), it is the recorded reason.
 
     Raises:
         whatever ``episode_fn`` raised, after the stop was sent.

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""A simulated robot on the bridge's transport: any ``tandem.protocols.Env`` published as a ROS 2 robot.
+"""A simulated robot on the bridge's transport: any ``tandem.core.protocols.Env`` published as a ROS 2 robot.
 
 It plays the robot-PC side of a deployment so the whole bridge can be rehearsed on one machine:
 
@@ -31,8 +31,8 @@ from bridge.config import BridgeConfig
 from bridge.errors import MalformedMessageError
 from bridge.oracle_channel import PRIVILEGED_TOPIC, OracleChannelServer
 from bridge.transport import Transport
-from tandem.protocols import Env
-from tandem.types import Observation, to_jsonable
+from tandem.core.protocols import Env
+from tandem.core.types import Observation, to_jsonable
 
 log = logging.getLogger(__name__)
 

@@ -75,7 +75,7 @@ class InProcessTransport:
         self.bus, self._clock = bus, clock
 
     def msg_type(self, name: str) -> type:
-        from tandem.errors import UnknownNameError
+        from tandem.core.errors import UnknownNameError
 
         reg = _idl_registry()
         if name not in reg:
@@ -143,7 +143,7 @@ def make_transport(kind: str, domain_id: int = 0, loopback_only: bool = True, dr
     Raises:
         TransportError: if the transport's package is missing. UnknownNameError: unknown ``kind``.
     """
-    from tandem.errors import UnknownNameError
+    from tandem.core.errors import UnknownNameError
 
     if kind == "dds":
         from bridge.dds_transport import DdsTransport

@@ -8,7 +8,7 @@ A checkpoint is a directory::
     command.txt         # the command line that produced it
 
 Loading reads JSON and safetensors only (``safetensors.torch.load_file``; no ``torch.load``). It
-checks, and raises :class:`tandem.errors.CheckpointError` naming the problem, when: a file is
+checks, and raises :class:`tandem.core.errors.CheckpointError` naming the problem, when: a file is
 missing; the format is unknown; the config is invalid; weights are missing, unexpected or of the
 wrong shape; ``stats.json`` is malformed or disagrees with the normaliser saved in the weights.
 
@@ -33,7 +33,7 @@ from safetensors.torch import load_file, save_file
 
 from executor_vla.config import ExecutorConfig
 from executor_vla.normalizer import MinMaxNormalizer, validate_stats
-from tandem.errors import CheckpointError, ConfigError
+from tandem.core.errors import CheckpointError, ConfigError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping

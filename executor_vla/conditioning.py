@@ -9,7 +9,7 @@ Two trace encodings, switchable with ``ExecutorConfig.trace_mode`` (measured aga
 * ``"points"``: the K points, normalised to ``[-1, 1]`` and concatenated with their validity mask,
   go through an MLP (see :class:`TracePointEncoder`).
 
-Pixels are ``(x right, y down)``, origin at the top-left, as in :class:`tandem.types.KeypointTrace`.
+Pixels are ``(x right, y down)``, origin at the top-left, as in :class:`tandem.core.types.KeypointTrace`.
 """
 
 from __future__ import annotations
@@ -19,27 +19,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
-
-
-def resample_trace(points: np.ndarray, k: int) -> np.ndarray:
-    """Resample a polyline to ``k`` points evenly spaced in arc length.
-
-    Args:
-        points: ``float (N, 2)`` px, N >= 1.
-        k: output length.
-
-    Returns:
-        ``float32 (k, 2)``; a single point (or a zero-length path) is repeated.
-    """
-    pts = np.asarray(points, np.float64)
-    if len(pts) == 1:
-        return np.repeat(pts, k, 0).astype(np.float32)
-    seg = np.linalg.norm(np.diff(pts, axis=0), axis=1)
-    cum = np.concatenate([[0.0], np.cumsum(seg)])
-    if cum[-1] <= 1e-9:
-        return np.repeat(pts[:1], k, 0).astype(np.float32)
-    s = np.linspace(0.0, cum[-1], k)
-    return np.stack([np.interp(s, cum, pts[:, 0]), np.interp(s, cum, pts[:, 1])], 1).astype(np.float32)
 
 
 def rasterize_trace(points: np.ndarray, mask: np.ndarray, image_size: tuple[int, int],

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from executor_vla.sampling import PREDICTION_TYPES, SCHEDULERS
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 TraceMode = Literal["raster", "points"]
 ConditioningSource = Literal["subgoal", "instruction"]

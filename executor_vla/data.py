@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from executor_vla import schema
 from executor_vla.config import ExecutorConfig
 from executor_vla.dataset_timing import LEROBOT_TOLERANCE_S, timing_problems
 from executor_vla.network import TEXT_EMB_KEY
 from executor_vla.text_encoder import TextEncoder, load_text_encoder
-from tandem.errors import DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import DatasetSchemaError
 
 
 def delta_timestamps(cfg: ExecutorConfig, fps: int) -> dict[str, list[float]]:
@@ -78,7 +78,7 @@ def check_features(features: dict[str, dict[str, Any]], cfg: ExecutorConfig) -> 
         elif got != shape:
             problems.append(f"{key!r} has shape {got}, expected {shape}")
     if problems:
-        raise DatasetSchemaError("dataset does not follow executor_vla.schema: " + "; ".join(problems))
+        raise DatasetSchemaError("dataset does not follow tandem.core.dataset_schema: " + "; ".join(problems))
 
 
 def check_image_sizes(features: dict[str, dict[str, Any]], cfg: ExecutorConfig) -> None:
@@ -118,7 +118,7 @@ class ExecutorDataset(torch.utils.data.Dataset):
             the windows from there: identical items, about 3x faster training on a CPU, needs RAM for all
             frames (``frames x image keys x H x W x 3`` bytes).
         control_hz: the control rate the executor will run at (Hz; the env's ``control_freq``, default
-            :data:`executor_vla.schema.FPS`): the dataset's fps must equal it.
+            :data:`tandem.core.dataset_schema.FPS`): the dataset's fps must equal it.
         tolerance_s: allowed deviation of each frame interval from ``1 / fps`` (s; LeRobot's default 1e-4).
 
     Raises:

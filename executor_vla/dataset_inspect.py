@@ -1,7 +1,7 @@
-"""Inspect a tandem dataset (LeRobotDataset v3 in the :mod:`executor_vla.schema`): validate, summarise, draw.
+"""Inspect a tandem dataset (LeRobotDataset v3 in the :mod:`tandem.core.dataset_schema`): validate, summarise, draw.
 
 * :func:`validate_dataset` checks everything a loader relies on and raises one
-  :class:`~tandem.errors.DatasetSchemaError` listing every problem: ``info.json`` (version, fps, the
+  :class:`~tandem.core.errors.DatasetSchemaError` listing every problem: ``info.json`` (version, fps, the
   tandem features), every data parquet file (readable footer, one column schema across files: a
   *mixed-schema* dataset fails), frame and episode counts, per-episode ``frame_index``/``timestamp``
   continuity, task indices, value ranges of the subgoal labels, the commit journal of
@@ -25,7 +25,6 @@ from typing import Any
 
 import numpy as np
 
-from executor_vla import schema
 from executor_vla.dataset_timing import timing_problems
 from executor_vla.dataset_writer import (
     DEFAULT_FEATURES,
@@ -36,14 +35,15 @@ from executor_vla.dataset_writer import (
     read_info,
     read_journal,
 )
-from tandem.errors import DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import DatasetSchemaError
 
 _SCALAR_KEYS = (schema.SUBGOAL_INDEX_KEY, schema.SUBGOAL_TASK_INDEX_KEY, schema.PROGRESS_KEY,
                 schema.SUBGOAL_SUCCESS_KEY, schema.TASK_SUCCESS_KEY)
 
 
 def schema_of(info: dict[str, Any]) -> dict[str, Any]:
-    """Recover the keyword arguments of :func:`executor_vla.schema.dataset_features` (``image_size``, ``trace_len``,
+    """Recover the keyword arguments of :func:`tandem.core.dataset_schema.dataset_features` (``image_size``, ``trace_len``,
     ``cameras``, ``goal_image``, ``trace_3d_len``) of a tandem dataset from its ``info.json`` features.
 
     Raises:

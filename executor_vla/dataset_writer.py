@@ -1,10 +1,10 @@
-"""Crash-safe writer of tandem datasets: LeRobotDataset v3 (LeRobot 0.6.1) in the :mod:`executor_vla.schema`.
+"""Crash-safe writer of tandem datasets: LeRobotDataset v3 (LeRobot 0.6.1) in the :mod:`tandem.core.dataset_schema`.
 
 It drives LeRobot's own recording API (``LeRobotDataset.create`` / ``resume``, ``save_episode``,
 ``finalize``) and adds four things:
 
 * **Schema check.** Opening an existing dataset compares its ``meta/info.json`` features and fps with the
-  tandem schema first, and raises :class:`~tandem.errors.DatasetSchemaError` naming every difference
+  tandem schema first, and raises :class:`~tandem.core.errors.DatasetSchemaError` naming every difference
   before anything is written. Every frame is checked too (keys, dtypes, shapes), with the key named.
 * **Commits.** LeRobot keeps the data parquet file and the episode-metadata parquet file open across
   episodes and writes their footers only in ``finalize()``; a crash before that leaves files that no reader
@@ -27,7 +27,7 @@ given by the caller of :meth:`TandemDatasetWriter.save_episode`. LeRobot ignores
 
 Subgoal texts are LeRobot tasks (``meta/tasks.parquet``): :meth:`TandemDatasetWriter.subgoal_task_index`
 registers a text and returns its index, stored per frame in ``subgoal.task_index``; the frame's ``"task"``
-is the episode's full instruction (see :mod:`executor_vla.schema`).
+is the episode's full instruction (see :mod:`tandem.core.dataset_schema`).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from executor_vla import schema
-from tandem.errors import ConfigError, DatasetSchemaError, TandemError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import ConfigError, DatasetSchemaError, TandemError
 
 #: The commit journal, relative to the dataset root.
 JOURNAL_PATH = "meta/tandem_collect.json"
@@ -212,7 +212,7 @@ class TandemDatasetWriter:
         goal_image: store each frame's subgoal goal image (``subgoal.goal_image``).
         labels: ``(objects, predicates)`` of the ``labels.*`` ground-truth features, or None (no labels).
         robot_type: stored in ``info.json``.
-        fps: frames per second (:data:`executor_vla.schema.FPS` = 20).
+        fps: frames per second (:data:`tandem.core.dataset_schema.FPS` = 20).
         checkpoint_every: commit after this many saved episodes (1 = after every episode: a crash loses
             at most the episode being recorded; more = fewer, larger parquet files).
         mode: ``"create"`` (``root`` must not exist), ``"resume"`` (must be a dataset) or ``"auto"``.
@@ -225,7 +225,7 @@ class TandemDatasetWriter:
 
     Attributes:
         cameras: the camera names stored.
-        features: the dataset features (:func:`executor_vla.schema.dataset_features`).
+        features: the dataset features (:func:`tandem.core.dataset_schema.dataset_features`).
         recovered: what the opening roll-back removed (empty when the dataset was consistent).
 
     Raises:

@@ -8,8 +8,8 @@ after ``make_policy``. Only local directories are accepted, so nothing is fetche
 
 Each control step (as ``lerobot.common.control_utils.predict_action`` does):
 
-1. the tandem :class:`~tandem.types.Observation` becomes LeRobot's raw observation with the keys of our dataset
-   schema (:mod:`executor_vla.schema`): ``observation.images.<camera>`` ``uint8 (H, W, 3)`` (origin top-left, as
+1. the tandem :class:`~tandem.core.types.Observation` becomes LeRobot's raw observation with the keys of our dataset
+   schema (:mod:`tandem.core.dataset_schema`): ``observation.images.<camera>`` ``uint8 (H, W, 3)`` (origin top-left, as
    recorded) for every image feature of the policy, ``observation.state`` ``float32 (D,)`` = ``proprio`` (eef
    position m world frame, quaternion wxyz, gripper opening m), and ``"task"`` = the active subgoal's text
    (``task_text="subgoal"``) or the task's instruction (``task_text="instruction"``);
@@ -39,13 +39,13 @@ import io
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 
-from executor_vla import schema
-from tandem.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 TaskText = Literal["subgoal", "instruction"]
 #: The LeRobot policy type of tandem's own executor (:mod:`executor_vla.lerobot_plugin`).
@@ -57,7 +57,7 @@ REQUIRED_FILES: tuple[str, ...] = ("config.json", "model.safetensors", "policy_p
 
 
 class LeRobotPolicyExecutor:
-    """A loaded LeRobot policy with its processors, as a :class:`tandem.protocols.Executor` (see module docstring).
+    """A loaded LeRobot policy with its processors, as a :class:`tandem.core.protocols.Executor` (see module docstring).
 
     Args:
         policy: a ``lerobot.policies.pretrained.PreTrainedPolicy`` in eval mode.
@@ -75,6 +75,9 @@ class LeRobotPolicyExecutor:
             (``observation.environment_state``, other non-image non-state features); an action size different
             from the limits' size.
     """
+
+    #: False: it sees camera images, proprio and the task text only, never ``Observation.privileged``.
+    is_oracle: ClassVar[bool] = False
 
     def __init__(self, policy: Any, preprocessor: Any, postprocessor: Any, task_text: TaskText = "subgoal",
                  camera_map: Mapping[str, str] | None = None, action_low: np.ndarray | None = None,

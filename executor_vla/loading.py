@@ -9,11 +9,12 @@ Families:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
 
-from tandem.errors import CheckpointError, ConfigError
+from tandem.core.errors import CheckpointError, ConfigError
 
 FAMILIES: tuple[str, ...] = ("track", "image")
 
@@ -87,6 +88,8 @@ def overrides_for(checkpoint: str | Path, node: Any) -> dict[str, Any]:
         return overrides_from_config(node)
     from executor_vla.track_config import TrackExecutorConfig
 
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        node = dataclasses.asdict(node)
     node = {} if node is None else {k: plain_config_value(v) for k, v in dict(node).items()}
     if node.get("name") == "track":
         defaults = TrackExecutorConfig().to_dict()

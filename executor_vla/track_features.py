@@ -8,13 +8,12 @@ Why these features (measured on stack_three, see the README's learning-curve tab
 
 * **Geometry, not memorising.** The trace is expressed relative to the gripper (``p_k - eef``), so the network
   learns one reaching behaviour instead of a camera model from a few hundred examples (P3PO, ATM).
-* **A third dimension.** The points are in metres (:class:`tandem.types.Trace3D`): one camera's 2-D trace
+* **A third dimension.** The points are in metres (:class:`tandem.core.types.Trace3D`): one camera's 2-D trace
   confuses height with depth, and a stack must land within about 2 cm.
 * **Yaw.** Each trace point carries the gripper yaw to reach, as ``(sin, cos)`` of its difference to the
   gripper's current yaw: cubes, nut handles and elongated objects are grasped at an angle.
 * **A continuous rotation.** The gripper's orientation enters as the 6-D rotation representation of Zhou et al.
-  (CVPR 2019, "On the Continuity of Rotation Representations in Neural Networks"): the first two columns of the
-  rotation matrix. The proprio quaternion has w close to 0 with the gripper pointing down, and forcing w >= 0
+  (CVPR 2019, :func:`tandem.core.geometry.rotation_6d`): the first two columns of the rotation matrix. The proprio quaternion has w close to 0 with the gripper pointing down, and forcing w >= 0
   flips its sign on sub-degree tilts; the matrix does not care about the sign.
 
 Conventions: positions in m (world frame; robot base frame on a real robot), angles in rad, quaternions wxyz,
@@ -25,8 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from executor_vla.schema import TRACE_3D_COLUMNS
-from tandem.errors import SubgoalSchemaError
+from tandem.core.dataset_schema import TRACE_3D_COLUMNS
+from tandem.core.errors import SubgoalSchemaError
+from tandem.core.geometry import quats_to_mats, rotation_6d, yaws_of_mats
 
 #: Proprio features per observation step: eef position (3), 6-D rotation (6), gripper opening (1).
 PROPRIO_FEATURES = 10
@@ -34,44 +34,13 @@ PROPRIO_FEATURES = 10
 POINT_FEATURES = 7
 
 
-def quat_wxyz_to_matrix(q: np.ndarray) -> np.ndarray:
-    """Rotation matrices ``(..., 3, 3)`` of unit quaternions ``(..., 4)`` in wxyz order (normalised first).
-
-    Raises:
-        ValueError: the last axis is not 4 long.
-    """
-    q = np.asarray(q, dtype=np.float64)
-    if q.shape[-1] != 4:
-        raise ValueError(f"quaternions must be (..., 4) wxyz, got {q.shape}")
-    q = q / np.maximum(np.linalg.norm(q, axis=-1, keepdims=True), 1e-12)
-    w, x, y, z = q[..., 0], q[..., 1], q[..., 2], q[..., 3]
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
-    ], axis=-2)
-
-
-def rotation_6d(matrix: np.ndarray) -> np.ndarray:
-    """The 6-D rotation representation (Zhou et al. 2019): the first two columns of ``(..., 3, 3)``, as ``(..., 6)``
-    laid out ``[R00, R10, R20, R01, R11, R21]``. Continuous over SO(3) and blind to the quaternion's sign."""
-    m = np.asarray(matrix)
-    return np.concatenate([m[..., :, 0], m[..., :, 1]], axis=-1)
-
-
-def finger_yaw(matrix: np.ndarray) -> np.ndarray:
-    """Yaw (rad) about world +z of the grip site's x axis (the finger axis) of rotations ``(..., 3, 3)``."""
-    m = np.asarray(matrix)
-    return np.arctan2(m[..., 1, 0], m[..., 0, 0])
-
-
 def track_features(proprio: np.ndarray, trace_rows: np.ndarray, trace_mask: np.ndarray) -> np.ndarray:
     """Features of proprio frames against one subgoal's 3-D trace.
 
     Args:
         proprio: ``float (T, 8)``: grip-site position (m, world), quaternion wxyz, gripper opening (m), as
-            :data:`tandem.types.PROPRIO_LAYOUT`.
-        trace_rows: ``float (K, 5)`` rows ``(x, y, z, yaw, gripper)`` (:func:`executor_vla.schema.pad_trace_3d`).
+            :data:`tandem.core.types.PROPRIO_LAYOUT`.
+        trace_rows: ``float (K, 5)`` rows ``(x, y, z, yaw, gripper)`` (:func:`tandem.core.dataset_schema.pad_trace_3d`).
         trace_mask: ``float (K,)``, 1 for real points.
 
     Returns:
@@ -95,8 +64,8 @@ def track_features(proprio: np.ndarray, trace_rows: np.ndarray, trace_mask: np.n
         raise SubgoalSchemaError("the 3-D trace contains NaN or inf")
     if not np.all(np.isfinite(p)):
         raise ValueError("proprio contains NaN or inf")
-    eef, rot = p[:, :3], quat_wxyz_to_matrix(p[:, 3:7])
-    yaw = finger_yaw(rot)
+    eef, rot = p[:, :3], quats_to_mats(p[:, 3:7])
+    yaw = yaws_of_mats(rot)
     rel = rows[None, :, :3] - eef[:, None, :]  # (T, K, 3)
     dyaw = rows[None, :, 3] - yaw[:, None]  # (T, K)
     k = rows.shape[0]

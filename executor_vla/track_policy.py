@@ -1,9 +1,9 @@
 """``TrackExecutor``: the track-conditioned executor, a diffusion policy (or chunk regressor) that learns on a CPU.
 
-It implements ``tandem.protocols.Executor``. Inputs, at run time exactly what a real robot stack has:
+It implements ``tandem.core.protocols.Executor``. Inputs, at run time exactly what a real robot stack has:
 
 * proprioception (grip-site position, orientation, gripper opening) over the observation horizon;
-* the subgoal the planner handed over: its 3-D trace (:class:`tandem.types.Trace3D`: points, yaw and gripper
+* the subgoal the planner handed over: its 3-D trace (:class:`tandem.core.types.Trace3D`: points, yaw and gripper
   command at each), and its text embedding.
 
 Features come from :func:`executor_vla.track_features.track_features`, the same function the dataset loader
@@ -28,14 +28,14 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
-from executor_vla import schema
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.track_config import TrackExecutorConfig
 from executor_vla.track_data import TrackStats, trace_2d_features
 from executor_vla.track_features import feature_dim, track_features
 from executor_vla.track_net import TrackNet
-from tandem.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 FORMAT = "tandem-executor/1"
 FAMILY = "track"
@@ -56,6 +56,8 @@ class TrackExecutor(nn.Module):
     """
 
     SAMPLE_SEED: ClassVar[int] = 0
+    #: Not an oracle: it never reads ``Observation.privileged`` (the runtime hands it observations without it).
+    is_oracle: ClassVar[bool] = False
 
     def __init__(self, cfg: TrackExecutorConfig, stats: TrackStats | None = None, text_encoder: Any = None,
                  action_low: np.ndarray | None = None, action_high: np.ndarray | None = None):

@@ -34,8 +34,8 @@ from safetensors.torch import load_file, save_file
 from executor_vla.checkpoint import check_weights, load_weights_strict, save_checkpoint, state_dict_for_save
 from executor_vla.data import batch_to_device, cycle
 from executor_vla.policy import DiffusionExecutor
-from tandem.errors import CheckpointError, ConfigError
-from tandem.types import to_jsonable
+from tandem.core.errors import CheckpointError, ConfigError
+from tandem.core.types import to_jsonable
 
 EvalFn = Callable[[DiffusionExecutor], dict]
 TRAIN_STATE = "training_state"

@@ -1,6 +1,6 @@
 """Structured task memory for one episode, persisted as JSONL.
 
-``TaskMemoryV1`` implements :class:`tandem.protocols.TaskMemory`. It is event-sourced: every
+``TaskMemoryV1`` implements :class:`tandem.core.protocols.TaskMemory`. It is event-sourced: every
 ``record_*`` call builds one JSON-safe event ``{"kind", "step", ...}``, appends it to the
 append-only event log and applies it to the derived state (plan progress, attempts, failures,
 object facts). :meth:`TaskMemoryV1.load` replays the same events through the same code, so a
@@ -38,8 +38,8 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from tandem.errors import ConfigError, TandemError
-from tandem.types import Plan, Subgoal, TaskSpec, Verdict, to_jsonable
+from tandem.core.errors import ConfigError, TandemError
+from tandem.core.types import Plan, Subgoal, TaskSpec, Verdict, to_jsonable
 
 FORMAT_NAME = "tandem.task_memory"
 FORMAT_VERSION = 1
@@ -74,7 +74,7 @@ def _task_from_json(d: dict[str, Any]) -> TaskSpec:
 
 
 class TaskMemoryV1:
-    """Structured, event-sourced memory of one episode (implements ``tandem.protocols.TaskMemory``).
+    """Structured, event-sourced memory of one episode (implements ``tandem.core.protocols.TaskMemory``).
 
     Derived state (all JSON-safe):
 

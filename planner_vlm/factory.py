@@ -24,8 +24,8 @@ from planner_vlm.clients.base import VLMClient
 from planner_vlm.point_frames import point_frame_from_config
 from planner_vlm.vlm_planner import VLMPlanner
 from planner_vlm.vlm_verifier import VLMVerifier
-from tandem.errors import ConfigError, UnknownNameError
-from tandem.types import TaskSpec
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.types import TaskSpec
 
 BACKENDS = ("openai", "transformers", "scripted")
 

@@ -1,7 +1,7 @@
 """Instruction planner: the whole task as ONE subgoal whose text is the task's instruction (no decomposition).
 
 This is the "planner" of a flat policy (the flat Diffusion Policy baseline, a LeRobot policy trained on whole
-episodes): it does not plan at all. It reads only the :class:`~tandem.types.TaskSpec` and the task memory,
+episodes): it does not plan at all. It reads only the :class:`~tandem.core.types.TaskSpec` and the task memory,
 never ``Observation.privileged``, so it runs on a real robot too.
 
 * ``plan()`` returns ``Plan(done=[], remaining=[Subgoal(skill="task", args=(), text=task.instruction)])``:
@@ -18,24 +18,26 @@ success) or a model verifier. Subgoal ids are ``"task<n>"`` for attempt ``n`` (1
 
 from __future__ import annotations
 
-from tandem.errors import ConfigError
-from tandem.protocols import TaskMemory
-from tandem.types import Observation, Plan, Subgoal, TaskSpec
+from typing import ClassVar
+
+from tandem.core.errors import ConfigError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
 
 #: Skill name of the single whole-task subgoal.
 TASK_SKILL = "task"
 
 
 class InstructionPlanner:
-    """One subgoal = the whole instruction (implements ``tandem.protocols.Planner``). Non-privileged.
+    """One subgoal = the whole instruction (implements ``tandem.core.protocols.Planner``). Non-privileged.
 
     Attributes:
+        is_oracle: False: it never reads ``Observation.privileged``.
         source: ``"instruction"`` (recorded in memory with every plan).
-        last_fallback: always False (this planner never falls back).
     """
 
-    source = "instruction"
-    last_fallback = False
+    is_oracle: ClassVar[bool] = False
+    source: ClassVar[str] = "instruction"
 
     def __init__(self) -> None:
         self.task: TaskSpec | None = None

@@ -1,6 +1,6 @@
 """Oracle (privileged, symbolic) planner: plans from the simulator's ground-truth predicates.
 
-It reads only the :class:`~tandem.types.TaskSpec` and ``observation.privileged["predicates"]``
+It reads only the :class:`~tandem.core.types.TaskSpec` and ``observation.privileged["predicates"]``
 (simulator ground truth, so it is named *oracle*; it cannot run on a real robot). It serves as the
 upper-bound baseline and as the source of plan labels for training.
 
@@ -38,11 +38,11 @@ from __future__ import annotations
 import re
 import string
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
-from tandem.errors import ConfigError, UnknownNameError
-from tandem.protocols import TaskMemory
-from tandem.types import Observation, Plan, Subgoal, TaskSpec
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
 
 
 @dataclass(frozen=True)
@@ -94,9 +94,14 @@ class OraclePlanner:
     Raises (from ``reset``):
         ConfigError: if a goal predicate matches no skill template, or a placing skill's place cannot be
             found among ``TaskSpec.targets``.
+
+    Attributes:
+        is_oracle: True: it plans from ``Observation.privileged["predicates"]``.
+        source: ``"oracle"`` (recorded in memory with every plan).
     """
 
-    source = "oracle"
+    is_oracle: ClassVar[bool] = True
+    source: ClassVar[str] = "oracle"
 
     def __init__(self, grasp_skill: str = "pick", id_prefix: str = "sg"):
         self.grasp_skill = grasp_skill

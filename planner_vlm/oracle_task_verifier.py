@@ -12,28 +12,31 @@ goals of the TaskSpec given to :meth:`OracleTaskSuccessVerifier.reset` (else ``p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
-from tandem.errors import ConfigError
-from tandem.types import Observation, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import ConfigError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
 
 
 class OracleTaskSuccessVerifier:
-    """Verdicts from the simulator's task-success flag (implements ``tandem.protocols.Verifier``).
+    """Verdicts from the simulator's task-success flag (implements ``tandem.core.protocols.Verifier``).
 
     Args:
         task: optional; same as calling :meth:`reset` with it.
     """
 
-    source = "oracle"
+    #: True: it reads the simulator's task-success flag (``Observation.privileged``).
+    is_oracle: ClassVar[bool] = True
+    source: ClassVar[str] = "oracle"
 
     def __init__(self, task: TaskSpec | None = None):
         self.task: TaskSpec | None = None
         if task is not None:
             self.reset(task)
 
-    def reset(self, task: TaskSpec) -> None:
-        """Use ``task``'s goal predicates in failure reasons.
+    def reset(self, task: TaskSpec, memory: TaskMemory | None = None) -> None:
+        """Use ``task``'s goal predicates in failure reasons (``memory`` is not used).
 
         Raises:
             ConfigError: if ``task`` is not a TaskSpec.

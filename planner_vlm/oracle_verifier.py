@@ -19,12 +19,13 @@ attempt broke (e.g. a cube knocked off), if any.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from tandem.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
-from tandem.types import Observation, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
 
 #: Skill -> predicate template used when no TaskSpec was given (same as ``sim.tasks.base.SKILL_PREDICATES``).
 DEFAULT_SKILL_PREDICATES: dict[str, str] = {
@@ -40,7 +41,7 @@ def _fmt(p: np.ndarray) -> str:
 
 
 class OracleVerifier:
-    """Verdicts from the simulator's ground-truth predicates (implements ``tandem.protocols.Verifier``).
+    """Verdicts from the simulator's ground-truth predicates (implements ``tandem.core.protocols.Verifier``).
 
     Args:
         task: optional; same as calling :meth:`reset` with it.
@@ -48,7 +49,9 @@ class OracleVerifier:
             used to tell "still grasped" in failure reasons.
     """
 
-    source = "oracle"
+    #: True: it reads the simulator's predicates (``Observation.privileged``).
+    is_oracle: ClassVar[bool] = True
+    source: ClassVar[str] = "oracle"
 
     def __init__(self, task: TaskSpec | None = None, grasp_skill: str = "pick"):
         self.grasp_skill = grasp_skill
@@ -56,8 +59,8 @@ class OracleVerifier:
         if task is not None:
             self.reset(task)
 
-    def reset(self, task: TaskSpec) -> None:
-        """Use ``task``'s skill templates and goals for the following verdicts.
+    def reset(self, task: TaskSpec, memory: TaskMemory | None = None) -> None:
+        """Use ``task``'s skill templates and goals for the following verdicts (``memory`` is not used).
 
         Raises:
             ConfigError: if ``task`` is not a TaskSpec.

@@ -1,7 +1,7 @@
-"""Strict parsing of VLM output into a :class:`~tandem.types.Plan` or :class:`~tandem.types.Verdict`.
+"""Strict parsing of VLM output into a :class:`~tandem.core.types.Plan` or :class:`~tandem.core.types.Verdict`.
 
 Nothing the model says is executed: the text is only ever decoded as JSON data. Every failure
-raises :class:`tandem.errors.PlanParseError` (with the offending text); no other exception escapes
+raises :class:`tandem.core.errors.PlanParseError` (with the offending text); no other exception escapes
 :func:`parse_plan` / :func:`parse_verdict` for any ``str`` input.
 
 Steps:
@@ -35,8 +35,8 @@ from pydantic import ValidationError
 from planner_vlm.plan_schema import PlanOut, SubgoalOut, VerdictOut
 from planner_vlm.point_frames import PointFrame
 from planner_vlm.reasoning import UnclosedReasoning, split_think_blocks
-from tandem.errors import PlanParseError
-from tandem.types import KeypointTrace, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import PlanParseError
+from tandem.core.types import KeypointTrace, Plan, Subgoal, TaskSpec, Verdict
 
 #: Default longest model output accepted (characters).
 DEFAULT_MAX_CHARS = 20_000
@@ -139,7 +139,7 @@ def parse_plan(
     max_chars: int = DEFAULT_MAX_CHARS,
     point_frame: PointFrame | None = None,
 ) -> Plan:
-    """Turn a model reply into a :class:`~tandem.types.Plan` for ``task``, or raise.
+    """Turn a model reply into a :class:`~tandem.core.types.Plan` for ``task``, or raise.
 
     Args:
         text: the raw model output.
@@ -152,7 +152,7 @@ def parse_plan(
         point_frame: the frame the model writes ``next_trace.points`` in (default: camera pixels).
 
     Returns:
-        The plan; ``remaining[0].trace`` is a :class:`~tandem.types.KeypointTrace` (``(K, 2)`` camera px,
+        The plan; ``remaining[0].trace`` is a :class:`~tandem.core.types.KeypointTrace` (``(K, 2)`` camera px,
         ``image_size = task.image_size``, converted from ``point_frame``) when the model gave one.
 
     Raises:
@@ -206,7 +206,7 @@ def parse_plan(
 
 
 def parse_verdict(text: str, *, max_chars: int = DEFAULT_MAX_CHARS) -> Verdict:
-    """Turn a verifier reply into a :class:`~tandem.types.Verdict` with ``source="vlm"``, or raise.
+    """Turn a verifier reply into a :class:`~tandem.core.types.Verdict` with ``source="vlm"``, or raise.
 
     Raises:
         PlanParseError: for any output that is not ``{"success": bool, "confidence": [0, 1], "reason": str}``.

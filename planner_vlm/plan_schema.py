@@ -29,7 +29,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from planner_vlm.point_frames import PointFrame
-from tandem.types import TaskSpec
+from tandem.core.types import TaskSpec
 
 #: Bounds shared by the pydantic models and the JSON schemas.
 MAX_SUBGOALS = 32

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 #: Frame names a config may use (besides ``auto``).
 FRAMES: tuple[str, ...] = ("pixels", "resized_pixels", "grid1000", "unit")

@@ -9,8 +9,8 @@ import json
 from typing import Any
 
 from planner_vlm.clients.base import ImagePart
-from tandem.errors import ConfigError
-from tandem.types import Observation, TaskSpec
+from tandem.core.errors import ConfigError
+from tandem.core.types import Observation, TaskSpec
 
 #: Memory-view keys shown to the model, in this order.
 MEMORY_KEYS = ("done", "remaining", "current", "failures", "facts", "attempts", "last_outcome")

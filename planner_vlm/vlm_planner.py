@@ -8,7 +8,7 @@ done/remaining + trace output). After a verifier failure the agent calls it agai
 in the memory view and stated as ``LAST FAILURE`` in the prompt.
 
 Robustness: the reply goes through the strict parser (:func:`planner_vlm.plan_parser.parse_plan`).
-On a :class:`~tandem.errors.PlanParseError` the planner does ``max_repairs`` repair rounds (the
+On a :class:`~tandem.core.errors.PlanParseError` the planner does ``max_repairs`` repair rounds (the
 model sees its reply and the error); if those fail too, or the client fails
 (:class:`~planner_vlm.clients.base.VLMClientError`), it falls back to the current plan (empty at the
 first call) and records a ``vlm_fallback`` event. It never raises on model output.
@@ -21,7 +21,7 @@ latency (s) and backend metadata.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, ClassVar
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient, VLMClientError
 from planner_vlm.exchange_log import exchange_record
@@ -30,16 +30,16 @@ from planner_vlm.plan_schema import plan_json_schema
 from planner_vlm.point_frames import PointFrame
 from planner_vlm.prompting import compact_memory, failure_note, observation_images, skills_block
 from planner_vlm.prompts import load_prompt
-from tandem.errors import ConfigError, PlanParseError
-from tandem.protocols import TaskMemory
-from tandem.types import Observation, Plan, TaskSpec
+from tandem.core.errors import ConfigError, PlanParseError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Observation, Plan, TaskSpec
 
 #: Characters of a bad reply echoed back to the model in a repair round.
 REPAIR_ECHO_CHARS = 4000
 
 
 class VLMPlanner:
-    """A :class:`~tandem.protocols.Planner` backed by any :class:`~planner_vlm.clients.base.VLMClient`.
+    """A :class:`~tandem.core.protocols.Planner` backed by any :class:`~planner_vlm.clients.base.VLMClient`.
 
     Args:
         client: the model backend (transformers, OpenAI-compatible server, or scripted).
@@ -60,8 +60,8 @@ class VLMPlanner:
     Attributes:
         source: ``"vlm"`` (recorded with each plan in memory).
         current: the last successfully parsed plan, or None.
-        last_fallback: whether the last :meth:`plan` call fell back (no usable model output); an agent can
-            use it to tell a fallback's empty plan from a model that says nothing remains.
+        last_fallback: whether the last :meth:`plan` call fell back (no usable model output); the plan it returned
+            then has ``Plan.fallback=True``, which is what the agent reads.
         fallbacks: number of fallbacks since :meth:`reset`.
         exchanges: every exchange record since :meth:`reset` (the same dicts as the ``vlm_exchange`` events).
 
@@ -69,7 +69,9 @@ class VLMPlanner:
         ConfigError: from :meth:`reset` if ``trace_camera`` is not a camera of the task.
     """
 
-    source = "vlm"
+    #: False: it sees camera images, proprio and memory only, never ``Observation.privileged``.
+    is_oracle: ClassVar[bool] = False
+    source: ClassVar[str] = "vlm"
 
     def __init__(
         self,
@@ -215,7 +217,7 @@ class VLMPlanner:
         self.last_fallback = True
         kept = self.current or Plan()
         plan = Plan(done=list(kept.done), remaining=list(kept.remaining),
-                    rationale=f"fallback (kept the current plan): {reason}"[:2000])
+                    rationale=f"fallback (kept the current plan): {reason}"[:2000], fallback=True)
         if memory is not None:
             memory.record_event("vlm_fallback", step, component="planner", reason=reason,
                                 kept_plan=plan.to_json(), had_plan=self.current is not None)

@@ -7,7 +7,7 @@ if that fails too, or the client fails, the verdict is a recorded failure
 ``Verdict(success=False, confidence=0.0, reason="vlm verifier gave no usable verdict: ...")``, so
 the agent retries or replans instead of crashing.
 
-The :class:`~tandem.protocols.Verifier` protocol has no memory argument; call
+The :class:`~tandem.core.protocols.Verifier` protocol has no memory argument; call
 :meth:`VLMVerifier.attach_memory` (the agent does this once per episode) to get every exchange
 recorded as a ``vlm_exchange`` event. Exchanges are also kept in ``self.exchanges``.
 """
@@ -15,7 +15,7 @@ recorded as a ``vlm_exchange`` event. Exchanges are also kept in ``self.exchange
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, ClassVar
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient, VLMClientError
 from planner_vlm.exchange_log import exchange_record
@@ -23,13 +23,13 @@ from planner_vlm.plan_parser import DEFAULT_MAX_CHARS, parse_verdict
 from planner_vlm.plan_schema import verdict_json_schema
 from planner_vlm.prompting import observation_images
 from planner_vlm.prompts import load_prompt
-from tandem.errors import PlanParseError
-from tandem.protocols import TaskMemory
-from tandem.types import Observation, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import PlanParseError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
 
 
 class VLMVerifier:
-    """A :class:`~tandem.protocols.Verifier` backed by a VLM.
+    """A :class:`~tandem.core.protocols.Verifier` backed by a VLM.
 
     Args:
         client: the model backend.
@@ -45,7 +45,9 @@ class VLMVerifier:
         memory: where exchanges are recorded (None: only in ``self.exchanges``).
     """
 
-    source = "vlm"
+    #: False: it sees camera images only, never ``Observation.privileged``.
+    is_oracle: ClassVar[bool] = False
+    source: ClassVar[str] = "vlm"
 
     def __init__(
         self,

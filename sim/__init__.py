@@ -2,7 +2,7 @@
 
 Modules (import them directly; this package imports nothing so that ``import sim`` stays cheap):
 
-* :mod:`sim.robosuite_env`: ``RobosuiteEnv``, the ``tandem.protocols.Env`` adapter.
+* :mod:`sim.robosuite_env`: ``RobosuiteEnv``, the ``tandem.core.protocols.Env`` adapter.
 * :mod:`sim.cameras`: intrinsics, extrinsics, ``world_to_pixel``.
 * :mod:`sim.experts`: waypoint tracker and the privileged ``ScriptedExecutor``.
 * :mod:`sim.goal_render`: ``OracleGoalProducer`` (teleport-render-restore goal images, projected expert traces).

@@ -1,6 +1,6 @@
 """Pinhole camera geometry of MuJoCo cameras: intrinsics, extrinsics and world -> pixel projection.
 
-Conventions (shared with :mod:`tandem.types`):
+Conventions (shared with :mod:`tandem.core.types`):
 
 * World points in m, MuJoCo world frame.
 * Pixels are ``(x, y)`` = (column, row) floats, x right, y down, origin at the top-left of the
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 from robosuite.utils import camera_utils
 
-from tandem.errors import UnknownNameError
+from tandem.core.errors import UnknownNameError
 
 
 def camera_names_in_model(sim: Any) -> list[str]:

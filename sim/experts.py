@@ -23,14 +23,15 @@ the line between the two fingers = the grip site's x axis.
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import mujoco
 import numpy as np
 
 from sim.tasks.base import Waypoint
-from tandem.errors import NonFiniteActionError, TandemError, UnknownObjectError, UnknownSkillError
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core.errors import NonFiniteActionError, TandemError, UnknownObjectError, UnknownSkillError
+from tandem.core.geometry import wrap_pi, yaw_of_mat
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 if TYPE_CHECKING:
     from sim.robosuite_env import RobosuiteEnv
@@ -49,21 +50,11 @@ WRIST_YAW_SIGN = -1.0
 R_DOWN = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]])
 
 
-def gripper_yaw(site_mat: np.ndarray) -> float:
-    """Yaw (rad) of the finger axis (grip-site x axis) of a site->world rotation ``(3, 3)``."""
-    return math.atan2(site_mat[1, 0], site_mat[0, 0])
-
-
 def down_rotation(yaw: float) -> np.ndarray:
     """Site->world rotation ``(3, 3)`` of a gripper pointing down with its finger axis at ``yaw`` (rad)."""
     c, s = math.cos(yaw), math.sin(yaw)
     rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     return rz @ R_DOWN
-
-
-def wrap_pi(a: float) -> float:
-    """Wrap an angle (rad) to ``(-pi, pi]``."""
-    return (a + math.pi) % (2 * math.pi) - math.pi
 
 
 def nearest_symmetric_yaw(target: float, current: float) -> float:
@@ -100,7 +91,7 @@ def resolved_yaws(waypoints: list[Waypoint], current_yaw: float, wrist_q: float 
 
     Args:
         waypoints: the expert's waypoints, in order.
-        current_yaw: the gripper's finger-axis yaw now (rad, :func:`gripper_yaw`).
+        current_yaw: the gripper's finger-axis yaw now (rad, :func:`tandem.core.geometry.yaw_of_mat`).
         wrist_q: Panda joint 7 now (rad), or None to ignore the joint limit.
 
     Returns:
@@ -173,7 +164,7 @@ class WaypointTracker:
             return a
         wp = self.waypoints[self.index]
         if self._yaw is None:
-            self._yaw = resolve_yaw(wp.yaw, gripper_yaw(eef_rot), wrist_q)
+            self._yaw = resolve_yaw(wp.yaw, yaw_of_mat(eef_rot), wrist_q)
         target_rot = down_rotation(self._yaw)
         rot_err = rotation_error(target_rot, eef_rot)
         d = np.asarray(wp.pos, dtype=np.float64) - eef_pos
@@ -223,7 +214,7 @@ def plan_waypoints(env: RobosuiteEnv, subgoal: Subgoal) -> list[Waypoint]:
 
 
 class ScriptedExecutor:
-    """The privileged scripted expert as a ``tandem.protocols.Executor`` (reads the live simulator).
+    """The privileged scripted expert as a ``tandem.core.protocols.Executor`` (reads the live simulator).
 
     ``set_subgoal`` asks the task for the skill's waypoints from the current simulator state; ``select_action``
     tracks them from the observation's proprio (grip-site pose, which is the frame the OSC controller tracks).
@@ -231,6 +222,9 @@ class ScriptedExecutor:
     Args:
         env: the :class:`RobosuiteEnv` whose simulator the expert may read.
     """
+
+    #: True: it reads the live simulator (object poses, the controller), so it is an oracle.
+    is_oracle: ClassVar[bool] = True
 
     def __init__(self, env: RobosuiteEnv) -> None:
         self.env = env

@@ -5,7 +5,7 @@
   so the simulation is bit-identical afterwards (tested).
 * Trace: the current grip-site position followed by the scripted expert's planned waypoints
   (:func:`sim.experts.plan_waypoints`), projected into the camera (:mod:`sim.cameras`) and clipped into the image.
-* 3-D trace (:class:`tandem.types.Trace3D`): the same points in metres (world frame), with the yaw the expert's
+* 3-D trace (:class:`tandem.core.types.Trace3D`): the same points in metres (world frame), with the yaw the expert's
   tracker will command at each (:func:`sim.experts.resolved_yaws`) and its gripper command. Its first point is
   the grip site now, with the current yaw and the first waypoint's gripper command.
 """
@@ -13,14 +13,15 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 import numpy as np
 
 from sim.cameras import clip_to_image
-from sim.experts import gripper_yaw, plan_waypoints, resolved_yaws
-from tandem.errors import ConfigError
-from tandem.types import KeypointTrace, Observation, Subgoal, Trace3D
+from sim.experts import plan_waypoints, resolved_yaws
+from tandem.core.errors import ConfigError
+from tandem.core.geometry import yaw_of_mat
+from tandem.core.types import KeypointTrace, Observation, Subgoal, Trace3D
 
 if TYPE_CHECKING:
     from sim.robosuite_env import RobosuiteEnv
@@ -40,6 +41,9 @@ class OracleGoalProducer:
         ConfigError: ``goal_image=True`` on an env built with ``render=False``.
         UnknownNameError: unknown camera.
     """
+
+    #: True: it teleports objects in the live simulator and renders them.
+    is_oracle: ClassVar[bool] = True
 
     def __init__(self, env: RobosuiteEnv, camera: str = "agentview", goal_image: bool = True,
                  trace_points: bool = True, trace_3d: bool = True) -> None:
@@ -82,7 +86,7 @@ class OracleGoalProducer:
         env = self.env
         eef, rot = env.eef_pose()
         waypoints = plan_waypoints(env, subgoal)
-        yaw_now = gripper_yaw(rot)
+        yaw_now = yaw_of_mat(rot)
         yaws = resolved_yaws(waypoints, yaw_now, env.wrist_angle())
         points = np.stack([eef] + [np.asarray(w.pos, dtype=np.float64) for w in waypoints])
         grip = [waypoints[0].gripper if waypoints else -1.0] + [float(w.gripper) for w in waypoints]

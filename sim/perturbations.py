@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from sim.tasks.base import TaskDefinition, TaskEpisode
-from tandem.errors import ConfigError, UnknownNameError
+from tandem.core.errors import ConfigError, UnknownNameError
 
 
 class PerturbableEnv(Protocol):

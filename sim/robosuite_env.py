@@ -1,4 +1,4 @@
-"""robosuite -> tandem adapter: :class:`RobosuiteEnv` implements ``tandem.protocols.Env``.
+"""robosuite -> tandem adapter: :class:`RobosuiteEnv` implements ``tandem.core.protocols.Env``.
 
 What it adds on top of robosuite 1.5.2 (see /work/shared/FIELD-NOTES.md for the measured facts):
 
@@ -32,7 +32,7 @@ from sim import cameras as camgeo
 from sim.perturbations import PerturbationSpec, Perturber
 from sim.tasks.base import TaskDefinition, TaskEpisode
 from sim.tasks.registry import make_task
-from tandem.errors import (
+from tandem.core.errors import (
     ConfigError,
     NonFiniteActionError,
     PlacementError,
@@ -40,7 +40,7 @@ from tandem.errors import (
     TandemError,
     UnknownNameError,
 )
-from tandem.types import Observation, TaskSpec
+from tandem.core.types import Observation, TaskSpec
 
 #: User-facing camera name -> robosuite/MuJoCo camera name.
 CAMERA_ALIASES: dict[str, str] = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}

@@ -1,9 +1,5 @@
-"""Test-wide environment: headless rendering, no hub access."""
+"""Test-wide environment: headless rendering, no hub access (the runtime environment of every tandem process)."""
 
-import os
+from tandem.runtime.environment import prepare_runtime
 
-os.environ.setdefault("MUJOCO_GL", "egl")
-os.environ.setdefault("PYOPENGL_PLATFORM", "egl")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
-os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+prepare_runtime()

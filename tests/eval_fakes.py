@@ -20,10 +20,10 @@ import time
 import numpy as np
 
 from memory.task_memory import TaskMemoryV1
-from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.assembly import Stack
-from tandem.errors import SimUnstableError
-from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import SimUnstableError
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+from tandem.runtime.registry import Stack
 
 REFERENCE = [("pick", ("a",)), ("place", ("a",)), ("pick", ("b",)), ("place", ("b",))]
 SPEC = TaskSpec(name="toy", instruction="put a then b away", objects=("a", "b"), max_steps=100,
@@ -62,6 +62,7 @@ class FakeEnv:
 
 
 class FakePlanner:
+    is_oracle = True
     source = "oracle"
 
     def __init__(self, env):
@@ -71,16 +72,20 @@ class FakePlanner:
         self.n = 0
 
     def plan(self, obs, memory):
-        rem = []
+        rem, done = [], []
         for skill, args in REFERENCE:
             sig = f"{skill}({','.join(args)})"
             if sig not in self.env.achieved:
                 self.n += 1
                 rem.append(Subgoal(id=f"sg{self.n}", skill=skill, args=args, text=sig))
-        return Plan(remaining=rem)
+            else:
+                done.append(Subgoal(id=f"done_{sig}", skill=skill, args=args, text=sig))
+        return Plan(done=done, remaining=rem)
 
 
 class FakeExecutor:
+    is_oracle = False
+
     def __init__(self, env, need: int):
         self.env, self.need = env, need
 
@@ -103,8 +108,13 @@ class FakeExecutor:
 
 
 class FakeVerifier:
+    is_oracle = True
+
     def __init__(self, env):
         self.env = env
+
+    def reset(self, task, memory):
+        pass
 
     def verify(self, before, after, subgoal):
         ok = subgoal.signature in self.env.achieved

@@ -14,8 +14,8 @@ from lerobot.configs.types import NormalizationMode
 from lerobot.optim.optimizers import AdamWConfig
 from lerobot.optim.schedulers import DiffuserSchedulerConfig
 
-from executor_vla import schema
 from executor_vla.config import ExecutorConfig
+from tandem.core import dataset_schema as schema
 
 
 @PreTrainedConfig.register_subclass("tandem_diffusion")

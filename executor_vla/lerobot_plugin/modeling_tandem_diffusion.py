@@ -2,7 +2,7 @@
 
 Batches are LeRobot's (``observation.images.<cam>`` ``(B, To, 3, H, W)`` in ``[0, 1]``,
 ``observation.state`` ``(B, To, 8)``, ``action`` ``(B, Tp, 7)``, ``action_is_pad``, and the tandem
-``subgoal.*`` keys, see :mod:`executor_vla.schema`). The subgoal text is resolved from
+``subgoal.*`` keys, see :mod:`tandem.core.dataset_schema`). The subgoal text is resolved from
 ``subgoal.task_index`` through the dataset's tasks table (given by LeRobot's ``make_policy`` as
 ``dataset_meta``) and embedded once per text; at inference a batch may instead carry
 ``subgoal.text_embedding`` ``(B, E)`` or ``subgoal.text`` (list of B strings).
@@ -17,11 +17,11 @@ import torch
 from lerobot.policies.pretrained import PreTrainedPolicy
 from torch import Tensor
 
-from executor_vla import schema
 from executor_vla.lerobot_plugin.configuration_tandem_diffusion import TandemDiffusionConfig
 from executor_vla.network import TEXT_EMB_KEY
 from executor_vla.policy import DiffusionExecutor
-from tandem.errors import DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import DatasetSchemaError
 
 
 class TandemDiffusionPolicy(PreTrainedPolicy):

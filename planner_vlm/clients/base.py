@@ -3,7 +3,7 @@
 A request is a list of :class:`ChatMessage` (OpenAI chat roles ``system`` / ``user`` /
 ``assistant``), each holding ordered parts: :class:`TextPart` and :class:`ImagePart`.
 Images are ``uint8 (H, W, 3)`` RGB numpy arrays, upright, origin at the top-left (the
-``tandem.types.Observation`` convention); each backend encodes them its own way (PIL for
+``tandem.core.types.Observation`` convention); each backend encodes them its own way (PIL for
 transformers processors, base64 PNG data URLs for OpenAI-compatible servers).
 
 The message layout follows the OpenAI chat-completions "content parts" format, which
@@ -18,7 +18,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 import numpy as np
 
 from planner_vlm.point_frames import PointFrame
-from tandem.errors import TandemError
+from tandem.core.errors import TandemError
 
 Role = Literal["system", "user", "assistant"]
 

@@ -32,7 +32,7 @@ from PIL import Image
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClientError, VLMReply
 from planner_vlm.point_frames import PointFrame, default_point_frame
 from planner_vlm.reasoning import answer_from_message
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 #: Characters of a reply's reasoning kept in ``VLMReply.meta["reasoning"]`` (the episode log).
 REASONING_LOG_CHARS = 4000

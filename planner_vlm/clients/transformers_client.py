@@ -20,7 +20,7 @@ from typing import Any
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, VLMClientError, VLMReply
 from planner_vlm.point_frames import PointFrame, default_point_frame
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 _DTYPES = ("auto", "float32", "float16", "bfloat16")
 

@@ -15,7 +15,7 @@ import string
 from dataclasses import dataclass
 from importlib import resources
 
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 _SECTION = re.compile(r"^=== (system|user) ===[ \t]*$", re.MULTILINE)
 _COMMENT = re.compile(r"<!--.*?-->\s*", re.DOTALL)

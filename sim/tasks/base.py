@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from tandem.types import TaskSpec
+from tandem.core.types import TaskSpec
 
 #: Skill name -> predicate template shared by all tasks (``{0}``, ``{1}`` are the subgoal args).
 SKILL_PREDICATES: dict[str, str] = {
@@ -145,7 +145,7 @@ class TaskDefinition(abc.ABC):
         Raises:
             UnknownObjectError: no such object (lists the task's object names).
         """
-        from tandem.errors import UnknownObjectError
+        from tandem.core.errors import UnknownObjectError
 
         def norm(s: str) -> str:
             return s.replace("_", "").lower()

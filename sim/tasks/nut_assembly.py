@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from sim.tasks.base import SKILL_PREDICATES, TaskDefinition, TaskEpisode, Waypoint
-from tandem.errors import UnknownObjectError, UnknownSkillError
-from tandem.types import TaskSpec
+from tandem.core.errors import UnknownObjectError, UnknownSkillError
+from tandem.core.geometry import quat_to_mat, quat_yaw_mul, rotate_z, wrap_pi, yaw_of_mat, yaw_of_quat
+from tandem.core.types import TaskSpec
 
 #: z of the table top in robosuite's NutAssembly (``table_offset[2]``), m.
 TABLE_Z = 0.82
@@ -98,40 +99,6 @@ CARRY_NUT_Z = PEG_TOP_Z + 0.05  # nut origin height while moving over the peg
 ALIGN_NUT_Z = PEG_TOP_Z + 0.025  # nut origin height when aligned over the peg, before descending onto it
 RELEASE_NUT_Z = NUT_REST_Z + 0.035  # nut origin height at which the gripper opens (threaded on the peg)
 RETREAT_HEIGHT = 0.15  # grip site rises this much after releasing
-
-
-def yaw_of_quat(quat_wxyz: np.ndarray) -> float:
-    """Direction (rad, from world +x) of a frame's x axis projected on the xy plane, for a wxyz quaternion."""
-    w, x, y, z = np.asarray(quat_wxyz, dtype=np.float64)
-    return float(math.atan2(2.0 * (w * z + x * y), 1.0 - 2.0 * (y * y + z * z)))
-
-
-def wrap_pi(a: float) -> float:
-    """Wrap an angle (rad) to ``[-pi, pi)``."""
-    return float((a + math.pi) % (2 * math.pi) - math.pi)
-
-
-def quat_to_mat(quat_wxyz: np.ndarray) -> np.ndarray:
-    """``float64 (3, 3)`` rotation matrix of a wxyz quaternion (normalised first)."""
-    w, x, y, z = np.asarray(quat_wxyz, dtype=np.float64) / np.linalg.norm(quat_wxyz)
-    return np.array([
-        [1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
-        [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
-        [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)],
-    ])
-
-
-def rotate_z(vec: np.ndarray, angle: float) -> np.ndarray:
-    """``vec (3,)`` rotated by ``angle`` (rad) about world +z."""
-    c, s = math.cos(angle), math.sin(angle)
-    return np.array([c * vec[0] - s * vec[1], s * vec[0] + c * vec[1], vec[2]])
-
-
-def quat_yaw_mul(angle: float, quat_wxyz: np.ndarray) -> np.ndarray:
-    """wxyz quaternion of a rotation by ``angle`` (rad) about world +z applied after ``quat_wxyz``."""
-    c, s = math.cos(angle / 2), math.sin(angle / 2)
-    w, x, y, z = quat_wxyz
-    return np.array([c * w - s * z, c * x - s * y, c * y + s * x, c * z + s * w])
 
 
 def handle_turn(handle_yaw: float, q7: float, q7_shift_at_peg: float = 0.0) -> float | None:
@@ -384,7 +351,7 @@ class NutAssemblyTask(TaskDefinition):
         grasp = pos + quat_to_mat(quat) @ np.array([NUTS[nut].grasp_offset, 0.0, 0.0])
         handle_yaw = yaw_of_quat(quat)
         eef, eef_rot = self._eef(rs_env)
-        start = math.atan2(eef_rot[1, 0], eef_rot[0, 0])
+        start = yaw_of_mat(eef_rot)
         base_pos = np.asarray(rs_env.robots[0].base_pos)
         # joint 7 at the grasp before any yaw change, then its shift when the arm later reaches over the peg
         q7_there = self._q7(rs_env) + arm_azimuth(grasp, base_pos) - arm_azimuth(eef, base_pos)
@@ -456,7 +423,7 @@ class NutAssemblyTask(TaskDefinition):
     def _insert_waypoints(self, rs_env: Any, nut: str, peg: str) -> list[Waypoint]:
         nut_pos, _ = self.nut_pose(rs_env, nut)
         eef, eef_rot = self._eef(rs_env)
-        yaw = math.atan2(eef_rot[1, 0], eef_rot[0, 0])
+        yaw = yaw_of_mat(eef_rot)
         if not self.is_grasped(rs_env, nut):  # nothing to insert: back off upwards, the verifier reports failure
             return [Waypoint(eef + np.array([0.0, 0.0, 0.05]), yaw, -1.0, 0.02, 0.03, 0, "not_grasped")]
         dz = eef[2] - nut_pos[2]  # grip site height over the hole centre

@@ -28,8 +28,9 @@ from typing import Any
 import numpy as np
 
 from sim.tasks.base import SKILL_PREDICATES, TaskDefinition, TaskEpisode, Waypoint
-from tandem.errors import ConfigError, UnknownNameError, UnknownObjectError, UnknownSkillError
-from tandem.types import TaskSpec
+from tandem.core.errors import ConfigError, UnknownNameError, UnknownObjectError, UnknownSkillError
+from tandem.core.geometry import quat_to_mat, wrap_angle, yaw_of_mat
+from tandem.core.types import TaskSpec
 
 #: Objects in robosuite's PickPlace order (Milk=0, Bread=1, Cereal=2, Can=3).
 OBJECTS: tuple[str, ...] = ("milk", "bread", "cereal", "can")
@@ -76,22 +77,6 @@ _GRIPPER_PARTS: tuple[tuple[float, float, float, float], ...] = (
 _MAX_REACH_XY = 0.80  # farthest comfortable grip-site distance (m, xy) from the Panda's base at bin height
 _PULL_CLEARANCE = 0.03  # pull_from_bin: gap (m) between the moved object's bounding circle and others / the gripper
 _CELL_MARGIN = 0.012  # gap (m) kept between a placed object's bounding circle and its cell walls
-
-
-def _quat_wxyz_to_mat(q: np.ndarray) -> np.ndarray:
-    w, x, y, z = (float(v) for v in q)
-    return np.array(
-        [
-            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
-            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
-            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
-        ]
-    )
-
-
-def _wrap(angle: float, period: float) -> float:
-    """Wrap ``angle`` into ``[-period/2, period/2)``."""
-    return (angle + period / 2) % period - period / 2
 
 
 class PickPlaceBinsTask(TaskDefinition):
@@ -228,7 +213,7 @@ class PickPlaceBinsTask(TaskDefinition):
         lo, hi = self._half_extents(rs_env, obj)
         pos, quat = self._pose(rs_env, obj)
         local = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
-        return local @ _quat_wxyz_to_mat(quat).T + pos
+        return local @ quat_to_mat(quat).T + pos
 
     def _bottom_z(self, rs_env: Any, obj: str) -> float:
         return float(self._corners(rs_env, obj)[:, 2].min())
@@ -356,20 +341,15 @@ class PickPlaceBinsTask(TaskDefinition):
             np.array(rs_env.sim.data.site_xmat[sid], float).reshape(3, 3),
         )
 
-    @staticmethod
-    def gripper_yaw(rot: np.ndarray) -> float:
-        """Yaw (rad) of a grip-site rotation matrix ``(3, 3)``: direction of its finger (x) axis from world +x."""
-        return float(math.atan2(rot[1, 0], rot[0, 0]))
-
     def _object_yaw(self, rs_env: Any, obj: str) -> float:
         """Direction (rad from world +x) of ``obj``'s body y axis projected on the world xy plane."""
         _, quat = self._pose(rs_env, obj)
-        y_axis = _quat_wxyz_to_mat(quat)[:, 1]
+        y_axis = quat_to_mat(quat)[:, 1]
         return float(math.atan2(y_axis[1], y_axis[0]))
 
     def _is_upright(self, rs_env: Any, obj: str) -> bool:
         _, quat = self._pose(rs_env, obj)
-        return bool(_quat_wxyz_to_mat(quat)[2, 2] > math.cos(math.radians(45)))
+        return bool(quat_to_mat(quat)[2, 2] > math.cos(math.radians(45)))
 
     def _yaw_candidates(self, rs_env: Any, obj: str) -> list[tuple[float, float]]:
         """``(finger yaw in [-pi/2, pi/2), penalty (m))`` pairs that can grasp ``obj``.
@@ -379,25 +359,25 @@ class PickPlaceBinsTask(TaskDefinition):
         """
         if not self._is_upright(rs_env, obj):
             _, quat = self._pose(rs_env, obj)
-            axis = _quat_wxyz_to_mat(quat)[:, 2]
+            axis = quat_to_mat(quat)[:, 2]
             yaw = math.atan2(axis[0], -axis[1])  # closing direction perpendicular to the long axis
-            return [(_wrap(yaw, math.pi), 0.0)]
+            return [(wrap_angle(yaw, math.pi), 0.0)]
         spec = _GRASP[obj]
         base = self._object_yaw(rs_env, obj) + spec["yaw_offset"]
         if spec["yaw_sym"] is None:
             return [(math.radians(a), 0.0) for a in range(-90, 90, 15)]
         if spec["yaw_sym"] >= math.pi:  # cereal: only across its 3 cm side
-            return [(_wrap(base, math.pi), 0.0)]
+            return [(wrap_angle(base, math.pi), 0.0)]
         # milk (4 x 4 cm) and bread (4 x 4.8 cm) fit the 8 cm opening at any yaw (diagonal <= 6.3 cm): prefer
         # closing on faces (bread: its narrow side) but allow any yaw that keeps the hand off tall neighbours.
         cands = []
         for k in range(12):
             delta = k * math.pi / 12
-            off_face = abs(_wrap(delta, spec["yaw_sym"]))
+            off_face = abs(wrap_angle(delta, spec["yaw_sym"]))
             penalty = 0.004 * off_face / (math.pi / 4)
-            if obj == "bread" and abs(_wrap(delta, math.pi)) > math.pi / 4:
+            if obj == "bread" and abs(wrap_angle(delta, math.pi)) > math.pi / 4:
                 penalty += 0.002
-            cands.append((_wrap(base + delta, math.pi), penalty))
+            cands.append((wrap_angle(base + delta, math.pi), penalty))
         return cands
 
     def _obstacles(self, rs_env: Any, exclude: str) -> list[tuple[np.ndarray, float]]:
@@ -489,11 +469,11 @@ class PickPlaceBinsTask(TaskDefinition):
         :meth:`_pick_waypoints`), because the tracker takes yaws modulo pi nearest to the current one.
         """
         q7 = float(rs_env.sim.data.qpos[rs_env.robots[0]._ref_joint_pos_indexes[-1]])
-        yaw_now = self.gripper_yaw(rot)
+        yaw_now = yaw_of_mat(rot)
         pos, _ = self._pose(rs_env, obj)
         d_az_obj = self._azimuth(rs_env, pos[:2]) - self._azimuth(rs_env, site[:2])
         d_az_place = self._azimuth(rs_env, self._place_xy(rs_env, obj)) - self._azimuth(rs_env, pos[:2])
-        near = yaw_now + _wrap(yaw - yaw_now, math.pi)
+        near = yaw_now + wrap_angle(yaw - yaw_now, math.pi)
         best, best_cost = near, np.inf
         for k in range(-2, 3):
             cand = near + k * math.pi
@@ -520,7 +500,7 @@ class PickPlaceBinsTask(TaskDefinition):
         yaw = self._wrist_plan(rs_env, obj, site, rot, yaw)
         wps: list[Waypoint] = []
         up = np.array([site[0], site[1], max(site[2], _TRANSIT_Z)])
-        yaw_now = self.gripper_yaw(rot)
+        yaw_now = yaw_of_mat(rot)
         n_turns = math.ceil(abs(yaw - yaw_now) / _TURN_STEP) if abs(yaw - yaw_now) > math.pi / 2 - 0.2 else 0
         for i in range(1, n_turns + 1):  # turn in the air, in the chosen direction, before moving over
             wps.append(Waypoint(up, yaw_now + (yaw - yaw_now) * i / n_turns, -1.0, 0.03, 0.05, 0, "turn"))
@@ -544,7 +524,7 @@ class PickPlaceBinsTask(TaskDefinition):
         target_xy = self._place_xy(rs_env, obj) + offset
         # Keep the gripper's yaw fixed relative to the arm (turn it with the arm's azimuth about the base):
         # holding a world yaw while the arm swings from bin to bin winds the wrist towards its joint limit.
-        yaw = self.gripper_yaw(rot) + self._azimuth(rs_env, target_xy) - self._azimuth(rs_env, site[:2])
+        yaw = yaw_of_mat(rot) + self._azimuth(rs_env, target_xy) - self._azimuth(rs_env, site[:2])
         target_xy = self._clamp_fingers(rs_env, obj, target_xy, yaw)
         # Release just above the floor, but never with the fingers below the walls' top: the far cells are at the
         # edge of the Panda's reach, where the tracker lags by 1-2 cm and a finger would catch a divider. Short

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 
 from sim.tasks.base import TaskDefinition
-from tandem.errors import UnknownTaskError
+from tandem.core.errors import UnknownTaskError
 
 #: task name -> "module:ClassName"
 _TASKS: dict[str, str] = {

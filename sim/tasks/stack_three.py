@@ -30,8 +30,9 @@ from robosuite.utils.mjcf_utils import CustomMaterial
 from robosuite.utils.placement_samplers import UniformRandomSampler
 
 from sim.tasks.base import SKILL_PREDICATES, TaskDefinition, TaskEpisode, Waypoint
-from tandem.errors import UnknownObjectError, UnknownSkillError
-from tandem.types import TaskSpec
+from tandem.core.errors import UnknownObjectError, UnknownSkillError
+from tandem.core.geometry import yaw_of_mat, yaw_of_quat
+from tandem.core.types import TaskSpec
 
 COLORS: tuple[str, ...] = ("red", "green", "blue")
 CUBE_HALF = 0.022  # m
@@ -100,11 +101,6 @@ class StackThreeEnv(Stack):
 
     def visualize(self, vis_settings: dict) -> None:
         ManipulationEnv.visualize(self, vis_settings=vis_settings)
-
-
-def _yaw_of_quat(q: np.ndarray) -> float:
-    w, x, y, z = q
-    return math.atan2(2 * (w * z + x * y), 1 - 2 * (y * y + z * z))
 
 
 class StackThreeTask(TaskDefinition):
@@ -205,7 +201,7 @@ class StackThreeTask(TaskDefinition):
         """Gripper yaw (rad, finger axis) for grasping cube ``c``: the cube's yaw mod 90 deg whose finger
         positions (+-6 cm along the finger axis) keep the most clearance from the other cubes (FIELD-NOTES)."""
         p = self._pos(rs_env, c)
-        base = _yaw_of_quat(self._quat(rs_env, c))
+        base = yaw_of_quat(self._quat(rs_env, c))
         others = [self._pos(rs_env, o)[:2] for o in COLORS if o != c]
         best, best_clear = base, -1.0
         for k in range(2):
@@ -234,7 +230,7 @@ class StackThreeTask(TaskDefinition):
         x, y = args
         eef = np.array(rs_env.sim.data.site_xpos[rs_env.robots[0].eef_site_id[rs_env.robots[0].arms[0]]])
         mat = np.array(rs_env.sim.data.site_xmat[rs_env.robots[0].eef_site_id[rs_env.robots[0].arms[0]]]).reshape(3, 3)
-        cur_yaw = math.atan2(mat[1, 0], mat[0, 0])
+        cur_yaw = yaw_of_mat(mat)
         pre: list[Waypoint] = []
         if self._grasped(rs_env, x):
             offset = self._pos(rs_env, x) - eef  # cube centre relative to the grip site
@@ -244,7 +240,7 @@ class StackThreeTask(TaskDefinition):
             offset = np.zeros(3)
             grip_yaw = pre[0].yaw
         # rotate so that x's faces align with y's (cube yaw difference modulo 90 deg)
-        dyaw = _yaw_of_quat(self._quat(rs_env, y)) - _yaw_of_quat(self._quat(rs_env, x))
+        dyaw = yaw_of_quat(self._quat(rs_env, y)) - yaw_of_quat(self._quat(rs_env, x))
         dyaw = (dyaw + math.pi / 4) % (math.pi / 2) - math.pi / 4
         yaw = grip_yaw + dyaw
         q = self._pos(rs_env, y)

@@ -8,7 +8,7 @@ Examples::
 
 The same agent loop as ``tandem-demo`` runs every episode (config groups ``task``, ``planner``, ``verifier``,
 ``executor``, ``goals``, ``perturb``); every control step becomes one frame labelled with its subgoal, goal
-image and keypoint trace (see :mod:`tandem.collect`). ``episodes`` is the target total: rerun the same
+image and keypoint trace (see :mod:`tandem.runtime.collect`). ``episodes`` is the target total: rerun the same
 command to resume an interrupted collection. Exit status: 0 done, 2 bad input or write error, 3 fewer
 episodes than asked (too many failures), 130 interrupted (saved episodes are kept).
 """
@@ -18,24 +18,32 @@ from __future__ import annotations
 import json
 import sys
 
-from tandem.cli.common import CONFIG_DIR, fail, hydra_main, prepare_runtime
+from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime
 
 prepare_runtime()
 
 
 def run(cfg) -> dict:
-    """Collect with a live progress display (episodes bar + steps of the current episode); print the report."""
+    """Validate ``cfg`` (:class:`tandem.runtime.config.CollectConfig`), then collect with a live progress display
+    (episodes bar + steps of the current episode); print the report.
+
+    Raises:
+        ConfigError / UnknownNameError: bad input (named), before anything is written or built.
+    """
     import logging
 
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tandem.collect import collect, open_writer, report_json
+    from tandem.runtime.collect import collect, open_writer, report_json
+    from tandem.runtime.config import CollectConfig
+
+    cfg = load_config(CollectConfig, cfg)
 
     for name in ("lerobot", "lerobot.configs.video", "lerobot.utils.import_utils"):
         logging.getLogger(name).setLevel(logging.WARNING)
     console = Console(stderr=True)
-    target = int(cfg.episodes)
+    target = cfg.episodes
     with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
                   TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=console) as prog:
         w = open_writer(cfg)  # schema check and roll-back report before the env is built
@@ -63,6 +71,7 @@ def run(cfg) -> dict:
         report = collect(cfg, on_episode=on_episode, observer=observer)
     shown = report_json(report)
     shown.pop("seeds", None)
+    shown["episodes_target"] = target
     print(json.dumps(shown, indent=2))
     if report.interrupted:
         print(f"interrupted: {report.episodes_total} episodes are committed in {report.root}; "
@@ -81,7 +90,7 @@ def main(cfg) -> None:
         fail(e)
     if report["interrupted"]:
         sys.exit(130)
-    sys.exit(0 if report["episodes_total"] >= int(cfg.episodes) else 3)
+    sys.exit(0 if report["episodes_total"] >= report["episodes_target"] else 3)
 
 
 __all__ = ["main", "run", "CONFIG_DIR"]

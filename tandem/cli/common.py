@@ -2,32 +2,15 @@
 
 from __future__ import annotations
 
-import logging
-import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tandem.runtime.environment import prepare_runtime
+
 #: The Hydra config tree shipped with the repository (``configs/``).
 CONFIG_DIR = str(Path(__file__).resolve().parents[2] / "configs")
-
-
-def prepare_runtime() -> None:
-    """Defaults every entry point needs before robosuite/HF are imported.
-
-    Headless EGL rendering (``MUJOCO_GL=egl``), no hub access (``HF_HUB_OFFLINE=1``), and robosuite's
-    start-up warnings about optional packages (robosuite_models, mink) silenced.
-    """
-    os.environ.setdefault("MUJOCO_GL", "egl")
-    os.environ.setdefault("PYOPENGL_PLATFORM", os.environ["MUJOCO_GL"])
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    # robosuite configures this logger at import and warns about optional packages we do not use
-    # (robosuite_models, mink, a private macro file); keep its errors only.
-    rs_logger = logging.getLogger("robosuite_logs")
-    rs_logger.addFilter(lambda record: record.levelno >= logging.ERROR)
-    rs_logger.propagate = False
 
 
 def to_container(cfg: Any) -> Any:
@@ -39,7 +22,7 @@ def to_container(cfg: Any) -> Any:
 
 def fail(error: BaseException) -> None:
     """Print one clear line naming the problem and exit with status 2 (tandem errors) or 1 (anything else)."""
-    from tandem.errors import TandemError
+    from tandem.core.errors import TandemError
 
     if isinstance(error, TandemError):
         print(f"error: {error}", file=sys.stderr)
@@ -47,8 +30,75 @@ def fail(error: BaseException) -> None:
     raise error
 
 
-def hydra_main(config_name: str) -> Callable:
-    """``hydra.main`` bound to the repository's ``configs/`` folder."""
+def load_config(schema: type, cfg: Any) -> Any:
+    """The composed Hydra config as a checked instance of ``schema`` (every value validated before anything runs).
+
+    Raises:
+        ConfigError: an unknown key, a wrong type or a refused value, naming the full key.
+    """
+    from tandem.runtime.config import load
+
+    return load(schema, cfg)
+
+
+def register_configs() -> None:
+    """Store every config schema in Hydra's ConfigStore (the YAML files under ``configs/`` name them)."""
+    from tandem.evaluation.config import register_configs as register_eval
+    from tandem.runtime.config import register_configs as register_runtime
+
+    register_runtime()
+    register_eval()
+
+
+def compose_config(config_name: str, overrides: list[str] | tuple[str, ...] = ()) -> Any:
+    """Compose ``configs/<config_name>.yaml`` with ``overrides`` as the entry point would (schemas registered),
+    outside a Hydra app: for tests, benchmarks and notebooks. Returns the OmegaConf config (not yet validated:
+    pass it to :func:`load_config`).
+
+    Raises:
+        hydra.errors.ConfigCompositionException / omegaconf errors: a command line Hydra cannot compose.
+    """
+    from hydra import compose, initialize_config_dir
+
+    register_configs()
+    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
+        return compose(config_name=config_name, overrides=list(overrides))
+
+
+def hydra_main(config_name: str) -> Callable[[Callable[[Any], None]], Callable[[], None]]:
+    """``hydra.main`` bound to the repository's ``configs/`` folder, over the registered schemas.
+
+    A command line that Hydra cannot compose (an unknown key, a value of the wrong type, an unknown config group
+    option) is bad input: the entry point exits with status 2 after Hydra's message, as for every other bad input.
+    """
+    import functools
+
     import hydra
 
-    return hydra.main(config_path=CONFIG_DIR, config_name=config_name, version_base="1.3")
+    register_configs()
+
+    def deco(fn: Callable[[Any], None]) -> Callable[[], None]:
+        entered = []
+
+        @functools.wraps(fn)
+        def task(cfg: Any) -> None:
+            entered.append(True)
+            fn(cfg)
+
+        hydra_task = hydra.main(config_path=CONFIG_DIR, config_name=config_name, version_base="1.3")(task)
+
+        @functools.wraps(fn)
+        def main() -> None:
+            try:
+                hydra_task()
+            except SystemExit as e:
+                if e.code == 1 and not entered:  # Hydra could not compose the config: bad input
+                    sys.exit(2)
+                raise
+
+        return main
+
+    return deco
+
+
+__all__ = ["CONFIG_DIR", "compose_config", "fail", "hydra_main", "load_config", "prepare_runtime", "register_configs", "to_container"]

@@ -41,7 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> None:
     import logging
 
-    from tandem.errors import TandemError
+    from tandem.core.errors import TandemError
 
     args = build_parser().parse_args(argv)
     logging.getLogger("lerobot").setLevel(logging.ERROR)

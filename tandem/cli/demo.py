@@ -17,22 +17,26 @@ import json
 import sys
 from pathlib import Path
 
-from tandem.cli.common import CONFIG_DIR, fail, hydra_main, prepare_runtime, to_container
+from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime
 
 prepare_runtime()
 
 
 def run(cfg) -> dict:
-    """Build the stack from ``cfg``, run one episode with a live progress display, print the summary."""
+    """Validate ``cfg`` (:class:`tandem.runtime.config.DemoConfig`), build the stack, run one episode with a live
+    progress display, print the summary.
+
+    Raises:
+        ConfigError / UnknownNameError: bad input (named), before anything is built.
+    """
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from tandem.assembly import build_stack
-    from tandem.errors import ConfigError
-    from tandem.rollout import run_episode
+    from tandem.runtime.config import DemoConfig, to_dict
+    from tandem.runtime.registry import build_stack
+    from tandem.runtime.rollout import run_episode
 
-    if not isinstance(cfg.seed, int) or isinstance(cfg.seed, bool):
-        raise ConfigError(f"seed must be an integer, got {cfg.seed!r}")
+    cfg = load_config(DemoConfig, cfg)
     console = Console(stderr=True)
     out_dir = Path(cfg.out_dir)
     stack = build_stack(cfg)
@@ -54,12 +58,12 @@ def run(cfg) -> dict:
             bar_total = [None]
             result = run_episode(stack.env, stack.agent, seed=int(cfg.seed), out_dir=out_dir,
                                  record_video=bool(cfg.video), on_step=on_step,
-                                 meta={"config": to_container(cfg)})
+                                 meta={"config": to_dict(cfg)})
     finally:
         stack.close()
     s = result.summary
     shown = {k: s.get(k) for k in ("task", "seed", "instruction", "success", "failure", "subgoals_done", "attempts",
-                                   "replans", "steps", "wall_time_s", "recovered")}
+                                   "replans", "steps", "wall_time_s", "recovered", "privileged")}
     print(json.dumps(shown, indent=2))
     print("wrote:")
     for name, path in result.paths.items():

@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 
-from tandem.cli.common import fail, hydra_main, prepare_runtime, to_container
+from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime
 
 prepare_runtime()
 
@@ -26,27 +26,27 @@ SUBCOMMANDS = ("report", "compare")
 
 
 def run(cfg) -> dict:
-    """Run the suite and variants chosen in ``cfg`` (see ``configs/eval.yaml``); print the headline metrics."""
-    from tandem.errors import ConfigError, UnknownNameError
-    from tandem.evaluate import Suite, Variant, evaluate
+    """Validate ``cfg`` (:class:`tandem.evaluation.config.EvalConfig`, every variant's components included), run
+    the suite and variants it chooses, print the headline metrics.
 
-    c = to_container(cfg)
-    names = list(c.get("run_variants") or [])
-    presets = c.get("variants") or {}
-    for n in names:
-        if n not in presets:
-            raise UnknownNameError("variant", n, list(presets))
-    if c.get("video", "none") not in ("none", "failures"):
-        raise ConfigError(f"video must be 'none' or 'failures', got {c.get('video')!r}")
-    variants = [Variant.from_config(n, presets[n]) for n in names]
+    Raises:
+        ConfigError / UnknownNameError: bad input (named), before any episode runs.
+    """
+    from tandem.evaluation.config import EvalConfig
+    from tandem.evaluation.runner import evaluate
+    from tandem.evaluation.suite import Suite, Variant
+    from tandem.runtime.config import to_dict
+
+    c = load_config(EvalConfig, cfg)
+    variants = [Variant.from_config(n, to_dict(c.variants[n])) for n in c.run_variants]
     outcome = evaluate(
-        Suite.from_config(c["suite"]), variants, out_dir=c["out_dir"], backend=c.get("backend", "local"),
-        workers=int(c.get("workers", 1)), env=c.get("env"), agent=c.get("agent"), resume=bool(c.get("resume", True)),
-        retry_errors=bool(c.get("retry_errors", False)), video_failures=c.get("video") == "failures",
-        ray_address=(c.get("ray") or {}).get("address"), progress=bool(c.get("progress", True)),
-        max_episodes=c.get("max_episodes"), validate=bool(c.get("validate", True)),
+        Suite.from_config(to_dict(c.suite)), variants, out_dir=c.out_dir, backend=c.backend, workers=c.workers,
+        env=to_dict(c.env), agent=to_dict(c.agent), resume=c.resume, retry_errors=c.retry_errors,
+        video_failures=c.video == "failures", ray_address=c.ray.address, progress=c.progress,
+        max_episodes=c.max_episodes, validate=c.validate,
     )
     print(f"{outcome.n_run} episode(s) run, {outcome.n_skipped} already recorded; results in {outcome.out_dir}")
+    print(f"ran on {outcome.ran_on}")
     for g in outcome.metrics.get("groups", []):
         s = g["success"]
         lo, hi = s["ci95"]
@@ -61,7 +61,7 @@ def run(cfg) -> dict:
 
 def report_main(argv: list[str]) -> int:
     """``tandem-eval report <results_dir>... [--out DIR]``."""
-    from tandem.eval_report import make_report
+    from tandem.evaluation.report import make_report
 
     ap = argparse.ArgumentParser(prog="tandem-eval report", description="Plots, Markdown table and failure videos.")
     ap.add_argument("results", nargs="+", help="results folder(s) written by tandem-eval (or results.parquet "
@@ -76,7 +76,7 @@ def report_main(argv: list[str]) -> int:
 
 def compare_main(argv: list[str]) -> int:
     """``tandem-eval compare A B [--a-variant X] [--b-variant Y] [--task T] [--json]``."""
-    from tandem.eval_report import compare, format_comparison
+    from tandem.evaluation.report import compare, format_comparison
 
     ap = argparse.ArgumentParser(prog="tandem-eval compare",
                                  description="Ratio of success rates A/B with 95%% intervals (Katz log method).")

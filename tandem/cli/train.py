@@ -2,7 +2,9 @@
 
 Examples::
 
-    tandem-train dataset.root=data/stack_three                       # subgoal-conditioned executor
+    tandem-train executor=track dataset.root=data/stack_three_lowdim # the track executor (CPU, minutes)
+    tandem-train executor=track train=debug_track                    # CI: a tiny problem, learned in seconds
+    tandem-train dataset.root=data/stack_three                       # subgoal-conditioned image executor
     tandem-train executor=flat dataset.root=data/stack_three         # flat baseline (instruction only)
     tandem-train dataset.root=... executor.trace_mode=points         # ablation: trace as points
     tandem-train dataset.root=... resume=outputs/train/X/checkpoints/step_0005000
@@ -10,106 +12,231 @@ Examples::
     tandem-train train=debug                                         # CI: seconds, synthetic data
     accelerate launch -m tandem.cli.train dataset.root=... train.device=cuda   # multi-GPU
 
-Config groups: ``executor`` (``configs/executor/{diffusion,flat}.yaml``) and ``train``
+Config groups: ``executor`` (``configs/executor/{track,diffusion,flat}.yaml``) and ``train``
 (``configs/train/{default,debug}.yaml``). Checkpoints go to ``<output_dir>/checkpoints/step_N/``.
 
+The whole config is typed (``TrainRunConfig``: ``train`` is ``executor_vla.train.TrainConfig``, the network
+fields of ``executor`` are validated by ``ExecutorConfig``) and checked before any data is read.
+
 In-sim evaluation (``eval.every > 0``) is wired here, not in ``executor_vla`` (which may not import the
-simulator): :func:`build_eval_fn` runs the oracle planner, verifier and goal producer over
-``eval.tasks`` x ``eval.seeds`` with the trained executor and reports success rates.
+simulator): :func:`build_eval_fn` runs the trained executor over ``eval.tasks`` x ``eval.seeds`` under the stack
+of the matching ``configs/eval.yaml`` variant (``flat`` for a flat executor, ``oracle_diffusion`` otherwise), built
+by :mod:`tandem.runtime.registry`, and reports success rates.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import shlex
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import CONFIG_DIR, fail, prepare_runtime, to_container
+from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime, to_container
+from tandem.runtime.config import FieldError, Schema, component, deferred_checks
 
 prepare_runtime()
 
-#: keys of ``cfg.executor`` that are wiring, not network configuration.
-_WIRING_KEYS = ("name", "checkpoint", "device", "torch_threads")
+#: The variants of ``configs/eval.yaml`` that the in-sim evaluation runs the executor in training under: the flat
+#: baseline's stack for a flat executor (``conditioning_source="instruction"``), the oracle stack otherwise.
+EVAL_VARIANTS: dict[str, str] = {"instruction": "flat", "subgoal": "oracle_diffusion"}
+
+
+@dataclass
+class SyntheticDatasetConfig(Schema):
+    """``dataset.synthetic``: a tiny generated dataset (CI). ``episodes`` >= 1, ``image_size`` [H, W] px."""
+
+    episodes: int = 2
+    image_size: tuple[int, int] = (32, 32)
+
+    def check(self) -> None:
+        if self.episodes < 1:
+            raise FieldError("episodes", f"must be >= 1, got {self.episodes}")
+        if len(self.image_size) != 2 or min(self.image_size) < 1:
+            raise FieldError("image_size", f"must be [H, W] with H, W >= 1, got {list(self.image_size)}")
+
+
+@dataclass
+class TrainDatasetConfig(Schema):
+    """``dataset``: what to train on.
+
+    Attributes:
+        root: a LeRobotDataset v3 in the :mod:`tandem.core.dataset_schema` layout (tandem-collect output).
+        repo_id: its LeRobot repo id (never fetched). episodes: optional list of episode indices.
+        synthetic: generate a tiny synthetic dataset instead (CI). cache: decode all frames into RAM once.
+        val_episodes: ``executor=track``: hold out the last N episodes for the validation loss.
+    """
+
+    root: str | None = None
+    repo_id: str = "tandem/dataset"
+    episodes: list[int] | None = None
+    synthetic: SyntheticDatasetConfig | None = None
+    cache: bool = False
+    val_episodes: int = 0
+
+    def check(self) -> None:
+        if self.val_episodes < 0:
+            raise FieldError("val_episodes", f"must be >= 0, got {self.val_episodes}")
+        if self.root is None and self.synthetic is None:
+            raise FieldError("root", "is not set: pass dataset.root=<LeRobotDataset dir> (or use train=debug)")
+
+
+@dataclass
+class TrainEvalConfig(Schema):
+    """``eval``: in-sim evaluation during training.
+
+    Attributes:
+        every: every N steps (0 = off). tasks: the tasks. seeds: episodes per task, >= 1.
+        seed_start: the first seed (held out: demonstrations are collected from seed 0).
+        max_steps: control-step cap per episode (None: the task's).
+    """
+
+    every: int = 0
+    tasks: list[str] = field(default_factory=lambda: ["stack_three"])
+    seeds: int = 5
+    seed_start: int = 1000
+    max_steps: int | None = None
+
+    def check(self) -> None:
+        if self.every < 0:
+            raise FieldError("every", f"must be >= 0, got {self.every}")
+        if self.seeds < 1:
+            raise FieldError("seeds", f"must be >= 1, got {self.seeds}")
+
+
+@functools.cache
+def _train_run_config() -> type:
+    """The ``tandem-train`` schema; ``train`` is ``executor_vla.train.TrainConfig`` itself (it imports torch, so
+    this schema is built only by this entry point)."""
+    from executor_vla.train import TrainConfig
+
+    @dataclass
+    class TrainRunConfig(Schema):
+        """``tandem-train``: ``executor`` (the network, :class:`~tandem.runtime.config.DiffusionExecutorConfig`),
+        ``train`` (``executor_vla.train.TrainConfig``), ``dataset``, ``eval``, ``resume`` (a checkpoint directory to
+        continue from), ``debug_roundtrip``, ``torch_threads`` and ``output_dir``."""
+
+        executor: Any = component("executor", "diffusion")
+        train: TrainConfig = field(default_factory=TrainConfig)
+        dataset: TrainDatasetConfig = field(default_factory=TrainDatasetConfig)
+        eval: TrainEvalConfig = field(default_factory=TrainEvalConfig)
+        resume: str | None = None
+        debug_roundtrip: bool = False
+        torch_threads: int | None = None
+        output_dir: str = "outputs/train"
+
+        def check(self) -> None:
+            if self.executor.name not in ("diffusion", "track"):
+                raise FieldError("executor", f"must be a diffusion or track executor config, got "
+                                             f"{self.executor.name!r}")
+            if self.torch_threads is not None and self.torch_threads < 1:
+                raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
+
+    TrainRunConfig.__annotations__["train"] = TrainConfig  # a local class: give OmegaConf the type, not its name
+    return TrainRunConfig
 
 
 def _register_primary_config() -> None:
     from hydra.core.config_store import ConfigStore
 
-    ConfigStore.instance().store(name="tandem_train", node={
-        "defaults": [{"executor": "diffusion"}, {"train": "default"}, "_self_"],
+    from tandem.runtime.config import register_configs
+
+    register_configs()
+    cs = ConfigStore.instance()
+    with deferred_checks():
+        cs.store(name="train_schema", node=_train_run_config())
+    cs.store(name="tandem_train", node={
+        "defaults": ["train_schema", {"executor": "diffusion"}, {"train": "default"}, "_self_"],
         "hydra": {"run": {"dir": "${output_dir}"}, "job": {"chdir": False}, "output_subdir": ".hydra"},
     })
 
 
+def load_train_config(cfg: Any) -> Any:
+    """``cfg`` as a checked ``TrainRunConfig`` (every key typed; the network fields validated by ExecutorConfig).
+
+    Raises:
+        ConfigError: a bad key or value, named.
+    """
+    if type(cfg).__name__ == "TrainRunConfig":
+        return cfg
+    c = load_config(_train_run_config(), cfg)
+    executor_config(c)
+    return c
+
+
 def executor_config(cfg: Any):
-    """``ExecutorConfig`` from ``cfg.executor`` (wiring keys dropped)."""
+    """The network config of ``cfg.executor``: ``TrackExecutorConfig`` (``executor=track``) or ``ExecutorConfig``.
+
+    Raises:
+        ConfigError: an invalid network configuration (the config class's own validation).
+    """
+    if cfg.executor.name == "track":
+        from executor_vla.track_config import TrackExecutorConfig
+
+        return TrackExecutorConfig.from_dict(cfg.executor.network_fields())
     from executor_vla.config import ExecutorConfig
 
-    d = {k: v for k, v in to_container(cfg.executor).items() if k not in _WIRING_KEYS}
-    return ExecutorConfig.from_dict(d)
+    return ExecutorConfig.from_dict(cfg.executor.network_fields())
+
+
+def eval_stack(cfg: Any, task: str, conditioning: str) -> Any:
+    """The stack the in-sim evaluation runs the executor in training under, for ``task``: the ``configs/eval.yaml``
+    variant :data:`EVAL_VARIANTS` names for the executor's ``conditioning`` (planner, verifier, goals, agent), with
+    the env of the executor's cameras and image size; goal images and traces in its ``trace_camera``."""
+    from omegaconf import OmegaConf
+
+    from tandem.runtime.config import StackConfig, load
+
+    track = cfg.executor.name == "track"
+    name = EVAL_VARIANTS[conditioning] if not (track and conditioning == "subgoal") else "oracle_track"
+    variant = to_container(OmegaConf.load(Path(CONFIG_DIR) / "eval.yaml").variants[name])
+    ex = executor_config(cfg)
+    goals = dict(variant.get("goals") or {"name": "none"})
+    if goals.get("name") == "oracle" and not track:
+        goals["camera"] = ex.trace_camera
+    env = ({"render": False, "control_freq": 20} if track else
+           {"cameras": list(ex.cameras), "image_size": list(ex.image_size), "control_freq": 20})
+    return load(StackConfig, {
+        "task": {"name": task}, "planner": variant["planner"], "verifier": variant["verifier"], "goals": goals,
+        "executor": {"name": "diffusion"}, "perturb": {"name": "none"}, "agent": variant.get("agent") or {},
+        "env": env,
+    })
 
 
 def build_eval_fn(cfg: Any):
     """``executor -> {"success_rate/<task>": ..., "success_rate": ...}`` running the sim, or None if ``eval.every == 0``.
 
-    Each episode runs the :class:`tandem.agent.HierarchicalAgent` with the oracle planner, the oracle
-    verifier and the oracle goal producer around the executor being trained.
+    Each episode runs the :class:`tandem.runtime.agent.HierarchicalAgent` around the executor being trained, under
+    the stack of :func:`eval_stack`: the flat baseline's (``planner=instruction``, ``verifier=oracle_task``, the
+    whole episode as one subgoal) for a flat executor, the oracle planner, verifier and goal producer otherwise.
     """
+    cfg = load_train_config(cfg)
     ev = cfg.eval
     if not ev.every:
         return None
 
-    from omegaconf import OmegaConf
+    from tandem.runtime.registry import build_stack
+    from tandem.runtime.rollout import run_episode
 
-    from tandem.agent import HierarchicalAgent
-    from tandem.assembly import (
-        build_agent_config,
-        build_env,
-        build_goal_producer,
-        build_memory,
-        build_planner,
-        build_verifier,
-    )
-    from tandem.rollout import run_episode
-
-    ex = cfg.executor
-    flat = ex.get("conditioning_source", "subgoal") == "instruction"
-    track = ex.get("name") == "track"
+    conditioning = executor_config(cfg).conditioning_source
 
     def eval_fn(executor) -> dict[str, float]:
         metrics: dict[str, float] = {}
         wins = total = 0
         for task in ev.tasks:
-            stack_cfg = {
-                "task": to_container(OmegaConf.load(Path(CONFIG_DIR) / "task" / f"{task}.yaml")),
-                # a flat executor runs the whole task as one subgoal, judged by the task's success
-                "planner": {"name": "instruction" if flat else "oracle"},
-                "verifier": {"name": "oracle_task" if flat else "oracle"},
-                "goals": ({"name": "oracle", "goal_image": False, "trace": False, "trace_3d": True} if track
-                          else {"name": "oracle", "camera": ex.trace_camera}),
-                "perturb": {"name": "none"},
-                "env": ({"render": False, "control_freq": 20} if track else
-                        {"cameras": list(ex.cameras), "image_size": list(ex.image_size), "control_freq": 20}),
-                "agent": {"subgoal_step_budget": None} if flat else {},
-            }
-            env = build_env(stack_cfg)
+            stack = build_stack(eval_stack(cfg, task, conditioning), executor=executor)
             try:
-                agent = HierarchicalAgent(planner=build_planner(stack_cfg, env), verifier=build_verifier(stack_cfg, env),
-                                          executor=executor, memory=build_memory(stack_cfg),
-                                          goal_producer=build_goal_producer(stack_cfg, env),
-                                          config=build_agent_config(stack_cfg))
                 ok = 0
-                start = int(ev.get("seed_start", 1000))
-                for seed in range(start, start + int(ev.seeds)):
-                    res = run_episode(env, agent, seed=seed, out_dir=None, record_video=False,
+                for seed in range(ev.seed_start, ev.seed_start + ev.seeds):
+                    res = run_episode(stack.env, stack.agent, seed=seed, out_dir=None, record_video=False,
                                       max_steps=ev.max_steps)
                     ok += int(bool(res.summary.get("success")))
             finally:
-                env.close()
-            metrics[f"success_rate/{task}"] = ok / max(int(ev.seeds), 1)
-            wins, total = wins + ok, total + int(ev.seeds)
+                stack.close()
+            metrics[f"success_rate/{task}"] = ok / ev.seeds
+            wins, total = wins + ok, total + ev.seeds
         metrics["success_rate"] = wins / max(total, 1)
         return metrics
 
@@ -118,41 +245,23 @@ def build_eval_fn(cfg: Any):
 
 def _dataset(cfg: Any, ex_cfg, out_dir: Path):
     from executor_vla.data import ExecutorDataset
-    from executor_vla.synthetic import make_synthetic_dataset
-    from tandem.errors import ConfigError
 
-    d = cfg.dataset
-    root = d.root
-    if d.synthetic:
-        root = out_dir / "synthetic_dataset"
-        if not root.exists():
-            make_synthetic_dataset(root, n_episodes=int(d.synthetic.episodes),
-                                   image_size=tuple(d.synthetic.image_size), trace_len=ex_cfg.trace_len)
-    if root is None:
-        raise ConfigError("dataset.root is not set: pass dataset.root=<LeRobotDataset dir> (or use train=debug)")
-    episodes = list(d.episodes) if d.episodes else None
-    cache = bool(d.get("cache", False))
-    return ExecutorDataset(root, ex_cfg, repo_id=d.repo_id, episodes=episodes, cache=cache), str(root)
+    root = _dataset_root(cfg, out_dir, ex_cfg.trace_len)
+    episodes = list(cfg.dataset.episodes) if cfg.dataset.episodes else None
+    return ExecutorDataset(root, ex_cfg, repo_id=cfg.dataset.repo_id, episodes=episodes, cache=cfg.dataset.cache), root
 
 
 def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16) -> str:
-    """``dataset.root``, or a synthetic dataset written under ``out_dir`` (``dataset.synthetic``).
-
-    Raises:
-        ConfigError: neither is set.
-    """
+    """``dataset.root``, or a synthetic dataset written under ``out_dir`` (``dataset.synthetic``)."""
     from executor_vla.synthetic import make_synthetic_dataset
-    from tandem.errors import ConfigError
 
     d = cfg.dataset
-    if d.synthetic:
+    if d.synthetic is not None:
         root = out_dir / "synthetic_dataset"
         if not root.exists():
             make_synthetic_dataset(root, n_episodes=int(d.synthetic.episodes),
                                    image_size=tuple(d.synthetic.image_size), trace_len=trace_len)
         return str(root)
-    if d.root is None:
-        raise ConfigError("dataset.root is not set: pass dataset.root=<LeRobotDataset dir> (or use train=debug)")
     return str(d.root)
 
 
@@ -167,23 +276,22 @@ def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
     from executor_vla.track_config import TrackExecutorConfig
     from executor_vla.track_data import TrackDataset
     from executor_vla.track_policy import TrackExecutor
-    from executor_vla.train import TrainConfig, Trainer
+    from executor_vla.train import Trainer
 
     if cfg.resume:
         raw = json.loads((Path(cfg.resume) / "config.json").read_text())
         ex_cfg = TrackExecutorConfig.from_dict(raw["executor"])
     else:
-        ex_cfg = TrackExecutorConfig.from_dict(
-            {k: v for k, v in to_container(cfg.executor).items() if k not in _WIRING_KEYS})
+        ex_cfg = executor_config(cfg)
     root = _dataset_root(cfg, out_dir, ex_cfg.trace_len)
     episodes = list(cfg.dataset.episodes) if cfg.dataset.episodes else None
-    dataset = TrackDataset(root, ex_cfg, episodes=episodes, val_episodes=int(cfg.dataset.get("val_episodes", 0) or 0))
+    dataset = TrackDataset(root, ex_cfg, episodes=episodes, val_episodes=cfg.dataset.val_episodes)
     if not ex_cfg.tasks and not ex_cfg.objects:
         ex_cfg = dataclasses.replace(ex_cfg, tasks=dataset.tasks, objects=dataset.objects)
     executor = TrackExecutor(ex_cfg, stats=dataset.stats())
     if ex_cfg.use_text:
         dataset.attach_text_embeddings(executor.text_encoder.encode(dataset.texts))
-    tcfg = TrainConfig(**to_container(cfg.train))
+    tcfg = cfg.train
     meta = {"dataset": {"root": root, "episodes": len(dataset.episodes), "frames": dataset.num_frames,
                         "train_frames": len(dataset.train_index), "val_frames": len(dataset.val_index)}}
     trainer = Trainer(executor, dataset, tcfg, out_dir, eval_fn=build_eval_fn(cfg), command=command, extra_meta=meta)
@@ -214,20 +322,26 @@ def torch_isfinite(x: Any) -> bool:
 
 
 def run(cfg: Any) -> dict[str, Any]:
-    """Train as configured; returns a JSON-safe summary (last losses, checkpoint path, debug round-trip)."""
+    """Validate ``cfg``, then train as configured; returns a JSON-safe summary (last losses, checkpoint path, debug
+    round-trip).
+
+    Raises:
+        ConfigError: bad input (named), before any data is read.
+    """
     import numpy as np
     import torch
 
     from executor_vla.checkpoint import read_config
     from executor_vla.policy import DiffusionExecutor
-    from executor_vla.train import TrainConfig, Trainer
+    from executor_vla.train import Trainer
 
+    cfg = load_train_config(cfg)
     if cfg.torch_threads:
         torch.set_num_threads(int(cfg.torch_threads))
     out_dir = Path(cfg.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     command = " ".join(shlex.quote(a) for a in ["tandem-train", *sys.argv[1:]])
-    if cfg.executor.get("name") == "track":
+    if cfg.executor.name == "track":
         return run_track(cfg, out_dir, command)
     ex_cfg = executor_config(cfg)
     if cfg.resume:
@@ -235,7 +349,7 @@ def run(cfg: Any) -> dict[str, Any]:
     dataset, root = _dataset(cfg, ex_cfg, out_dir)
     executor = DiffusionExecutor(ex_cfg)
     executor.set_stats(dataset.stats)
-    tcfg = TrainConfig(**to_container(cfg.train))
+    tcfg = cfg.train
     meta = {"dataset": {"root": root, "repo_id": cfg.dataset.repo_id, "episodes": len(dataset.meta.episodes),
                         "frames": len(dataset)}}
     trainer = Trainer(executor, dataset, tcfg, out_dir, eval_fn=build_eval_fn(cfg), command=command, extra_meta=meta)
@@ -265,19 +379,17 @@ def run(cfg: Any) -> dict[str, Any]:
     return summary
 
 
+def _run(cfg) -> None:
+    try:
+        run(cfg)
+    except Exception as e:  # noqa: BLE001 - one clear line for tandem errors
+        fail(e)
+
+
 def main() -> None:
-    import hydra
-
+    """Entry point: compose ``tandem_train`` (exit status 2 on a command line Hydra cannot compose), then train."""
     _register_primary_config()
-
-    @hydra.main(config_path=CONFIG_DIR, config_name="tandem_train", version_base="1.3")
-    def _main(cfg) -> None:
-        try:
-            run(cfg)
-        except Exception as e:  # noqa: BLE001 - one clear line for tandem errors
-            fail(e)
-
-    _main()
+    hydra_main(config_name="tandem_train")(_run)()
 
 
 if __name__ == "__main__":

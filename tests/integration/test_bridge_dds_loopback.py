@@ -26,7 +26,7 @@ from bridge.config import bridge_config_from_dict  # noqa: E402
 from bridge.dds_transport import DdsTransport  # noqa: E402
 from bridge.robot_env import RobotEnv  # noqa: E402
 from bridge.sim_robot_node import SimRobotNode  # noqa: E402
-from tandem.types import Observation, TaskSpec  # noqa: E402
+from tandem.core.types import Observation, TaskSpec  # noqa: E402
 
 pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
@@ -128,9 +128,8 @@ def test_kinematic_robot_moves_then_estop_then_watchdog():
 @pytest.mark.slow
 def test_sim_robot_and_bridge_reach_success_then_watchdog_trips(tmp_path):
     pytest.importorskip("robosuite")
-    from hydra import compose, initialize_config_dir
-
     from tandem.cli.bridge import run as bridge_run
+    from tandem.cli.common import compose_config
 
     domain = random.randint(1, 200)
     # abort_after_stale_s=30: a sim-robot hiccup on a loaded 2-core CI machine makes the bridge command stops
@@ -144,8 +143,7 @@ def test_sim_robot_and_bridge_reach_success_then_watchdog_trips(tmp_path):
                              *overrides, f"out_dir={tmp_path / 'sim'}"], cwd=REPO, env=env_vars,
                             stdout=subprocess.DEVNULL, stderr=log_file)
     try:
-        with initialize_config_dir(config_dir=str(REPO / "configs"), version_base="1.3"):
-            cfg = compose(config_name="bridge/sim_loopback", overrides=[*overrides, f"out_dir={tmp_path / 'bridge'}"])
+        cfg = compose_config("bridge/sim_loopback", [*overrides, f"out_dir={tmp_path / 'bridge'}"])
         summary = bridge_run(cfg)
         assert summary["success"], f"{summary}\n{(tmp_path / 'sim_robot.log').read_text()[-3000:]}"
         ep = summary["episodes"][0]

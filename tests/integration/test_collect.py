@@ -25,14 +25,12 @@ TRACE_TOL_PX = 4.0
 
 
 def _cfg(task: str, out: Path, **extra):
-    from hydra import compose, initialize_config_dir
-
-    from tandem.cli.common import CONFIG_DIR
+    from tandem.cli.common import compose_config, load_config
+    from tandem.runtime.config import CollectConfig
 
     overrides = [f"task={task}", "episodes=2", f"out={out}", "seed=3", "keep_failed=true", f"max_steps={MAX_STEPS}"]
     overrides += [f"{k}={v}" for k, v in extra.items()]
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        return compose(config_name="collect", overrides=overrides)
+    return load_config(CollectConfig, compose_config("collect", overrides))
 
 
 class LiveLog:
@@ -60,11 +58,11 @@ class LiveLog:
 def test_collect_reload_matches_live_episode(task, tmp_path):
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from executor_vla import schema
     from executor_vla.dataset_inspect import validate_dataset
     from executor_vla.dataset_writer import read_journal
-    from tandem.assembly import build_stack
-    from tandem.collect import collect
+    from tandem.core import dataset_schema as schema
+    from tandem.runtime.collect import collect
+    from tandem.runtime.registry import build_stack
 
     out = tmp_path / "ds"
     cfg = _cfg(task, out)
@@ -122,7 +120,7 @@ def test_collect_reload_matches_live_episode(task, tmp_path):
                     assert not any(flags), f"failed attempt {att['text']!r} has positive frames"
                     continue
                 assert flags[-1] == 1.0, f"successful attempt {att['text']!r} does not end positive"
-                if not att["verified"]:  # cut by the step cap: the gripper may not have reached the trace's end
+                if att["cut"]:  # cut by the step cap: the gripper may not have reached the trace's end
                     continue
                 eef = last[schema.STATE_KEY][:3]
                 px = stack.env.world_to_pixel(eef[None].astype(np.float64), schema.GOAL_CAMERA)[0]

@@ -12,8 +12,8 @@ import imageio.v2 as imageio
 import pytest
 
 from memory.task_memory import TaskMemoryV1
-from tandem.assembly import build_stack
-from tandem.rollout import run_episode
+from tandem.runtime.registry import build_stack
+from tandem.runtime.rollout import run_episode
 
 pytestmark = [pytest.mark.sim, pytest.mark.integration]
 
@@ -58,7 +58,22 @@ def test_demo_bad_input_is_one_clear_line(tmp_path):
     assert proc.returncode == 2
     assert "pull_from_bin" in proc.stderr and "knock_top_cube" in proc.stderr and "Traceback" not in proc.stderr
     proc, _ = _run_demo(tmp_path, "task=no_such_task")
-    assert proc.returncode != 0 and "no_such_task" in proc.stderr and "stack_three" in proc.stderr
+    assert proc.returncode == 2 and "no_such_task" in proc.stderr and "stack_three" in proc.stderr
+
+
+@pytest.mark.parametrize("override,message", [
+    ("seed=-1", "error: seed must be >= 0, got -1"),
+    ("env.image_size=[84,84,3]", "error: env.image_size must be [H, W] with H, W >= 1, got [84, 84, 3]"),
+    ("agent.max_plans=0", "error: agent.max_plans must be >= 1, got 0"),
+    ("planner.modle=x", "Key 'modle' not in 'OraclePlannerConfig'"),
+    ("agent.max_plans=many", "Value 'many' of type 'str' could not be converted to Integer"),
+])
+def test_bad_values_exit_2_before_anything_runs(tmp_path, override, message):
+    """The whole config is validated first: bad input is exit status 2 (README), never a crash row (3)."""
+    proc, out = _run_demo(tmp_path, override)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert message in proc.stderr and "Traceback" not in proc.stderr
+    assert not (out / "summary.json").exists()
 
 
 def _cfg(task: str, perturb: str) -> dict:

@@ -15,7 +15,11 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))  # eval_fakes
 
-from tandem.evaluate import Suite, Variant, deterministic_view, evaluate  # noqa: E402
+from tandem.evaluation.runner import evaluate  # noqa: E402
+from tandem.evaluation.statistics import deterministic_view  # noqa: E402
+from tandem.evaluation.suite import Suite, Variant  # noqa: E402
+from tandem.runtime.config import to_dict  # noqa: E402
+from tandem.runtime.environment import runtime_env  # noqa: E402
 
 FAKE = {"builder": "eval_fakes:build_fake_stack",
         "executor": {"name": "fake", "fail_seeds": [1], "unstable_seeds": [2], "exit_seeds": [3]}}
@@ -25,23 +29,16 @@ BROKEN = {"builder": "eval_fakes:build_broken_stack"}
 @pytest.fixture(scope="module")
 def ray_instance():
     ray = pytest.importorskip("ray")
-    env_vars = {"MUJOCO_GL": "egl", "PYOPENGL_PLATFORM": "egl", "HF_HUB_OFFLINE": "1",
-                "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}
+    env_vars = {**runtime_env(), "PYTHONPATH": os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))}
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, runtime_env={"env_vars": env_vars})
     yield ray
     ray.shutdown()
 
 
 def _smoke_config():
-    from hydra import compose, initialize_config_dir
+    from tandem.cli.common import compose_config
 
-    from tandem.cli.common import CONFIG_DIR
-
-    with initialize_config_dir(config_dir=CONFIG_DIR, version_base="1.3"):
-        cfg = compose(config_name="eval", overrides=["suite=smoke"])
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(cfg, resolve=True)
+    return to_dict(compose_config("eval", ["suite=smoke"]))
 
 
 @pytest.mark.sim

@@ -7,7 +7,9 @@ import sys
 
 import pytest
 
-from tandem.evaluate import VIDEO_FILE, ResultStore, Suite, Variant, expand_suite, row_from_result
+from tandem.evaluation.rows import row_from_result
+from tandem.evaluation.store import VIDEO_FILE, ResultStore
+from tandem.evaluation.suite import Suite, Variant, expand_suite
 
 GOALS = ["on(red,green)", "on(blue,red)"]
 

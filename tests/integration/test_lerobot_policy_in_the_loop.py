@@ -1,5 +1,5 @@
 """executor=lerobot end to end: ``lerobot-train`` trains LeRobot's own ``diffusion`` policy for 2 tiny steps on a
-synthetic tandem dataset, and tandem.assembly builds a LeRobotPolicyExecutor from the saved pretrained_model."""
+synthetic tandem dataset, and tandem.runtime.registry builds a LeRobotPolicyExecutor from the saved pretrained_model."""
 
 import json
 import os
@@ -12,9 +12,9 @@ import pytest
 import torch
 
 from executor_vla.synthetic import make_synthetic_dataset
-from tandem import assembly
-from tandem.errors import ConfigError
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core.errors import ConfigError
+from tandem.core.types import Observation, Subgoal, TaskSpec
+from tandem.runtime import registry
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 torch.set_num_threads(1)
@@ -60,7 +60,8 @@ def obs(seed: int, cams=("agentview", "wrist")) -> Observation:
 
 def test_assembly_builds_a_lerobot_policy_and_drives_it(trained):
     model_dir, stats = trained
-    ex = assembly.build_executor({"executor": {"name": "lerobot", "checkpoint": str(model_dir)}}, Limits())
+    ctx = registry.BuildContext(env=Limits(), simulated=True, task="synthetic", planner="instruction")
+    ex = registry.EXECUTORS.build({"name": "lerobot", "checkpoint": str(model_dir)}, ctx)
     assert type(ex.policy).__name__ == "DiffusionPolicy" and ex.action_dim == 7
     task = TaskSpec(name="synthetic", instruction="visit obj0 then obj1", objects=("obj0", "obj1"), max_steps=20)
     chunks = []

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from executor_vla.policy import DiffusionExecutor
-from tandem import assembly
-from tandem.assembly import build_stack
-from tandem.rollout import run_episode
+from tandem.runtime import registry
+from tandem.runtime.registry import build_stack
+from tandem.runtime.rollout import run_episode
 
 pytestmark = [pytest.mark.sim, pytest.mark.integration]
 
@@ -25,7 +25,7 @@ def _cfg(planner: str, verifier: str, goals: str, budget):
 
 @pytest.mark.parametrize("kind", ["diffusion", "flat"])
 def test_shipped_checkpoint_is_small_and_loads_without_pickle(kind):
-    path = assembly.SHIPPED_CHECKPOINTS / f"stack_three_{kind}"
+    path = registry.SHIPPED_CHECKPOINTS / f"stack_three_{kind}"
     size = sum(f.stat().st_size for f in path.iterdir())
     assert size <= 50 * 2**20, f"{path} is {size / 2**20:.1f} MB"
     assert sorted(f.name for f in path.iterdir()) == ["command.txt", "config.json", "model.safetensors", "stats.json"]

@@ -41,7 +41,7 @@ def test_missing_dataset_is_one_clear_line(tmp_path):
 
 @pytest.mark.sim
 def test_in_sim_eval_hook_runs_episodes_with_the_executor():
-    """build_eval_fn wires the oracle planner/verifier/goals around the executor in robosuite."""
+    """build_eval_fn wires the oracle planner/verifier/goals around a subgoal executor in robosuite."""
     import torch
     from omegaconf import OmegaConf
 
@@ -50,8 +50,9 @@ def test_in_sim_eval_hook_runs_episodes_with_the_executor():
     from tandem.cli.train import build_eval_fn
 
     torch.set_num_threads(1)
-    assert build_eval_fn(OmegaConf.create({"eval": {"every": 0}})) is None
+    assert build_eval_fn(OmegaConf.create({"eval": {"every": 0}, "dataset": {"root": "unused"}})) is None
     cfg = OmegaConf.create({"eval": {"every": 1, "tasks": ["stack_three"], "seeds": 1, "max_steps": 10},
+                            "dataset": {"root": "unused"},
                             "executor": {"cameras": ["agentview", "wrist"], "image_size": [128, 128],
                                          "trace_camera": "agentview"}})
     ex = DiffusionExecutor(ExecutorConfig(text_encoder="hash", text_dim=64, num_inference_steps=2)).eval()

@@ -13,8 +13,8 @@ from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart
 from planner_vlm.plan_parser import parse_plan
 from planner_vlm.vlm_planner import VLMPlanner
 from planner_vlm.vlm_verifier import VLMVerifier
-from tandem.errors import PlanParseError
-from tandem.types import Observation, Plan, Subgoal, TaskSpec
+from tandem.core.errors import PlanParseError
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
 
 pytest.importorskip("transformers")
 

@@ -81,8 +81,8 @@ def test_wrong_vlm_plan_is_caught_by_the_verifier_and_replanned(tmp_path):
     from planner_vlm.oracle_verifier import OracleVerifier
     from sim.experts import ScriptedExecutor
     from sim.robosuite_env import RobosuiteEnv
-    from tandem.agent import AgentConfig, HierarchicalAgent
-    from tandem.rollout import run_episode
+    from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+    from tandem.runtime.rollout import run_episode
 
     env = RobosuiteEnv("stack_three", image_size=(64, 64))
     try:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tandem.types import Subgoal
+from tandem.core.types import Subgoal
 
 
 def make_subgoal(env, i: int, skill: str, args: tuple[str, ...]) -> Subgoal:

@@ -7,8 +7,8 @@ import pytest
 from sim_helpers import make_subgoal, random_actions
 
 from sim.goal_render import OracleGoalProducer
-from tandem.errors import ConfigError, UnknownObjectError
-from tandem.protocols import GoalProducer
+from tandem.core.errors import ConfigError, UnknownObjectError
+from tandem.core.protocols import GoalProducer
 
 pytestmark = pytest.mark.sim
 

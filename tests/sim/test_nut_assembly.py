@@ -9,7 +9,7 @@ from sim_helpers import make_subgoal, run_subgoal
 from sim.experts import ScriptedExecutor
 from sim.tasks.nut_assembly import NUT_REST_Z, NUTS, ON_PEG_MAX_Z, PEGS, handle_turn, yaw_steps
 from sim.tasks.registry import make_task
-from tandem.errors import UnknownObjectError, UnknownSkillError
+from tandem.core.errors import UnknownObjectError, UnknownSkillError
 
 pytestmark = pytest.mark.sim
 

@@ -8,7 +8,7 @@ from sim_helpers import make_subgoal, run_subgoal
 
 from sim.experts import ScriptedExecutor
 from sim.perturbations import PerturbationSpec
-from tandem.errors import ConfigError, UnknownNameError
+from tandem.core.errors import ConfigError, UnknownNameError
 
 pytestmark = pytest.mark.sim
 

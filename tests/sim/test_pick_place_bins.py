@@ -118,7 +118,7 @@ def test_unknown_names_raise(env):
     from sim_helpers import make_subgoal
 
     from sim.experts import ScriptedExecutor
-    from tandem.errors import UnknownNameError, UnknownObjectError, UnknownSkillError
+    from tandem.core.errors import UnknownNameError, UnknownObjectError, UnknownSkillError
 
     env.reset(0)
     task = env.task_def

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sim import cameras
-from tandem.errors import UnknownNameError
+from tandem.core.errors import UnknownNameError
 
 pytestmark = pytest.mark.sim
 

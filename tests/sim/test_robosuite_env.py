@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sim_helpers import random_actions
 
-from tandem.errors import (
+from tandem.core.errors import (
     ConfigError,
     NonFiniteActionError,
     PlacementError,
@@ -15,8 +15,8 @@ from tandem.errors import (
     UnknownNameError,
     UnknownTaskError,
 )
-from tandem.protocols import Env
-from tandem.types import PROPRIO_LAYOUT
+from tandem.core.protocols import Env
+from tandem.core.types import PROPRIO_LAYOUT
 
 pytestmark = pytest.mark.sim
 

@@ -9,8 +9,8 @@ from sim_helpers import make_subgoal, run_subgoal
 from sim.experts import ScriptedExecutor, plan_waypoints
 from sim.tasks.registry import make_task
 from sim.tasks.stack_three import COLORS
-from tandem.errors import UnknownObjectError, UnknownSkillError
-from tandem.protocols import Executor
+from tandem.core.errors import UnknownObjectError, UnknownSkillError
+from tandem.core.protocols import Executor
 
 pytestmark = pytest.mark.sim
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 from memory.task_memory import TaskMemoryV1
-from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.errors import SimUnstableError
-from tandem.rollout import run_episode
-from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import SimUnstableError
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+from tandem.runtime.rollout import run_episode
 
 SPEC = TaskSpec(name="toy", instruction="do a then b", objects=("a", "b"), max_steps=200,
                 skills={"pick": "grasped({0})"}, goals=("grasped(a)", "grasped(b)"))
@@ -51,6 +51,9 @@ class ToyEnv:
 class ToyPlanner:
     """Plans the goals not yet achieved (reads the toy env's ground truth: an 'oracle' fake)."""
 
+    is_oracle = True
+    source = "toy"
+
     def __init__(self, env):
         self.env, self.n = env, 0
 
@@ -68,6 +71,8 @@ class ToyPlanner:
 
 
 class ToyExecutor:
+    is_oracle = False
+
     def __init__(self, env, need=5, fail_first: set[str] | None = None):
         self.env, self.need, self.fail_first = env, need, set(fail_first or ())
         self.calls: list[str] = []
@@ -94,8 +99,13 @@ class ToyExecutor:
 
 
 class ToyVerifier:
+    is_oracle = True
+
     def __init__(self, env):
         self.env = env
+
+    def reset(self, task, memory):
+        pass
 
     def verify(self, before, after, subgoal):
         ok = subgoal.args[0] in self.env.achieved

@@ -14,7 +14,7 @@ from bridge.action_mapping import (
     width_to_gripper_action,
 )
 from bridge.config import ActionMapping, bridge_config_from_dict, load_bridge_config
-from tandem.errors import ConfigError, NonFiniteActionError
+from tandem.core.errors import ConfigError, NonFiniteActionError
 
 CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs"
 EXAMPLES = ("sim_loopback", "franka_moveit_servo", "ur_moveit_servo")
@@ -22,11 +22,11 @@ EXAMPLES = ("sim_loopback", "franka_moveit_servo", "ur_moveit_servo")
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_example_configs_compose_with_hydra(name):
-    from hydra import compose, initialize_config_dir
     from omegaconf import OmegaConf
 
-    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-        cfg = compose(config_name=f"bridge/{name}")
+    from tandem.cli.common import compose_config
+
+    cfg = compose_config(f"bridge/{name}")
     d = OmegaConf.to_container(cfg, resolve=False)
     bcfg = bridge_config_from_dict(d["bridge"])
     assert bcfg.required_topics and bcfg.action.space == "eef_delta"

@@ -20,8 +20,8 @@ from bridge.errors import MissingTopicError  # noqa: E402
 from bridge.robot_env import RobotEnv  # noqa: E402
 from bridge.runner import run_guarded  # noqa: E402
 from bridge.transport import DryRunTransport, InProcessBus, InProcessTransport  # noqa: E402
-from tandem.errors import ConfigError, NonFiniteActionError  # noqa: E402
-from tandem.protocols import Env  # noqa: E402
+from tandem.core.errors import ConfigError, NonFiniteActionError  # noqa: E402
+from tandem.core.protocols import Env  # noqa: E402
 
 H, W = 8, 10
 
@@ -337,10 +337,12 @@ def test_gripper_deadband(rig):
 def test_planner_exception_inside_the_agent_loop_stops_the_robot(rig):
     """A planner that raises inside tandem's real agent loop: the episode fails, the robot is stopped."""
     from memory.task_memory import TaskMemoryV1
-    from tandem.agent import HierarchicalAgent
-    from tandem.rollout import run_episode
+    from tandem.runtime.agent import HierarchicalAgent
+    from tandem.runtime.rollout import run_episode
 
     class CrashingPlanner:
+        is_oracle, source = False, "crashing"
+
         def reset(self, task):
             pass
 
@@ -348,6 +350,8 @@ def test_planner_exception_inside_the_agent_loop_stops_the_robot(rig):
             raise RuntimeError("VLM server returned garbage")
 
     class IdleExecutor:
+        is_oracle = False
+
         def reset(self):
             pass
 
@@ -363,7 +367,17 @@ def test_planner_exception_inside_the_agent_loop_stops_the_robot(rig):
     robot, make, _ = rig
     env = make()
     robot.publish()
-    agent = HierarchicalAgent(planner=CrashingPlanner(), verifier=None, executor=IdleExecutor(), memory=TaskMemoryV1())
+    class NoVerifier:
+        is_oracle = False
+
+        def reset(self, task, memory):
+            pass
+
+        def verify(self, before, after, subgoal):
+            raise AssertionError("never reached: the planner raises first")
+
+    agent = HierarchicalAgent(planner=CrashingPlanner(), verifier=NoVerifier(), executor=IdleExecutor(),
+                              memory=TaskMemoryV1())
     result = run_guarded(env, lambda: run_episode(env, agent, seed=0, record_video=False))
     assert not result.summary["success"] and "VLM server returned garbage" in result.summary["failure"]
     assert not robot.last_twist()[0].any()
@@ -399,7 +413,7 @@ def test_camera_info_and_bad_action_length(rig):
 
 
 def test_action_chunk_is_sent_as_timed_commands(rig):
-    from tandem.types import ActionChunk
+    from tandem.core.types import ActionChunk
 
     robot, make, _ = rig
     env = make()

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from bridge.safety import Command, SafetyLayer, SafetyLimits
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 DT = 0.05
 TOPICS = ("/cam", "/joint_states", "/eef")

@@ -5,8 +5,9 @@ from pathlib import Path
 
 import pytest
 
-from tandem import assembly
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
+from tandem.runtime import registry
+from tandem.runtime.config import StackConfig, load
 
 
 def _fake_checkpoint(root: Path, name: str, image_size=(84, 84), cameras=("agentview", "wrist"),
@@ -21,38 +22,42 @@ def _fake_checkpoint(root: Path, name: str, image_size=(84, 84), cameras=("agent
 @pytest.fixture
 def shipped(tmp_path, monkeypatch):
     root = tmp_path / "checkpoints"
-    monkeypatch.setattr(assembly, "SHIPPED_CHECKPOINTS", root)
+    monkeypatch.setattr(registry, "SHIPPED_CHECKPOINTS", root)
     _fake_checkpoint(root, "stack_three_diffusion")
     _fake_checkpoint(root, "stack_three_flat", image_size=(64, 64), conditioning="instruction")
     return root
 
 
 def cfg(task="stack_three", planner="oracle", checkpoint=None, executor="diffusion"):
-    return {"task": {"name": task}, "planner": {"name": planner},
-            "executor": {"name": executor, "checkpoint": checkpoint},
-            "env": {"cameras": ["agentview", "wrist"], "image_size": [128, 128]}}
+    ex = {"name": executor, "checkpoint": checkpoint} if executor == "diffusion" else {"name": executor}
+    return load(StackConfig, {"task": {"name": task}, "planner": {"name": planner}, "executor": ex,
+                              "env": {"cameras": ["agentview", "wrist"], "image_size": [128, 128]}})
+
+
+def resolve(c):
+    return registry.resolve_checkpoint(c.executor, c.task.name, c.planner.name)
 
 
 def test_no_checkpoint_means_the_shipped_one_for_the_task_and_planner(shipped):
-    assert assembly.resolve_checkpoint(cfg()) == shipped / "stack_three_diffusion"
-    assert assembly.resolve_checkpoint(cfg(planner="instruction")) == shipped / "stack_three_flat"
+    assert resolve(cfg()) == shipped / "stack_three_diffusion"
+    assert resolve(cfg(planner="instruction")) == shipped / "stack_three_flat"
 
 
 def test_a_task_without_a_shipped_checkpoint_is_a_clear_error(shipped):
     with pytest.raises(ConfigError, match=r"no shipped diffusion executor checkpoint for task 'nut_assembly' "
                                           r"\(shipped: stack_three_diffusion, stack_three_flat\)"):
-        assembly.resolve_checkpoint(cfg(task="nut_assembly"))
+        resolve(cfg(task="nut_assembly"))
 
 
 def test_a_given_checkpoint_wins_and_relative_paths_fall_back_to_the_project_root(shipped, tmp_path, monkeypatch):
     mine = _fake_checkpoint(tmp_path, "mine")
-    assert assembly.resolve_checkpoint(cfg(checkpoint=str(mine))) == mine
+    assert resolve(cfg(checkpoint=str(mine))) == mine
     monkeypatch.chdir(tmp_path / "checkpoints")  # 'checkpoints/stack_three_flat' does not exist from here
-    assert assembly.resolve_checkpoint(cfg(checkpoint="checkpoints/stack_three_flat")) == \
+    assert resolve(cfg(checkpoint="checkpoints/stack_three_flat")) == \
         shipped / "stack_three_flat"
 
 
 def test_env_follows_the_checkpoints_cameras_and_image_size(shipped):
-    assert assembly.executor_observation_spec(cfg()) == (("agentview", "wrist"), (84, 84))
-    assert assembly.executor_observation_spec(cfg(planner="instruction")) == (("agentview", "wrist"), (64, 64))
-    assert assembly.executor_observation_spec(cfg(executor="scripted")) is None
+    assert registry.executor_observation_spec(cfg()) == (("agentview", "wrist"), (84, 84))
+    assert registry.executor_observation_spec(cfg(planner="instruction")) == (("agentview", "wrist"), (64, 64))
+    assert registry.executor_observation_spec(cfg(executor="scripted")) is None

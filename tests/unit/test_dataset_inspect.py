@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from test_dataset_writer import SIZE, K, make_frame, write_episode, writer
 
-from executor_vla import schema
 from executor_vla.dataset_inspect import contact_sheet, dataset_stats, format_stats, validate_dataset
 from executor_vla.dataset_writer import TandemDatasetWriter
-from tandem.errors import DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import DatasetSchemaError
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from executor_vla import schema
 from memory.task_memory import TaskMemoryV1
-from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.collect import DartNoiseEnv, OracleFrameLabeller, collect_episode, resample_trace
-from tandem.errors import ConfigError, SubgoalSchemaError
-from tandem.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import ConfigError
+from tandem.core.traces import resample_trace
+from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+from tandem.runtime.collect import DartNoiseEnv, collect_episode
+from tandem.runtime.labelling import OracleFrameLabeller
 
 SIZE = (8, 8)
 SPEC = TaskSpec(name="toy", instruction="grab a then b", objects=("a", "b"), max_steps=60,
@@ -30,8 +32,8 @@ def test_resample_trace_by_arc_length():
     assert np.all(one == [2, 5]) and m1.sum() == 4
     none, m0 = resample_trace(None, 4, SIZE)
     assert not none.any() and not m0.any()
-    with pytest.raises(SubgoalSchemaError, match="image"):
-        resample_trace(KeypointTrace("agentview", np.zeros((2, 2), np.float32), image_size=(4, 4)), 4, SIZE)
+    half, _ = resample_trace(KeypointTrace("agentview", np.array([[3, 1]], np.float32), image_size=(4, 4)), 2, SIZE)
+    assert half.tolist() == [[6.0, 2.0], [6.0, 2.0]]  # a (4, 4) trace scaled to the (8, 8) image
 
 
 class RecordingEnv:
@@ -64,6 +66,8 @@ class RecordingEnv:
 
 
 class ToyPlanner:
+    is_oracle, source = True, "toy"  # reads the toy world's truth
+
     def __init__(self, env):
         self.env = env
 
@@ -73,11 +77,14 @@ class ToyPlanner:
     def plan(self, obs, memory):
         self.n += 1
         todo = [o for o in ("a", "b") if o not in self.env.held]
-        return Plan(remaining=[Subgoal(f"sg{self.n}{o}", "pick", (o,), f"pick up {o}",
+        return Plan(done=[Subgoal(f"done{o}", "pick", (o,), f"pick up {o}") for o in self.env.held],
+                    remaining=[Subgoal(f"sg{self.n}{o}", "pick", (o,), f"pick up {o}",
                                        goal_image=None, trace=None) for o in todo])
 
 
 class ToyGoals:
+    is_oracle = False
+
     def produce(self, sg, obs):
         goal = np.full((*SIZE, 3), 200 if sg.args[0] == "a" else 100, np.uint8)
         tr = KeypointTrace("agentview", np.array([[0, 0], [7, 7]], np.float32), image_size=SIZE)
@@ -85,6 +92,8 @@ class ToyGoals:
 
 
 class ToyExecutor:
+    is_oracle = False
+
     def __init__(self, env):
         self.env = env
 
@@ -109,6 +118,11 @@ class ToyExecutor:
 
 
 class ToyVerifier:
+    is_oracle = True  # reads the simulator's predicates
+
+    def reset(self, task, memory):
+        pass
+
     def verify(self, before, after, sg):
         ok = after.privileged["predicates"][f"grasped({sg.args[0]})"]
         return Verdict(ok, 1.0, "ok" if ok else "not grasped", "oracle")
@@ -207,12 +221,12 @@ def test_ctrl_c_keeps_saved_episodes_and_rerun_resumes(tmp_path):
 
     from lerobot.datasets.lerobot_dataset import LeRobotDataset
 
-    from tandem.collect import collect
+    from tandem.runtime.collect import collect
 
     out = tmp_path / "ds"
     cfg = {"out": str(out), "repo_id": "tandem/toy", "episodes": 3, "seed": 10,
            "env": {"cameras": ["agentview", "wrist"], "image_size": list(SIZE), "control_freq": 20},
-           "dataset": {"trace_len": 4}}
+           "dataset": {"trace_len": 4, "labels": False}}
     env, agent, _, _ = make()
     seen = {"episodes": 0}
 

@@ -15,7 +15,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from executor_vla import schema
 from executor_vla.dataset_writer import (
     JOURNAL_PATH,
     LEROBOT_PRIVATE_WRITER_STATE,
@@ -26,7 +25,8 @@ from executor_vla.dataset_writer import (
     check_frame,
     read_journal,
 )
-from tandem.errors import ConfigError, DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import ConfigError, DatasetSchemaError
 
 REPO = Path(__file__).resolve().parents[2]
 SIZE = (16, 16)

@@ -7,20 +7,11 @@ import math
 import pandas as pd
 import pytest
 
-from tandem.errors import ConfigError, UnknownNameError
-from tandem.evaluate import (
-    PerturbSetting,
-    Suite,
-    Variant,
-    classify_failure,
-    compute_metrics,
-    expand_suite,
-    failed_row,
-    ratio_interval,
-    row_from_result,
-    rows_to_frame,
-    wilson_interval,
-)
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.evaluation.rows import classify_failure, failed_row, row_from_result
+from tandem.evaluation.statistics import compute_metrics, ratio_interval, wilson_interval
+from tandem.evaluation.store import rows_to_frame
+from tandem.evaluation.suite import PerturbSetting, Suite, Variant, expand_suite
 
 
 def test_wilson_interval_matches_reference_values():

@@ -10,8 +10,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for eval_fakes
 
-from tandem.errors import ConfigError  # noqa: E402
-from tandem.evaluate import PART_FILE, ResultStore, Suite, Variant, evaluate, expand_suite  # noqa: E402
+from tandem.core.errors import ConfigError  # noqa: E402
+from tandem.evaluation.runner import evaluate  # noqa: E402
+from tandem.evaluation.store import PART_FILE, ResultStore  # noqa: E402
+from tandem.evaluation.suite import Suite, Variant, expand_suite  # noqa: E402
 
 FAKE = {"builder": "eval_fakes:build_fake_stack", "executor": {"name": "fake", "fail_seeds": [1],
                                                                 "unstable_seeds": [2]}}
@@ -64,7 +66,7 @@ def test_retry_errors_reruns_only_infrastructure_failures(tmp_path):
     suite = _suite(2)
     jobs = expand_suite(suite, [Variant.from_config("fake", FAKE)])
     store = ResultStore(tmp_path)
-    from tandem.evaluate import failed_row
+    from tandem.evaluation.rows import failed_row
 
     store.append(failed_row(jobs[0], "worker_crash", "died"))
     store.append(failed_row(jobs[1], "gave_up", "gave up: x"))
@@ -75,7 +77,36 @@ def test_retry_errors_reruns_only_infrastructure_failures(tmp_path):
 
 
 def test_unknown_backend_is_a_clear_error(tmp_path):
-    from tandem.errors import UnknownNameError
+    from tandem.core.errors import UnknownNameError
 
     with pytest.raises(UnknownNameError, match="unknown backend 'slurm'"):
         evaluate(_suite(1), [Variant.from_config("fake", FAKE)], tmp_path, backend="slurm", validate=False)
+
+
+def test_ray_runs_where_the_config_says_whatever_ray_address_is(monkeypatch):
+    """On cluster nodes RAY_ADDRESS is set: ray.address=local still starts a private instance (num_cpus is only
+    given then), and connecting to a cluster never passes num_cpus (the crash of issue 13, item 8)."""
+    from tandem.evaluation.backends import ray_init_kwargs
+
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.5:6379")
+    kw, where = ray_init_kwargs("local", 2)
+    assert kw["address"] == "local" and kw["num_cpus"] == 2
+    assert where == ("a new local Ray instance with 2 CPU(s) (RAY_ADDRESS=10.0.0.5:6379 is not used: "
+                     "ray.address=local; ray.address=auto would join it)")
+    assert ray_init_kwargs(None, 1)[0]["address"] == "local"
+    kw, where = ray_init_kwargs("auto", 2)
+    assert kw["address"] == "auto" and "num_cpus" not in kw
+    assert where == "the Ray cluster at auto (RAY_ADDRESS=10.0.0.5:6379)"
+    kw, where = ray_init_kwargs("ray://head:10001", 4)
+    assert kw["address"] == "ray://head:10001" and "num_cpus" not in kw and where == "the Ray cluster at ray://head:10001"
+    env_vars = kw["runtime_env"]["env_vars"]
+    assert env_vars["MUJOCO_GL"] and env_vars["HF_HUB_OFFLINE"] == "1" and "PYTHONPATH" in env_vars
+
+
+def test_a_variant_with_a_bad_override_is_refused_before_any_episode(tmp_path):
+    """A variant's env/agent overrides are checked with its stack before the run, not found as build_error rows."""
+    suite = Suite.from_config({"name": "t", "seeds": 1, "tasks": ["stack_three"]})
+    bad = Variant.from_config("bad", {"agent": {"subgoal_step_budget": 0}})
+    with pytest.raises(ConfigError, match="variants.bad.agent.subgoal_step_budget must be >= 1 or null"):
+        evaluate(suite, [bad], tmp_path, backend="inline", progress=False)
+    assert not (tmp_path / "episodes.jsonl").exists()

@@ -11,7 +11,7 @@ from test_executor_policy import batch, make, obs, subgoal
 
 from executor_vla.checkpoint import OverrideError
 from executor_vla.policy import DiffusionExecutor
-from tandem.errors import CheckpointError, ConfigError
+from tandem.core.errors import CheckpointError, ConfigError
 
 # Tiny models on a shared 2-core CPU: one intra-op thread avoids OpenMP oversubscription stalls.
 torch.set_num_threads(1)

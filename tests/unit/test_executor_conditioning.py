@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import torch
 
-from executor_vla.conditioning import random_shift, rasterize_trace, resample_trace
+from executor_vla.conditioning import random_shift, rasterize_trace
 from executor_vla.text_encoder import CachedTextEncoder, HashTextEncoder, load_text_encoder
 from executor_vla.unet import ConditionalUnet1d
+from tandem.core.traces import resample_polyline
 
 # Tiny models on a shared 2-core CPU: one intra-op thread avoids OpenMP oversubscription stalls.
 torch.set_num_threads(1)
@@ -14,24 +15,24 @@ torch.set_num_threads(1)
 
 def test_raster_draws_the_path_brighter_towards_its_end():
     pts = np.array([[10, 64], [110, 64]], np.float32)
-    img = rasterize_trace(resample_trace(pts, 16), np.ones(16), (128, 128))
+    img = rasterize_trace(resample_polyline(pts, 16), np.ones(16), (128, 128))
     assert img.shape == (128, 128) and img.dtype == np.float32
     assert img[64, 12] > 0.2 and img[64, 108] > img[64, 12]  # on the line, rising to the end
     assert img[10, 64] == 0.0 and img[120, 64] == 0.0  # off the line
     # masked points are not drawn
     mask = np.ones(16)
     mask[8:] = 0
-    half = rasterize_trace(resample_trace(pts, 16), mask, (128, 128))
+    half = rasterize_trace(resample_polyline(pts, 16), mask, (128, 128))
     assert half[64, 105] == 0.0 and half[64, 20] > 0
 
 
 def test_resample_keeps_endpoints_and_even_spacing():
     pts = np.array([[0, 0], [10, 0], [10, 10]], np.float32)
-    r = resample_trace(pts, 5)
+    r = resample_polyline(pts, 5)
     np.testing.assert_allclose(r[0], [0, 0])
     np.testing.assert_allclose(r[-1], [10, 10])
     np.testing.assert_allclose(np.linalg.norm(np.diff(r, axis=0), axis=1), 5.0, atol=1e-5)
-    assert resample_trace(np.array([[3, 4]]), 4).shape == (4, 2)
+    assert resample_polyline(np.array([[3, 4]]), 4).shape == (4, 2)
 
 
 def test_random_shift_translates_content():

@@ -2,9 +2,9 @@
 
 import pytest
 
-from executor_vla import schema
 from executor_vla.config import ExecutorConfig
-from tandem.errors import ConfigError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import ConfigError
 
 
 def test_defaults_follow_diffusion_policy():

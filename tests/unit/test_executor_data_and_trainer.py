@@ -7,14 +7,14 @@ import pytest
 import torch
 from test_executor_policy import small_cfg
 
-from executor_vla import schema
 from executor_vla.data import ExecutorDataset, check_features
 from executor_vla.network import TEXT_EMB_KEY
 from executor_vla.policy import DiffusionExecutor
 from executor_vla.synthetic import make_synthetic_dataset
 from executor_vla.text_encoder import load_text_encoder
 from executor_vla.train import TrainConfig, Trainer
-from tandem.errors import CheckpointError, DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import CheckpointError, DatasetSchemaError
 
 # Tiny models on a shared 2-core CPU: one intra-op thread avoids OpenMP oversubscription stalls.
 torch.set_num_threads(1)

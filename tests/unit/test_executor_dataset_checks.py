@@ -12,11 +12,11 @@ import pytest
 import torch
 from test_executor_policy import batch, make, small_cfg
 
-from executor_vla import schema
 from executor_vla.data import ExecutorDataset
 from executor_vla.dataset_timing import LEROBOT_TOLERANCE_S, timing_problems
 from executor_vla.synthetic import make_synthetic_dataset
-from tandem.errors import DatasetSchemaError
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import DatasetSchemaError
 
 torch.set_num_threads(1)
 

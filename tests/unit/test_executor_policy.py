@@ -4,13 +4,13 @@ import numpy as np
 import pytest
 import torch
 
-from executor_vla import schema
 from executor_vla.config import ExecutorConfig
 from executor_vla.network import TEXT_EMB_KEY
 from executor_vla.policy import DiffusionExecutor
-from tandem.errors import ConfigError, DatasetSchemaError, NonFiniteActionError, SubgoalSchemaError
-from tandem.protocols import Executor
-from tandem.types import KeypointTrace, Observation, Subgoal, TaskSpec
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import ConfigError, DatasetSchemaError, NonFiniteActionError, SubgoalSchemaError
+from tandem.core.protocols import Executor
+from tandem.core.types import KeypointTrace, Observation, Subgoal, TaskSpec
 
 S = 32
 STATS = {"action": {"min": [-1] * 7, "max": [1] * 7}, "observation.state": {"min": [-2] * 8, "max": [2] * 8}}

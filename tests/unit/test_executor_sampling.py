@@ -8,7 +8,7 @@ import torch
 
 from executor_vla.config import ExecutorConfig
 from executor_vla.sampling import SCHEDULERS, ChunkSampler, check_timesteps, make_train_scheduler
-from tandem.errors import ConfigError
+from tandem.core.errors import ConfigError
 
 torch.set_num_threads(1)
 

@@ -1,5 +1,5 @@
 """The flat baseline as a stack variant: instruction planner, oracle task-success verifier, whole-episode budget,
-flat-checkpoint conditioning checks, and the new builder names of tandem.assembly / tandem.evaluate."""
+flat-checkpoint conditioning checks, and the new builder names of tandem.runtime.registry / tandem.evaluation."""
 
 from __future__ import annotations
 
@@ -15,13 +15,14 @@ from test_executor_policy import make
 from memory.task_memory import TaskMemoryV1
 from planner_vlm.instruction_planner import TASK_SKILL, InstructionPlanner
 from planner_vlm.oracle_task_verifier import OracleTaskSuccessVerifier
-from tandem import assembly
-from tandem.agent import AgentConfig, HierarchicalAgent
-from tandem.errors import ConfigError, UnknownNameError
-from tandem.evaluate import Variant
-from tandem.protocols import Planner, Verifier
-from tandem.rollout import run_episode
-from tandem.types import Observation, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.protocols import Planner, Verifier
+from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
+from tandem.evaluation.suite import Variant
+from tandem.runtime import registry
+from tandem.runtime.agent import AgentConfig, HierarchicalAgent
+from tandem.runtime.config import StackConfig, load
+from tandem.runtime.rollout import run_episode
 
 torch.set_num_threads(1)
 REPO = Path(__file__).resolve().parents[2]
@@ -99,26 +100,30 @@ def test_oracle_task_verifier_needs_the_simulator():
 
 
 # ------------------------------------------------------------------ builders and validation
+def _ctx(planner: str, env=None) -> registry.BuildContext:
+    return registry.BuildContext(env=env, simulated=True, task="stack_three", planner=planner)
+
+
 def test_builders_know_the_new_names():
-    cfg = {"planner": {"name": "instruction"}, "verifier": {"name": "oracle_task"}}
-    assert isinstance(assembly.build_planner(cfg, None), InstructionPlanner)
-    assert isinstance(assembly.build_verifier(cfg, None), OracleTaskSuccessVerifier)
-    assert {"instruction"} <= set(assembly.PLANNERS) and {"oracle_task"} <= set(assembly.VERIFIERS)
-    assert "lerobot" in assembly.EXECUTORS
+    ctx = _ctx("instruction")
+    assert isinstance(registry.PLANNERS.build({"name": "instruction"}, ctx), InstructionPlanner)
+    assert isinstance(registry.VERIFIERS.build({"name": "oracle_task"}, ctx), OracleTaskSuccessVerifier)
+    assert {"instruction"} <= set(registry.PLANNERS.names()) and {"oracle_task"} <= set(registry.VERIFIERS.names())
+    assert "lerobot" in registry.EXECUTORS.names()
     with pytest.raises(UnknownNameError, match="planner 'learned' is not implemented yet"):
-        assembly.build_planner({"planner": {"name": "learned"}}, None)
+        registry.PLANNERS.build({"name": "learned"}, ctx)
     with pytest.raises(UnknownNameError, match="verifier 'learned' is not implemented yet"):
         Variant.from_config("l", {"verifier": "learned"}).validate()
     with pytest.raises(ConfigError, match="executor=lerobot needs executor.checkpoint"):
-        assembly.build_executor({"executor": {"name": "lerobot"}}, None)
+        registry.EXECUTORS.build({"name": "lerobot"}, ctx)
     with pytest.raises(ConfigError, match="checkpoint"):
         Variant.from_config("lr", {"executor": {"name": "lerobot"}}).validate()
 
 
 def test_agent_config_null_budget_means_the_task_max_steps():
-    cfg = assembly.build_agent_config({"agent": {"max_attempts_per_subgoal": 1, "subgoal_step_budget": None}})
+    cfg = load(StackConfig, {"agent": {"max_attempts_per_subgoal": 1, "subgoal_step_budget": None}}).agent
     assert cfg.subgoal_step_budget is None and cfg.step_budget(SPEC) == SPEC.max_steps
-    assert assembly.build_agent_config({}).step_budget(SPEC) == 400
+    assert load(StackConfig, {}).agent.step_budget(SPEC) == 400
     with pytest.raises(ConfigError):
         AgentConfig(subgoal_step_budget=0)
 
@@ -164,11 +169,9 @@ def test_eval_yaml_variants_validate(ckpts):
 
 def test_build_executor_refuses_mismatched_conditioning(ckpts):
     with pytest.raises(ConfigError, match="is the flat baseline"):
-        assembly.build_executor({"planner": {"name": "oracle"},
-                                 "executor": {"name": "diffusion", "checkpoint": str(ckpts["flat"])}}, None)
+        registry.EXECUTORS.build({"name": "diffusion", "checkpoint": str(ckpts["flat"])}, _ctx("oracle"))
     with pytest.raises(ConfigError, match="subgoal-conditioned"):
-        assembly.build_executor({"planner": {"name": "instruction"},
-                                 "executor": {"name": "diffusion", "checkpoint": str(ckpts["sub"])}}, None)
+        registry.EXECUTORS.build({"name": "diffusion", "checkpoint": str(ckpts["sub"])}, _ctx("instruction"))
     conf = json.loads((ckpts["flat"] / "config.json").read_text())
     assert conf["executor"]["conditioning_source"] == "instruction"
 
@@ -198,13 +201,11 @@ class FlatEnv:
 
 
 def _flat_agent(ckpt: Path, env, budget: int | None = None) -> HierarchicalAgent:
-    cfg = {"planner": {"name": "instruction"}, "verifier": {"name": "oracle_task"},
-           "executor": {"name": "diffusion", "checkpoint": str(ckpt)}, "goals": {"name": "none"},
-           "agent": {"max_attempts_per_subgoal": 1, "subgoal_step_budget": budget}}
-    return HierarchicalAgent(planner=assembly.build_planner(cfg, env), verifier=assembly.build_verifier(cfg, env),
-                             executor=assembly.build_executor(cfg, env), memory=assembly.build_memory(cfg),
-                             goal_producer=assembly.build_goal_producer(cfg, env),
-                             config=assembly.build_agent_config(cfg))
+    cfg = load(StackConfig, {
+        "planner": {"name": "instruction"}, "verifier": {"name": "oracle_task"},
+        "executor": {"name": "diffusion", "checkpoint": str(ckpt)}, "goals": {"name": "none"},
+        "agent": {"max_attempts_per_subgoal": 1, "subgoal_step_budget": budget}})
+    return registry.build_agent(cfg, _ctx("instruction", env))
 
 
 def test_flat_episode_runs_the_whole_task_as_one_subgoal(ckpts):

@@ -11,9 +11,9 @@ import torch
 from lerobot.configs.types import FeatureType, PolicyFeature
 
 from executor_vla.lerobot_executor import LeRobotPolicyExecutor
-from tandem.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
-from tandem.protocols import Executor
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
+from tandem.core.protocols import Executor
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 H, W = 6, 8
 TASK = TaskSpec(name="t", instruction="stack red on green, then blue on red", objects=("red",), max_steps=9)
@@ -172,17 +172,17 @@ def tandem_pretrained(tmp_path_factory):
 def test_tandem_diffusion_policies_run_through_executor_lerobot(tandem_pretrained):
     """Issue 13 (Part 2, item 12): a tandem_diffusion pretrained_model, whose inputs include subgoal.goal_image,
     was refused by executor=lerobot; it now runs with its whole subgoal conditioning and its done head."""
-    from tandem import assembly
-    from tandem.types import KeypointTrace
+    from tandem.core.types import KeypointTrace
+    from tandem.runtime.registry import EXECUTORS, BuildContext
 
     path, trained = tandem_pretrained
-    cfg = {"executor": {"name": "lerobot", "checkpoint": str(path), "device": "cpu", "task_text": "subgoal"}}
+    spec = {"name": "lerobot", "checkpoint": str(path), "device": "cpu", "task_text": "subgoal"}
 
     class Limits:
         action_low = np.full(7, -0.5, np.float32)
         action_high = np.full(7, 0.5, np.float32)
 
-    ex = assembly.build_executor(cfg, Limits())
+    ex = EXECUTORS.build(spec, BuildContext(env=Limits(), simulated=False, task="toy", planner="oracle"))
     assert isinstance(ex, LeRobotPolicyExecutor) and isinstance(ex, Executor) and ex.tandem is not None
     sg = Subgoal("sg1", "move", ("obj0",), "move to the obj0", goal_image=np.zeros((32, 32, 3), np.uint8),
                  trace=KeypointTrace("agentview", np.array([[1.0, 2.0], [30.0, 20.0]], np.float32), (32, 32)))

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from memory import MemoryFileError, TaskMemoryV1, format_memory_for_prompt
-from tandem.errors import ConfigError
-from tandem.protocols import TaskMemory
-from tandem.types import Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import ConfigError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Plan, Subgoal, TaskSpec, Verdict
 
 SPEC = TaskSpec(
     name="stack_three", instruction="stack red on green, then blue on red", objects=("red", "green", "blue"),

@@ -22,8 +22,8 @@ from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient
 from planner_vlm.clients.openai_client import OpenAICompatibleClient
 from planner_vlm.plan_schema import plan_json_schema
 from planner_vlm.vlm_planner import VLMPlanner
-from tandem.errors import ConfigError
-from tandem.types import Observation, TaskSpec
+from tandem.core.errors import ConfigError
+from tandem.core.types import Observation, TaskSpec
 
 TASK = TaskSpec(name="stack_three", instruction="stack red on green", objects=("red", "green"), max_steps=100,
                 skills={"stack": "on({0},{1})"}, skill_texts={"stack": "stack the {0} cube on the {1} cube"},

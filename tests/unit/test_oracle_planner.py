@@ -7,9 +7,9 @@ import pytest
 
 from memory import TaskMemoryV1
 from planner_vlm.oracle_planner import OraclePlanner
-from tandem.errors import ConfigError, UnknownNameError
-from tandem.protocols import Planner
-from tandem.types import Observation, Plan, TaskSpec, Verdict
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.protocols import Planner
+from tandem.core.types import Observation, Plan, TaskSpec, Verdict
 
 PREDS = {"pick": "grasped({0})", "place": "in_bin({0})", "stack": "on({0},{1})", "insert": "on_peg({0},{1})"}
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from planner_vlm.oracle_verifier import OracleVerifier
-from tandem.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
-from tandem.protocols import Verifier
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
+from tandem.core.protocols import Verifier
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 STACK = TaskSpec(
     name="stack_three", instruction="stack red on green, then blue on red", objects=("red", "green", "blue"),

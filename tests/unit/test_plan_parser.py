@@ -10,8 +10,8 @@ import pytest
 
 from planner_vlm.plan_parser import extract_json_object, parse_plan, parse_verdict, skill_arity
 from planner_vlm.plan_schema import plan_json_schema, verdict_json_schema
-from tandem.errors import PlanParseError
-from tandem.types import TaskSpec
+from tandem.core.errors import PlanParseError
+from tandem.core.types import TaskSpec
 
 TASK = TaskSpec(
     name="stack_three", instruction="stack red on green, then blue on red", objects=("red", "green", "blue"),

@@ -11,8 +11,8 @@ from collections import Counter
 import numpy as np
 
 from planner_vlm.plan_parser import parse_plan, parse_verdict
-from tandem.errors import PlanParseError
-from tandem.types import Plan, TaskSpec, Verdict
+from tandem.core.errors import PlanParseError
+from tandem.core.types import Plan, TaskSpec, Verdict
 
 TASK = TaskSpec(
     name="stack_three", instruction="stack red on green, then blue on red", objects=("red", "green", "blue"),

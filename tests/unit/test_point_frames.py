@@ -14,8 +14,8 @@ from planner_vlm.clients.transformers_client import processor_point_frame
 from planner_vlm.factory import make_vlm_planner
 from planner_vlm.plan_parser import parse_plan
 from planner_vlm.point_frames import PointFrame, default_point_frame, smart_resize
-from tandem.errors import ConfigError, PlanParseError
-from tandem.types import Observation, TaskSpec
+from tandem.core.errors import ConfigError, PlanParseError
+from tandem.core.types import Observation, TaskSpec
 
 TASK = TaskSpec(name="stack_three", instruction="stack red on green", objects=("red", "green"), max_steps=100,
                 skills={"stack": "on({0},{1})"}, skill_texts={"stack": "stack the {0} cube on the {1} cube"},

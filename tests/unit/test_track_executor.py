@@ -8,18 +8,13 @@ import numpy as np
 import pytest
 import torch
 
-from executor_vla import schema
 from executor_vla.track_config import TrackExecutorConfig
-from executor_vla.track_features import (
-    feature_dim,
-    finger_yaw,
-    quat_wxyz_to_matrix,
-    rotation_6d,
-    track_features,
-)
+from executor_vla.track_features import feature_dim, track_features
 from executor_vla.track_policy import TrackExecutor
-from tandem.errors import CheckpointError, ConfigError, SubgoalSchemaError
-from tandem.types import Observation, Subgoal, TaskSpec, Trace3D
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import CheckpointError, ConfigError, SubgoalSchemaError
+from tandem.core.geometry import quats_to_mats, rotation_6d, yaws_of_mats
+from tandem.core.types import Observation, Subgoal, TaskSpec, Trace3D
 
 TASK = TaskSpec(name="toy", instruction="visit the targets", objects=("obj0", "obj1"), max_steps=100)
 
@@ -47,12 +42,12 @@ def _trace(points, yaw=None, grip=None) -> Trace3D:
 def test_rotation_6d_is_blind_to_the_quaternion_sign_and_continuous_near_w0():
     q = _down_quat(0.3)
     assert abs(q[0]) < 1e-6  # pointing down: w ~ 0, where forcing w >= 0 flips the quaternion
-    r1, r2 = rotation_6d(quat_wxyz_to_matrix(q)), rotation_6d(quat_wxyz_to_matrix(-q))
+    r1, r2 = rotation_6d(quats_to_mats(q)), rotation_6d(quats_to_mats(-q))
     np.testing.assert_allclose(r1, r2, atol=1e-12)
     tilted = _down_quat(0.3, tilt=math.radians(0.5))
     tilted = tilted if tilted[0] >= 0 else -tilted  # the env's canonical sign flips the whole quaternion here
-    assert np.linalg.norm(rotation_6d(quat_wxyz_to_matrix(tilted)) - r1) < 0.02
-    assert finger_yaw(quat_wxyz_to_matrix(q)) == pytest.approx(0.3)
+    assert np.linalg.norm(rotation_6d(quats_to_mats(tilted)) - r1) < 0.02
+    assert yaws_of_mats(quats_to_mats(q)) == pytest.approx(0.3)
 
 
 def test_track_features_are_the_trace_relative_to_the_gripper():

@@ -12,8 +12,8 @@ from planner_vlm.clients.scripted_client import ScriptedVLMClient
 from planner_vlm.factory import make_vlm_client, make_vlm_planner
 from planner_vlm.prompts import available_versions, load_prompt
 from planner_vlm.vlm_planner import VLMPlanner
-from tandem.errors import ConfigError, UnknownNameError
-from tandem.types import Observation, TaskSpec
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.types import Observation, TaskSpec
 
 TASK = TaskSpec(
     name="stack_three", instruction="stack the red cube on the green cube, then the blue cube on the red cube",

@@ -10,7 +10,7 @@ from planner_vlm.clients.base import ImagePart, TextPart
 from planner_vlm.clients.scripted_client import ScriptedVLMClient
 from planner_vlm.factory import make_vlm_verifier
 from planner_vlm.vlm_verifier import VLMVerifier
-from tandem.types import Observation, Subgoal, TaskSpec
+from tandem.core.types import Observation, Subgoal, TaskSpec
 
 TASK = TaskSpec(name="stack_three", instruction="stack red on green", objects=("red", "green"), max_steps=100,
                 skills={"stack": "on({0},{1})"}, cameras=("agentview", "wrist"), image_size=(8, 8))

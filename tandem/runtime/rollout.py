@@ -4,9 +4,14 @@ Artefacts written to ``out_dir`` (all optional):
 
 * ``episode.mp4``: agentview with the subgoal text, the keypoint trace and the goal image inset, wrist view beside;
 * ``episode.jsonl``: one row per control step plus one event per plan, attempt, verdict, replan,
-  perturbation and error (``tandem.types.EpisodeLog``);
+  perturbation and error (``tandem.core.types.EpisodeLog``);
 * ``memory.jsonl``: the task memory, loadable with ``memory.task_memory.TaskMemoryV1.load``;
-* ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies.
+* ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies, and
+  ``privileged`` (bool: whether any component of the stack read the simulator's truth; ``oracle_components``
+  names them).
+
+When the episode ends at the env's step limit, on termination or at the rollout's step cap, the active subgoal is
+verified on the last observation first, so its verdict is recorded.
 
 A failed episode (unstable simulation, NaN action, exhausted budgets) is returned as failed with its
 reason; it never raises, so a batch evaluation continues.
@@ -24,11 +29,11 @@ from typing import Any
 
 import numpy as np
 
-from tandem.agent import HierarchicalAgent
-from tandem.errors import TandemError
-from tandem.protocols import Env
-from tandem.types import EpisodeLog, Observation
-from tandem.video import VideoWriter, compose_frame
+from tandem.core.errors import TandemError
+from tandem.core.protocols import Env
+from tandem.core.types import EpisodeLog, Observation
+from tandem.runtime.agent import HierarchicalAgent
+from tandem.runtime.video import VideoWriter, compose_frame
 
 
 @dataclass
@@ -107,8 +112,10 @@ def run_episode(
     """
     t_start = time.perf_counter()
     out = Path(out_dir) if out_dir is not None else None
-    log = EpisodeLog(meta={"seed": int(seed), **(meta or {})})
-    summary: dict[str, Any] = {"seed": int(seed), "success": False, "failure": None, "steps": 0}
+    log = EpisodeLog(meta={"seed": int(seed), "privileged": agent.privileged,
+                           "oracle_components": agent.oracle_components, **(meta or {})})
+    summary: dict[str, Any] = {"seed": int(seed), "success": False, "failure": None, "steps": 0,
+                               "privileged": agent.privileged, "oracle_components": agent.oracle_components}
     writer: VideoWriter | None = None
     step = 0
     success = False
@@ -145,11 +152,11 @@ def run_episode(
             if success and stop_on_success:
                 agent.stop("env reports task success", step, observation=obs)
                 break
-            if terminated or truncated:
-                agent.stop("env terminated" if terminated else "env step limit reached", step)
+            if terminated or truncated:  # the active subgoal is verified on the last observation first
+                agent.stop("env terminated" if terminated else "env step limit reached", step, observation=obs)
                 break
         else:
-            agent.stop(f"rollout step cap {limit} reached", step)
+            agent.stop(f"rollout step cap {limit} reached", step, observation=obs)
     except TandemError as e:
         failure = f"{type(e).__name__}: {e}"
         if agent.task is not None:

@@ -256,28 +256,42 @@ class Subgoal:
 class Plan:
     """A done/remaining split of the task (LoHo-Manip style).
 
+    The plan claims the task is complete only when :attr:`claims_complete` holds: nothing remains, something was
+    done, and it is not a fallback. An empty plan (nothing done, nothing remaining) never claims completion, so a
+    planner that fails and returns ``Plan()`` cannot end an episode as a claimed success.
+
     Attributes:
         done: subgoals already achieved, in order.
         remaining: subgoals still to do, in order; ``remaining[0]`` is the next one.
         rationale: free text from the planner (for logs; never executed).
+        fallback: the planner could not make a new plan (e.g. its model gave no usable output) and this is what it
+            fell back to (e.g. its previous plan). The agent may execute a fallback's ``remaining`` subgoals but
+            never takes a fallback as the end of the task.
     """
 
     done: list[Subgoal] = field(default_factory=list)
     remaining: list[Subgoal] = field(default_factory=list)
     rationale: str = ""
+    fallback: bool = False
 
     @property
     def next(self) -> Subgoal | None:
         return self.remaining[0] if self.remaining else None
 
+    @property
+    def claims_complete(self) -> bool:
+        """Whether the plan says the task is achieved: ``done`` non-empty, ``remaining`` empty, not a fallback."""
+        return bool(self.done) and not self.remaining and not self.fallback
+
     def to_json(self) -> dict[str, Any]:
         return {"done": [s.to_json() for s in self.done], "remaining": [s.to_json() for s in self.remaining],
-                "rationale": self.rationale}
+                "rationale": self.rationale, "fallback": bool(self.fallback)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Plan:
         return cls(done=[Subgoal.from_json(s) for s in d["done"]],
-                   remaining=[Subgoal.from_json(s) for s in d["remaining"]], rationale=d.get("rationale", ""))
+                   remaining=[Subgoal.from_json(s) for s in d["remaining"]], rationale=d.get("rationale", ""),
+                   fallback=bool(d.get("fallback", False)))
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from tandem.types import Observation, Subgoal
+from tandem.core.types import Observation, Subgoal
 
 #: Upscaling of the 128 px camera images so that text is legible.
 DISPLAY_SCALE = 3

@@ -65,7 +65,7 @@ class PlanParseError(TandemError, ValueError):
 
 
 class SubgoalSchemaError(TandemError, ValueError):
-    """A Subgoal (or its trace / goal image) violates the data contract in tandem.types."""
+    """A Subgoal (or its trace / goal image) violates the data contract in tandem.core.types."""
 
 
 class CheckpointError(TandemError):
@@ -93,3 +93,11 @@ class NonFiniteActionError(TandemError, ValueError):
 
 class SafetyViolation(TandemError):
     """A robot command was rejected by the safety layer (workspace, velocity, staleness, e-stop)."""
+
+
+class PrivilegedAccessError(TandemError):
+    """A component that is not an oracle read ``Observation.privileged`` (the simulator's truth).
+
+    Raised by the guard that :mod:`tandem.core.privileged` puts in place of the privileged state in every
+    observation the runtime hands to a component whose ``is_oracle`` is False; the message names the component.
+    """

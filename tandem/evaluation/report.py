@@ -12,7 +12,7 @@ the A/B comparison of success rates.
 * ``failure_videos/``: the videos recorded by ``tandem-eval ... video=failures`` (``<key>.mp4``) and ``index.md``.
 
 ``compare(a, b)`` gives the ratio of success rates A/B per (task, setting) and pooled, with 95% intervals
-(Katz log method, :func:`tandem.evaluate.ratio_interval`).
+(Katz log method, :func:`tandem.evaluation.statistics.ratio_interval`).
 """
 
 from __future__ import annotations
@@ -25,17 +25,10 @@ from typing import Any
 
 import numpy as np
 
-from tandem.errors import ConfigError
-from tandem.evaluate import (
-    VIDEO_FILE,
-    ResultStore,
-    compute_metrics,
-    load_results,
-    ratio_interval,
-    video_dir_name,
-    wilson_interval,
-    write_metrics,
-)
+from tandem.core.errors import ConfigError
+from tandem.evaluation.runner import video_dir_name
+from tandem.evaluation.statistics import compute_metrics, ratio_interval, wilson_interval, write_metrics
+from tandem.evaluation.store import VIDEO_FILE, ResultStore, load_results
 
 
 def _plt():

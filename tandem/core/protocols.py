@@ -1,8 +1,15 @@
 """The interfaces between tandem's parts, as ``typing.Protocol`` classes.
 
-Only :mod:`tandem.agent` knows all of them together. Components implement them without
-importing each other (see the import-linter contracts in ``pyproject.toml``).
-This module imports nothing from the project but :mod:`tandem.types`.
+Only :mod:`tandem.runtime.agent` knows all of them together. Components implement them without
+importing each other (see the import-linter contracts in ``pyproject.toml``). A protocol declares every member the
+runtime uses, so the runtime never probes a component with ``hasattr``; :func:`require_protocol` refuses a
+component that lacks one, naming what is missing.
+
+Every component that receives observations (planner, verifier, executor, goal producer) declares ``is_oracle``:
+True when it reads the simulator's truth (``Observation.privileged``). The runtime hands a component whose
+``is_oracle`` is False observations with ``privileged`` removed (:mod:`tandem.core.privileged`).
+
+This module imports nothing from the project but :mod:`tandem.core.types` and :mod:`tandem.core.errors`.
 """
 
 from __future__ import annotations
@@ -12,7 +19,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.errors import ConfigError
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
 
 
 @runtime_checkable
@@ -91,22 +99,37 @@ class TaskMemory(Protocol):
 
 @runtime_checkable
 class Planner(Protocol):
-    """Decomposes the instruction into subgoals; replans from memory after a failure."""
+    """Decomposes the instruction into subgoals; replans from memory after a failure.
+
+    Attributes:
+        is_oracle: whether it reads ``Observation.privileged`` (simulator truth), e.g. the symbolic oracle planner.
+        source: what memory records as the plan's source, e.g. ``"oracle"``, ``"vlm"``, ``"instruction"``.
+    """
+
+    is_oracle: bool
+    source: str
 
     def reset(self, task: TaskSpec) -> None: ...
 
     def plan(self, observation: Observation, memory: TaskMemory) -> Plan:
         """Return the current done/remaining plan. ``memory.view()`` holds failures to replan around.
 
-        Never raises on bad model output: a planner falls back (e.g. keeps its current plan) and
-        records why in memory.
+        Never raises on bad model output: a planner falls back (e.g. keeps its current plan), returns that plan
+        with ``Plan.fallback=True`` and records why in memory. Only a plan with ``Plan.claims_complete`` ends the
+        episode as achieved.
         """
         ...
 
 
 @runtime_checkable
 class GoalProducer(Protocol):
-    """Fills in a subgoal's goal image and/or keypoint trace (oracle render, learned, or VLM)."""
+    """Fills in a subgoal's goal image and/or keypoint trace (oracle render, learned, or VLM).
+
+    Attributes:
+        is_oracle: whether it reads the simulator (the teleport-render oracle does).
+    """
+
+    is_oracle: bool
 
     def produce(self, subgoal: Subgoal, observation: Observation) -> Subgoal:
         """Return ``subgoal`` with ``goal_image`` ``uint8 (H, W, 3)`` and/or ``trace`` filled in."""
@@ -115,7 +138,17 @@ class GoalProducer(Protocol):
 
 @runtime_checkable
 class Verifier(Protocol):
-    """Decides whether a subgoal succeeded, from the observations before and after it."""
+    """Decides whether a subgoal succeeded, from the observations before and after it.
+
+    Attributes:
+        is_oracle: whether it reads ``Observation.privileged`` (the simulator's predicates or success flag).
+    """
+
+    is_oracle: bool
+
+    def reset(self, task: TaskSpec, memory: TaskMemory) -> None:
+        """Start an episode of ``task``; a model verifier records its exchanges in ``memory``."""
+        ...
 
     def verify(self, before: Observation, after: Observation, subgoal: Subgoal) -> Verdict: ...
 
@@ -125,7 +158,12 @@ class Executor(Protocol):
     """Low-level policy that turns (observation, subgoal) into actions.
 
     Chunked policies (Diffusion Policy) keep an action queue; ``set_subgoal`` drops it.
+
+    Attributes:
+        is_oracle: whether it reads the simulator (the scripted experts drive the live simulator).
     """
+
+    is_oracle: bool
 
     def reset(self) -> None: ...
 
@@ -144,3 +182,16 @@ class Executor(Protocol):
     def subgoal_done(self) -> bool:
         """Whether, as of the last ``select_action``, the executor believes the subgoal is complete."""
         ...
+
+
+def require_protocol(component: object, protocol: type, role: str) -> None:
+    """Refuse ``component`` as ``role`` (e.g. ``"planner"``) unless it has every member of ``protocol``.
+
+    Raises:
+        ConfigError: naming the component's class, the role and the missing members (e.g. ``is_oracle``).
+    """
+    members = sorted(getattr(protocol, "__protocol_attrs__", ()))
+    missing = [m for m in members if not hasattr(component, m)]
+    if missing:
+        raise ConfigError(f"{type(component).__name__} cannot be the {role}: it lacks {', '.join(missing)} of "
+                          f"tandem.core.protocols.{protocol.__name__} (members: {', '.join(members)})")

@@ -4,7 +4,7 @@ A tandem dataset is a LeRobotDataset v3 (LeRobot 0.6.1) at :data:`FPS` frames pe
 carries the robot observation, the action, and the *active subgoal's* conditioning: its index in the
 episode, its text (as a LeRobot task index), its goal image and its keypoint trace.
 
-Conventions (see ``tandem/types.py``):
+Conventions (see ``tandem/core/types.py``):
 
 * images: RGB, upright, origin at the top-left; LeRobot shape convention ``(H, W, 3)`` with names
   ``["height", "width", "channels"]``; stored with dtype ``"image"`` (PNG inside parquet,
@@ -19,7 +19,7 @@ Conventions (see ``tandem/types.py``):
   ``"task"`` string is the episode's full instruction.
 * ``subgoal.trace``: ``float32 (K, 2)`` keypoint trace in agentview pixels ``(x right, y down)``,
   origin top-left, resampled to ``K`` points; ``subgoal.trace_mask`` ``float32 (K,)`` 1 = valid point.
-* ``subgoal.trace_3d``: ``float32 (K3, 5)`` the subgoal's 3-D trace (:class:`tandem.types.Trace3D`), one row per
+* ``subgoal.trace_3d``: ``float32 (K3, 5)`` the subgoal's 3-D trace (:class:`tandem.core.types.Trace3D`), one row per
   point ``(x, y, z, yaw, gripper)``: grip-site position in m (world frame), finger-axis yaw in rad (continuous
   along the trace), gripper command (-1 open, +1 closed); padded to ``K3`` rows by repeating the last point
   (:func:`pad_trace_3d`); ``subgoal.trace_3d_mask`` ``float32 (K3,)`` 1 = a real point.
@@ -44,8 +44,9 @@ from typing import Any
 
 import numpy as np
 
-from tandem.errors import SubgoalSchemaError
-from tandem.types import OSC_ACTION_LAYOUT, PROPRIO_LAYOUT, Trace3D
+from tandem.core.errors import SubgoalSchemaError
+from tandem.core.geometry import quat_to_mat
+from tandem.core.types import OSC_ACTION_LAYOUT, PROPRIO_LAYOUT, Trace3D
 
 FPS: int = 20
 IMAGE_SIZE: tuple[int, int] = (128, 128)
@@ -167,8 +168,7 @@ def label_vocabulary_of(features: dict[str, dict[str, Any]]) -> tuple[tuple[str,
 def object_keypoints(pos: np.ndarray, quat_wxyz: np.ndarray) -> np.ndarray:
     """The two label keypoints of an object: its origin and the point :data:`KEYPOINT_OFFSET_M` along its local x
     axis, ``float64 (2, 3)`` m in the frame of ``pos`` (world). ``quat_wxyz`` is the object's orientation."""
-    w, x, y, z = np.asarray(quat_wxyz, np.float64) / max(np.linalg.norm(quat_wxyz), 1e-12)
-    x_axis = np.array([1 - 2 * (y * y + z * z), 2 * (x * y + w * z), 2 * (x * z - w * y)])
+    x_axis = quat_to_mat(quat_wxyz)[:, 0]
     p = np.asarray(pos, np.float64)
     return np.stack([p, p + KEYPOINT_OFFSET_M * x_axis])
 
@@ -180,7 +180,7 @@ def pad_trace_3d(trace: Trace3D | None, k: int = TRACE_3D_LEN) -> tuple[np.ndarr
     trace is padded to ``k`` rows by repeating its last point (a natural "stay there" for the network).
 
     Args:
-        trace: the subgoal's :class:`tandem.types.Trace3D`, or None.
+        trace: the subgoal's :class:`tandem.core.types.Trace3D`, or None.
         k: K3, rows.
 
     Returns:

@@ -11,8 +11,10 @@ This is the only module that knows all four parts. Each subgoal goes through:
 5. memory records the verdict; the agent advances, retries or gives up after too many attempts.
 
 The agent is a step-level state machine (``act(obs) -> action``) so the same code drives a simulator
-rollout (``tandem.rollout``) and a real robot loop (the ROS 2 bridge). It never reads
-``Observation.privileged`` itself; only the injected oracle components may.
+rollout (``tandem.runtime.rollout``) and a real robot loop (the ROS 2 bridge). It never reads
+``Observation.privileged`` itself, and it hands each component whose ``is_oracle`` is False observations with the
+privileged state withheld (:mod:`tandem.core.privileged`): reading it raises ``PrivilegedAccessError`` naming the
+component. :attr:`HierarchicalAgent.privileged` says whether the stack reads simulator truth anywhere.
 """
 
 from __future__ import annotations
@@ -23,37 +25,11 @@ from typing import Any
 
 import numpy as np
 
-from tandem.errors import ConfigError, NonFiniteActionError, TandemError
-from tandem.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier
-from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
-
-
-@dataclass
-class AgentConfig:
-    """Budgets of the closed loop.
-
-    Attributes:
-        max_attempts_per_subgoal: attempts at one subgoal signature (e.g. ``stack(red,green)``) before
-            the agent gives up on the episode.
-        subgoal_step_budget: control steps one attempt may take before it is verified anyway; None means the
-            whole episode's budget (``TaskSpec.max_steps`` of the task given to ``reset``), as a flat policy
-            that runs the task as one subgoal needs.
-        max_plans: planner calls per episode (initial plan + replans) before giving up; guards against
-            planner-verifier loops (RoboMemory's planner-critic loop guard).
-    """
-
-    max_attempts_per_subgoal: int = 3
-    subgoal_step_budget: int | None = 400
-    max_plans: int = 40
-
-    def __post_init__(self) -> None:
-        budget_ok = self.subgoal_step_budget is None or self.subgoal_step_budget >= 1
-        if self.max_attempts_per_subgoal < 1 or not budget_ok or self.max_plans < 1:
-            raise ConfigError(f"AgentConfig budgets must be >= 1 (subgoal_step_budget may be None), got {self}")
-
-    def step_budget(self, task: TaskSpec) -> int:
-        """Control steps per attempt for ``task``: ``subgoal_step_budget``, or ``task.max_steps`` when None."""
-        return int(task.max_steps) if self.subgoal_step_budget is None else int(self.subgoal_step_budget)
+from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.core.privileged import observation_for
+from tandem.core.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier, require_protocol
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.runtime.config import AgentConfig
 
 
 @dataclass
@@ -87,6 +63,9 @@ class HierarchicalAgent:
         config: budgets.
 
     Use: ``reset(task, obs)`` once, then ``act(obs)`` every control step until ``status.finished``.
+
+    Raises:
+        ConfigError: a component that lacks a member of its protocol (e.g. ``is_oracle``), named.
     """
 
     def __init__(
@@ -98,6 +77,11 @@ class HierarchicalAgent:
         goal_producer: GoalProducer | None = None,
         config: AgentConfig | None = None,
     ):
+        for component, protocol, role in ((planner, Planner, "planner"), (verifier, Verifier, "verifier"),
+                                          (executor, Executor, "executor"), (memory, TaskMemory, "memory")):
+            require_protocol(component, protocol, role)
+        if goal_producer is not None:
+            require_protocol(goal_producer, GoalProducer, "goal producer")
         self.planner, self.verifier, self.executor, self.memory = planner, verifier, executor, memory
         self.goal_producer = goal_producer
         self.config = config or AgentConfig()
@@ -110,6 +94,19 @@ class HierarchicalAgent:
         self._step = 0
         self._budget = self.config.subgoal_step_budget or 0
 
+    @property
+    def oracle_components(self) -> list[str]:
+        """The roles whose component reads the simulator's truth (``is_oracle``), e.g. ``["planner", "executor"]``."""
+        parts = [("planner", self.planner), ("verifier", self.verifier), ("executor", self.executor),
+                 ("goal producer", self.goal_producer)]
+        return [role for role, c in parts if c is not None and c.is_oracle]
+
+    @property
+    def privileged(self) -> bool:
+        """Whether this stack reads the simulator's truth anywhere (any component is an oracle). Recorded with every
+        result: a privileged stack's success does not transfer to a robot."""
+        return bool(self.oracle_components)
+
     # ------------------------------------------------------------------ public API
     def reset(self, task: TaskSpec, observation: Observation, meta: dict[str, Any] | None = None) -> None:
         """Start an episode: reset executor and memory, make the first plan, start its first subgoal."""
@@ -120,10 +117,7 @@ class HierarchicalAgent:
         self._steps_in_subgoal, self._step = 0, observation.step
         self.memory.start_episode(task, meta)
         self.planner.reset(task)
-        if hasattr(self.verifier, "reset"):
-            self.verifier.reset(task)
-        if hasattr(self.verifier, "attach_memory"):  # model verifiers log their exchanges to memory
-            self.verifier.attach_memory(self.memory)
+        self.verifier.reset(task, self.memory)  # model verifiers log their exchanges to memory
         self.executor.reset()
         self._replan(observation, after_failure=False)
 
@@ -148,7 +142,8 @@ class HierarchicalAgent:
         if self.status.finished or self.subgoal is None:
             return None
         t0 = time.perf_counter()
-        action = np.asarray(self.executor.select_action(observation), dtype=np.float32)
+        action = np.asarray(self.executor.select_action(observation_for(self.executor, observation, "executor")),
+                            dtype=np.float32)
         self.status.action_latency_s.append(time.perf_counter() - t0)
         if not np.all(np.isfinite(action)):
             raise NonFiniteActionError(f"executor returned a non-finite action {action.tolist()} "
@@ -168,7 +163,7 @@ class HierarchicalAgent:
         """
         self._step = step
         if observation is not None and self.subgoal is not None and not self.status.finished:
-            self._verify_active(observation)
+            self._verify_active(observation, at_episode_end=True)
         if not self.status.finished:
             self._finish(claims_success=False, reason=reason)
         self.memory.record_event("stop", step, reason=reason)
@@ -180,7 +175,7 @@ class HierarchicalAgent:
             return
         t0 = time.perf_counter()
         try:
-            plan = self.planner.plan(observation, self.memory)
+            plan = self.planner.plan(observation_for(self.planner, observation, "planner"), self.memory)
         except TandemError as e:  # planners should fall back themselves; this is the last line of defence
             self.memory.record_event("planner_error", self._step, error=str(e))
             self._finish(False, f"planner failed: {e}")
@@ -189,13 +184,14 @@ class HierarchicalAgent:
         self.status.plans += 1
         self.status.replans += int(after_failure)
         self.plan = plan
-        self.memory.record_plan(plan, self._step, source=getattr(self.planner, "source", type(self.planner).__name__))
+        self.memory.record_plan(plan, self._step, source=self.planner.source)
         nxt = plan.next
         if nxt is None:
-            if getattr(self.planner, "last_fallback", False) and not plan.done:
-                self._finish(False, "planner gave no usable plan")
-            else:
+            if plan.claims_complete:
                 self._finish(True, "planner reports nothing remaining")
+            else:  # an empty plan, or a fallback with nothing left to execute, never counts as success
+                what = "a fallback plan with nothing remaining" if plan.fallback else "an empty plan"
+                self._finish(False, f"planner gave no usable plan ({what}): {plan.rationale[:200]}".rstrip(": "))
             return
         attempts = self.memory.attempts(nxt)
         if attempts >= self.config.max_attempts_per_subgoal:
@@ -206,7 +202,8 @@ class HierarchicalAgent:
     def _start_subgoal(self, subgoal: Subgoal, observation: Observation) -> None:
         if self.goal_producer is not None:
             planned_trace, planned_trace_3d = subgoal.trace, subgoal.trace_3d
-            subgoal = self.goal_producer.produce(subgoal, observation)
+            subgoal = self.goal_producer.produce(
+                subgoal, observation_for(self.goal_producer, observation, "goal producer"))
             if planned_trace is not None:  # a trace the planner predicted wins over the producer's
                 subgoal.trace = planned_trace
             if planned_trace_3d is not None:
@@ -219,17 +216,22 @@ class HierarchicalAgent:
         self.executor.set_subgoal(subgoal, self.task)
         self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
 
-    def _verify_active(self, observation: Observation) -> Verdict:
-        """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal."""
+    def _verify_active(self, observation: Observation, at_episode_end: bool = False) -> Verdict:
+        """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal.
+
+        ``at_episode_end``: the episode was ended from outside (env success, step limit, cap) while the subgoal was
+        active; the verdict is recorded with ``"at_episode_end": True`` (the attempt was cut, not finished)."""
         subgoal = self.subgoal
         assert subgoal is not None and self._before is not None
-        verdict: Verdict = self.verifier.verify(self._before, observation, subgoal)
+        verdict: Verdict = self.verifier.verify(observation_for(self.verifier, self._before, "verifier"),
+                                                observation_for(self.verifier, observation, "verifier"), subgoal)
         if self._steps_in_subgoal >= self._budget and not verdict.success:
             verdict = Verdict(False, verdict.confidence,
                               f"step budget of {self._budget} spent; {verdict.reason}",
                               verdict.source)
         self.memory.record_verdict(subgoal, verdict, self._step)
-        self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json()})
+        self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json(),
+                                     "at_episode_end": at_episode_end})
         self.status.subgoals_done += int(verdict.success)
         if not verdict.success:  # what the verifier saw becomes a fact about each object involved
             for obj in subgoal.args:

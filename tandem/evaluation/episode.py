@@ -1,0 +1,128 @@
+"""One episode in this process: build (or reuse) the variant's stack, run it, return its row.
+
+:func:`run_job` builds the stack through :func:`tandem.runtime.registry.build_stack` or a variant's ``builder``,
+keeps the last few built stacks per process, and never raises: a build error, an exception outside
+``run_episode``, a NaN action or an unstable simulation is a failed row whose ``failure_kind`` and ``failure``
+say why. Every backend (:mod:`tandem.evaluation.backends`) runs episodes through it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+import traceback
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from tandem.core.errors import ConfigError
+from tandem.evaluation.rows import failed_row, row_from_result
+from tandem.evaluation.suite import EpisodeJob, config_hash
+from tandem.runtime.environment import prepare_runtime
+
+#: Stacks kept alive per worker process (an env build costs seconds; memory ~ 0.2 GB each).
+STACK_CACHE_SIZE = 2
+
+
+_STACKS: OrderedDict[str, Any] = OrderedDict()
+
+
+def _load_builder(spec: str) -> Callable[[Any], Any]:
+    import importlib
+
+    module, _, fn = spec.partition(":")
+    try:
+        return getattr(importlib.import_module(module), fn)
+    except (ImportError, AttributeError) as e:
+        raise ConfigError(f"variant builder {spec!r} cannot be loaded: {e}") from e
+
+
+def _stack_for(job: EpisodeJob) -> tuple[Any, bool]:
+    """(stack, built_now) for ``job`` from this process's cache; evicts the least recently used."""
+    ck = config_hash({"build": job.build, "builder": job.builder})
+    if ck in _STACKS:
+        _STACKS.move_to_end(ck)
+        return _STACKS[ck], False
+    if job.builder:
+        stack = _load_builder(job.builder)(job.build)
+    else:
+        from tandem.runtime.registry import build_stack
+
+        stack = build_stack(job.build)
+    _STACKS[ck] = stack
+    while len(_STACKS) > STACK_CACHE_SIZE:
+        _, old = _STACKS.popitem(last=False)
+        _close_quietly(old)
+    return stack, True
+
+
+def _close_quietly(stack: Any) -> None:
+    with contextlib.suppress(Exception):  # closing a broken env must not fail the next episode
+        stack.close()
+
+
+def _drop_stack(job: EpisodeJob) -> None:
+    ck = config_hash({"build": job.build, "builder": job.builder})
+    stack = _STACKS.pop(ck, None)
+    if stack is not None:
+        _close_quietly(stack)
+
+
+def _inflight_path(inflight_dir: str | None) -> Path | None:
+    return None if inflight_dir is None else Path(inflight_dir) / f"{os.getpid()}.json"
+
+
+def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None) -> dict[str, Any]:
+    """Run one episode in this process and return its row. Never raises (see module docstring).
+
+    Args:
+        job: the episode (or its ``to_json`` dict).
+        inflight_dir: folder where this process writes ``<pid>.json`` with the job's key while it runs, so the
+            parent can tell which episode a dead worker was running.
+
+    Returns:
+        The row: identification columns, outcome columns and :data:`TIMING_COLUMNS`.
+    """
+    if isinstance(job, Mapping):
+        job = EpisodeJob(**job)
+    marker = _inflight_path(inflight_dir)
+    if marker is not None:
+        marker.write_text(json.dumps({"key": job.key}))
+    t0 = time.perf_counter()
+    try:
+        try:
+            stack, built = _stack_for(job)
+        except Exception as e:  # noqa: BLE001 - a variant that cannot be built is a failed row, not a dead run
+            return failed_row(job, "build_error", f"build failed: {type(e).__name__}: {e}",
+                              build_time_s=round(time.perf_counter() - t0, 3), worker=os.getpid())
+        build_time = time.perf_counter() - t0 if built else 0.0
+        try:
+            from tandem.runtime.rollout import run_episode
+
+            meta = {"key": job.key, "variant": job.variant, "config_hash": job.config_hash}
+            result = run_episode(stack.env, stack.agent, seed=job.seed, out_dir=job.video_dir,
+                                 record_video=job.video_dir is not None, max_steps=job.max_steps, meta=meta)
+        except Exception as e:  # noqa: BLE001 - outside run_episode's own guard
+            _drop_stack(job)
+            return failed_row(job, "crash", f"crash outside run_episode: {type(e).__name__}: {e}",
+                              traceback=traceback.format_exc(limit=6), worker=os.getpid())
+        row = row_from_result(job, result.summary, result.log.meta.get("goals") or [])
+        row["build_time_s"] = round(build_time, 3)
+        row["worker"] = os.getpid()
+        if job.video_dir is not None:
+            row["video"] = result.paths.get("video")
+        if row["failure_kind"] in ("crash", "sim_unstable", "nan_action", "tandem_error"):
+            _drop_stack(job)  # never reuse an env that ended in an error: the next episode starts from a fresh one
+        return row
+    finally:
+        if marker is not None:
+            marker.unlink(missing_ok=True)
+
+
+def worker_init() -> None:
+    """Process-pool and Ray worker initializer: the runtime environment of :mod:`tandem.runtime.environment`
+    (headless EGL rendering, offline hub, quiet robosuite)."""
+    prepare_runtime()

@@ -1,0 +1,831 @@
+"""The typed stack configuration: one dataclass schema per config section and per config-group option.
+
+Every entry point composes its config with Hydra from ``configs/`` over these schemas (registered in Hydra's
+ConfigStore by :func:`register_configs`), so a typo or a wrong type fails while the command line is parsed, with
+the key named (``Key 'modle' not in 'VLMPlannerConfig'``, ``full_key: planner.modle``). Values are then checked
+as a whole by :func:`load` before anything is built or run: each schema's :meth:`Schema.check` raises a
+:class:`~tandem.core.errors.ConfigError` naming the full key, e.g. ``env.image_size must be [H, W] with H, W >= 1,
+got [84, 84, 3]``. Non-Hydra callers (the evaluation's variants, tests, benchmarks) pass plain dicts through the
+same :func:`load`.
+
+Sections of a stack (:class:`StackConfig`): ``task``, ``env``, ``planner``, ``verifier``, ``executor``,
+``goals``, ``perturb``, ``agent``. The component sections (``planner``, ``verifier``, ``executor``, ``goals``)
+are polymorphic: the schema is chosen by the section's ``name`` (``planner=vlm`` -> :class:`VLMPlannerConfig`),
+as registered with the builder in :mod:`tandem.runtime.registry`.
+
+How to add a config option, e.g. ``planner=learned`` with a ``checkpoint`` option:
+
+1. here, a schema::
+
+       @component_schema("planner")
+       @dataclass
+       class LearnedPlannerConfig(ComponentConfig):
+           name: str = "learned"
+           checkpoint: str | None = None   # every option typed, with its default
+
+           def check(self) -> None:         # values (types are checked by OmegaConf)
+               if not self.checkpoint:
+                   raise FieldError("checkpoint", "must name a checkpoint directory")
+
+2. in :mod:`tandem.runtime.registry`, its builder: ``@PLANNERS.register("learned")`` on a function
+   ``(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner``;
+3. ``configs/planner/learned.yaml`` whose defaults list starts with ``learned_schema`` (:func:`register_configs`
+   stores every component schema as ``<group>/<name>_schema``).
+
+A new option of an existing section (e.g. ``verifier.point_frame``) is one typed field in its schema; the builder
+reads it as an attribute.
+
+Executor-internal hyperparameters (the fields of ``executor_vla.config.ExecutorConfig``) are accepted by name in
+``executor=diffusion`` and validated by ``ExecutorConfig`` itself.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.types import TaskSpec
+
+_DEFER_CHECKS: contextvars.ContextVar[bool] = contextvars.ContextVar("tandem_defer_config_checks", default=False)
+
+
+@contextlib.contextmanager
+def deferred_checks() -> Iterator[None]:
+    """Within this block, constructing a schema does not check it (default values may be incomplete, e.g. an empty
+    ``out``); :func:`load` checks the finished config, naming full keys."""
+    token = _DEFER_CHECKS.set(True)
+    try:
+        yield
+    finally:
+        _DEFER_CHECKS.reset(token)
+
+
+class FieldError(ConfigError):
+    """A config value that its schema refuses. :func:`load` prefixes the section path: ``env.image_size ...``.
+
+    Attributes:
+        field: the field's name within its schema, e.g. ``"image_size"``.
+        message: what is wrong, e.g. ``"must be [H, W] with H, W >= 1, got [84, 84, 3]"``.
+    """
+
+    def __init__(self, field: str, message: str):
+        self.field, self.message = field, message
+        super().__init__(f"{field} {message}")
+
+
+@dataclass
+class Schema:
+    """Base of every config schema. Types are checked by OmegaConf; :meth:`check` checks values.
+
+    Constructing a schema directly checks it at once (``__post_init__``); :func:`load` checks the whole tree after
+    construction so that the error names the full key.
+    """
+
+    def __post_init__(self) -> None:
+        if not _DEFER_CHECKS.get():
+            self.check()
+
+    def check(self) -> None:
+        """Raise :class:`FieldError` for a value this schema refuses (the default accepts every value)."""
+
+
+# ------------------------------------------------------------------------------------------- plain sections
+@dataclass
+class TaskConfig(Schema):
+    """``task``: which registered task to run (``sim.tasks.registry``), e.g. ``stack_three``."""
+
+    name: str = "stack_three"
+
+    def check(self) -> None:
+        if not self.name:
+            raise FieldError("name", "must name a task")
+
+
+@dataclass
+class EnvConfig(Schema):
+    """``env``: the simulated cameras and control rate.
+
+    Attributes:
+        cameras: camera names rendered every step, e.g. ``["agentview", "wrist"]``.
+        image_size: ``[H, W]`` px of every camera.
+        control_freq: control steps per second (Hz).
+        render: render camera images (off: no GL context, about 3x faster, for stacks that need no images).
+    """
+
+    cameras: tuple[str, ...] = ("agentview", "wrist")
+    image_size: tuple[int, int] = (128, 128)
+    control_freq: int = 20
+    render: bool = True
+
+    def check(self) -> None:
+        size = list(self.image_size)
+        if len(size) != 2 or min(size) < 1:
+            raise FieldError("image_size", f"must be [H, W] with H, W >= 1, got {size}")
+        if not self.cameras or len(set(self.cameras)) != len(self.cameras):
+            raise FieldError("cameras", f"must be non-empty and unique, got {list(self.cameras)}")
+        if self.control_freq < 1:
+            raise FieldError("control_freq", f"must be >= 1 Hz, got {self.control_freq}")
+
+
+@dataclass
+class PerturbConfig(Schema):
+    """``perturb``: a mid-episode disturbance (``sim.perturbations``), or ``none``.
+
+    Attributes:
+        name: perturbation name, e.g. ``knock_top_cube``; ``none`` for no perturbation.
+        at_step: fire at the first control step >= this one (None: event-based, see ``after_success``).
+        after_success: fire right after the n-th success event of the perturbation's kind (n >= 1).
+    """
+
+    name: str = "none"
+    at_step: int | None = None
+    after_success: int = 1
+
+    def check(self) -> None:
+        if self.at_step is not None and self.at_step < 0:
+            raise FieldError("at_step", f"must be >= 0 or null, got {self.at_step}")
+        if self.after_success < 1:
+            raise FieldError("after_success", f"must be >= 1, got {self.after_success}")
+
+
+@dataclass
+class AgentConfig(Schema):
+    """``agent``: the budgets of the closed loop (the ONE place their defaults are written).
+
+    Attributes:
+        max_attempts_per_subgoal: attempts at one subgoal signature (e.g. ``stack(red,green)``) before
+            the agent gives up on the episode.
+        subgoal_step_budget: control steps one attempt may take before it is verified anyway; None means the
+            whole episode's budget (``TaskSpec.max_steps`` of the task given to ``reset``), as a flat policy
+            that runs the task as one subgoal needs.
+        max_plans: planner calls per episode (initial plan + replans) before giving up; guards against
+            planner-verifier loops (RoboMemory's planner-critic loop guard).
+    """
+
+    max_attempts_per_subgoal: int = 3
+    subgoal_step_budget: int | None = 400
+    max_plans: int = 40
+
+    def check(self) -> None:
+        if self.max_attempts_per_subgoal < 1:
+            raise FieldError("max_attempts_per_subgoal", f"must be >= 1, got {self.max_attempts_per_subgoal}")
+        if self.subgoal_step_budget is not None and self.subgoal_step_budget < 1:
+            raise FieldError("subgoal_step_budget", f"must be >= 1 or null (the task's max_steps), "
+                                                    f"got {self.subgoal_step_budget}")
+        if self.max_plans < 1:
+            raise FieldError("max_plans", f"must be >= 1, got {self.max_plans}")
+
+    def step_budget(self, task: TaskSpec) -> int:
+        """Control steps per attempt for ``task``: ``subgoal_step_budget``, or ``task.max_steps`` when None."""
+        return int(task.max_steps) if self.subgoal_step_budget is None else int(self.subgoal_step_budget)
+
+
+# ------------------------------------------------------------------------------------------- components
+@dataclass
+class ComponentConfig(Schema):
+    """Base of the polymorphic sections (``planner``, ``verifier``, ``executor``, ``goals``): ``name`` picks the
+    variant, and with it the schema (see :mod:`tandem.runtime.registry`)."""
+
+    name: str = ""
+
+
+#: component kind (config section) -> how errors name it.
+COMPONENT_KINDS: dict[str, str] = {"planner": "planner", "verifier": "verifier", "executor": "executor",
+                                   "goals": "goal producer"}
+#: Names of the design (ARCHITECTURE.md) that cannot be built yet; asking for one says so.
+NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {"planner": ("learned",), "verifier": ("learned",)}
+_SCHEMAS: dict[str, dict[str, type[ComponentConfig]]] = {kind: {} for kind in COMPONENT_KINDS}
+
+def component_schema[C: type](kind: str) -> Callable[[C], C]:
+    """Class decorator: the schema is the config of ``<kind>=<its name default>`` (e.g. ``planner=vlm``).
+
+    Raises:
+        ValueError: an unknown kind, or a name registered twice.
+    """
+    def deco(cls: C) -> C:
+        name = cls().name
+        if kind not in _SCHEMAS or not name or name in _SCHEMAS[kind]:
+            raise ValueError(f"cannot register {cls.__name__} as {kind}={name!r}")
+        _SCHEMAS[kind][name] = cls
+        return cls
+
+    return deco
+
+
+def component_names(kind: str) -> tuple[str, ...]:
+    """The names with a schema for ``kind`` (``planner``, ``verifier``, ``executor``, ``goals``), sorted."""
+    return tuple(sorted(_SCHEMAS[kind]))
+
+
+def unknown_component(kind: str, name: str) -> UnknownNameError:
+    """The error for a ``kind`` name that has no schema; names of the design not built yet say so."""
+    label = COMPONENT_KINDS[kind]
+    err = UnknownNameError(label, name, component_names(kind))
+    if name in NOT_IMPLEMENTED.get(kind, ()):
+        err.args = (f"{label} {name!r} is not implemented yet (a design placeholder, see docs/evaluation.md); "
+                    f"known {label}s: {', '.join(component_names(kind))}",)
+    return err
+
+
+def schema_of(kind: str, name: str) -> type[ComponentConfig]:
+    """The schema of ``<kind>=<name>``.
+
+    Raises:
+        UnknownNameError: no such name (the message lists the known names).
+    """
+    if name not in _SCHEMAS[kind]:
+        raise unknown_component(kind, name)
+    return _SCHEMAS[kind][name]
+
+
+@component_schema("planner")
+@dataclass
+class OraclePlannerConfig(ComponentConfig):
+    """``planner=oracle``: symbolic planner over the simulator's predicates (privileged)."""
+
+    name: str = "oracle"
+
+
+@component_schema("planner")
+@dataclass
+class InstructionPlannerConfig(ComponentConfig):
+    """``planner=instruction``: the whole instruction as one subgoal (flat policies; non-privileged)."""
+
+    name: str = "instruction"
+
+
+@dataclass
+class VLMClientConfig(ComponentConfig):
+    """Options of a VLM client (``planner_vlm.factory.make_vlm_client``), shared by the VLM planner and verifier.
+
+    Attributes:
+        backend: ``openai`` (any OpenAI-compatible server: vLLM, Ollama, SGLang), ``transformers`` (a local model
+            directory) or ``scripted`` (replayed ``replies``, for tests).
+        base_url, model, api_key_env: openai: server URL, served model name, and the NAME of the environment
+            variable that holds the key (never the key itself).
+        timeout_s, max_retries, backoff_s: openai: per request (s); retries on timeouts and 408/409/425/429/5xx;
+            first backoff (s), doubled per retry.
+        use_json_schema: send ``response_format=json_schema`` (dropped automatically if the server rejects it).
+        model_path, device, dtype, seed: transformers: model directory; ``auto|cpu|cuda|cuda:N|mps``;
+            ``auto|float32|float16|bfloat16``; sampling seed.
+        replies: scripted: the replies, replayed in order (the last repeats).
+        temperature, max_new_tokens: sampling (0 = greedy).
+        prompt_version: ``planner_vlm/prompts/<plan|verify>_<version>.md``.
+        cameras: cameras sent to the model (None: all cameras of the task).
+        max_repairs: repair rounds after an unparseable reply, before the fallback.
+    """
+
+    backend: str = "openai"
+    base_url: str | None = "http://127.0.0.1:8000/v1"
+    model: str | None = "Qwen/Qwen2.5-VL-7B-Instruct"
+    api_key_env: str = "OPENAI_API_KEY"
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    backoff_s: float = 1.0
+    use_json_schema: bool = True
+    model_path: str | None = None
+    device: str = "auto"
+    dtype: str = "auto"
+    seed: int = 0
+    replies: list[str] = field(default_factory=list)
+    temperature: float = 0.0
+    max_new_tokens: int = 512
+    prompt_version: str = "v1"
+    cameras: list[str] | None = None
+    max_repairs: int = 1
+
+    def check(self) -> None:
+        if self.backend not in ("openai", "transformers", "scripted"):
+            raise FieldError("backend", f"must be openai, transformers or scripted, got {self.backend!r}")
+        if self.timeout_s <= 0:
+            raise FieldError("timeout_s", f"must be > 0 s, got {self.timeout_s}")
+        for name in ("max_retries", "max_repairs"):
+            if getattr(self, name) < 0:
+                raise FieldError(name, f"must be >= 0, got {getattr(self, name)}")
+        if self.max_new_tokens < 1:
+            raise FieldError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
+        if self.temperature < 0:
+            raise FieldError("temperature", f"must be >= 0, got {self.temperature}")
+
+
+@component_schema("planner")
+@dataclass
+class VLMPlannerConfig(VLMClientConfig):
+    """``planner=vlm`` (``planner_vlm.factory.make_vlm_planner``). Besides the client options:
+
+    Attributes:
+        trace_camera: the camera whose pixels the predicted keypoint trace is in.
+        canonical_text: subgoal text = the task's wording of skill(args), not the model's free text.
+        point_frame: the frame the model writes trace points in, converted to camera pixels
+            (``planner_vlm.point_frames``): ``auto`` (by model name: Qwen2.5-VL the pixels of its processor's
+            resized image, 128 px -> 140 px; Qwen2-VL / Qwen3-VL a 0-1000 grid; scripted camera pixels; any other
+            model 0-1), or ``pixels``, ``resized_pixels``, ``grid1000``, ``unit``.
+        point_frame_resize: ``resized_pixels`` only: the server's ``{factor, min_pixels, max_pixels}``.
+    """
+
+    name: str = "vlm"
+    prompt_version: str = "v2"  # plan_v2 asks for the trace points in point_frame
+    trace_camera: str = "agentview"
+    canonical_text: bool = True
+    point_frame: str = "auto"
+    point_frame_resize: dict[str, int] | None = None
+
+    def check(self) -> None:
+        super().check()
+        if self.point_frame not in ("auto", "pixels", "resized_pixels", "grid1000", "unit"):
+            raise FieldError("point_frame", "must be auto, pixels, resized_pixels, grid1000 or unit, got "
+                                            f"{self.point_frame!r}")
+
+
+@component_schema("verifier")
+@dataclass
+class OracleVerifierConfig(ComponentConfig):
+    """``verifier=oracle``: subgoal predicates from the simulator (privileged)."""
+
+    name: str = "oracle"
+
+
+@component_schema("verifier")
+@dataclass
+class OracleTaskVerifierConfig(ComponentConfig):
+    """``verifier=oracle_task``: the simulator's whole-task success flag (privileged; for ``planner=instruction``)."""
+
+    name: str = "oracle_task"
+
+
+@component_schema("verifier")
+@dataclass
+class VLMVerifierConfig(VLMClientConfig):
+    """``verifier=vlm`` (``planner_vlm.factory.make_vlm_verifier``): judges each subgoal from before/after images."""
+
+    name: str = "vlm"
+    max_new_tokens: int = 256
+
+
+@component_schema("executor")
+@dataclass
+class ScriptedExecutorConfig(ComponentConfig):
+    """``executor=scripted``: the simulator's waypoint experts (privileged)."""
+
+    name: str = "scripted"
+
+
+@dataclass
+class CheckpointExecutorConfig(ComponentConfig):
+    """Wiring of an executor loaded from a checkpoint.
+
+    Attributes:
+        checkpoint: the checkpoint directory (None: the shipped one, where the executor has one).
+        device: torch device, e.g. ``cpu``, ``cuda``, ``cuda:1``.
+        torch_threads: ``torch.set_num_threads`` at load (1 when several workers share a small CPU); None: default.
+    """
+
+    checkpoint: str | None = None
+    device: str = "cpu"
+    torch_threads: int | None = None
+
+    def check(self) -> None:
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
+
+
+@component_schema("executor")
+@dataclass
+class LeRobotExecutorConfig(CheckpointExecutorConfig):
+    """``executor=lerobot``: any LeRobot policy (a ``pretrained_model`` directory) behind the Executor protocol.
+
+    Attributes:
+        task_text: the ``task`` string given to the policy: ``subgoal`` (the active subgoal's text) or
+            ``instruction``.
+        camera_map: policy camera (the ``<cam>`` of ``observation.images.<cam>``) -> tandem camera.
+    """
+
+    name: str = "lerobot"
+    task_text: str = "subgoal"
+    camera_map: dict[str, str] = field(default_factory=dict)
+
+    def check(self) -> None:
+        super().check()
+        if self.task_text not in ("subgoal", "instruction"):
+            raise FieldError("task_text", f"must be subgoal or instruction, got {self.task_text!r}")
+
+
+@component_schema("executor")
+@dataclass
+class OracleRemoteExecutorConfig(CheckpointExecutorConfig):
+    """``executor.name=oracle_remote`` (bridge rehearsal only): the scripted expert's waypoints over the SIM-ONLY
+    oracle side channel; ``checkpoint`` and ``device`` are unused."""
+
+    name: str = "oracle_remote"
+
+
+def _checkpoint_executor_config(name: str, network_cls: type, cls_name: str, doc: str) -> type[CheckpointExecutorConfig]:
+    """``executor=<name>``: the wiring fields plus every field of ``network_cls`` (an executor_vla config dataclass)
+    by name, typed ``Any``, default None = not set; ``network_cls`` validates them. The executor_vla config modules
+    are plain Python (no torch)."""
+    wiring = {f.name for f in dataclasses.fields(CheckpointExecutorConfig)}
+    network = [(f.name, Any, field(default=None)) for f in dataclasses.fields(network_cls)
+               if f.init and f.name not in wiring]
+
+    def network_fields(self: Any) -> dict[str, Any]:
+        """The network config's fields set in this section (not None), by name."""
+        return {n: getattr(self, n) for n, _, _ in network if getattr(self, n) is not None}
+
+    cls = dataclasses.make_dataclass(cls_name, [("name", str, field(default=name)), *network],
+                                     bases=(CheckpointExecutorConfig,), namespace={"network_fields": network_fields})
+    cls.__doc__ = doc
+    cls.__module__ = __name__
+    return cls
+
+
+def _diffusion_executor_config() -> type[CheckpointExecutorConfig]:
+    from executor_vla.config import ExecutorConfig
+
+    return _checkpoint_executor_config(
+        "diffusion", ExecutorConfig, "DiffusionExecutorConfig",
+        "``executor=diffusion``: a tandem executor checkpoint of either family from ``checkpoint`` (None: the shipped "
+        "``checkpoints/<task>_diffusion``, or ``<task>_flat`` under ``planner=instruction``), plus the network "
+        "fields of ``executor_vla.config.ExecutorConfig`` (the image executor's training; see :meth:`network_fields`).")
+
+
+def _track_executor_config() -> type[CheckpointExecutorConfig]:
+    from executor_vla.track_config import TrackExecutorConfig
+
+    return _checkpoint_executor_config(
+        "track", TrackExecutorConfig, "TrackExecutorSection",
+        "``executor=track``: the track executor's training config (the fields of "
+        "``executor_vla.track_config.TrackExecutorConfig``), or a track checkpoint to run from ``checkpoint``.")
+
+
+DiffusionExecutorConfig = component_schema("executor")(_diffusion_executor_config())
+TrackExecutorSection = component_schema("executor")(_track_executor_config())
+
+
+@component_schema("goals")
+@dataclass
+class NoGoalsConfig(ComponentConfig):
+    """``goals=none``: no goal image or trace (text-only subgoals)."""
+
+    name: str = "none"
+
+
+@component_schema("goals")
+@dataclass
+class OracleGoalsConfig(ComponentConfig):
+    """``goals=oracle``: teleport-render-restore goal images and projected expert traces (privileged).
+
+    Attributes:
+        camera: the camera whose image is the goal image and whose pixels the 2-D trace is in.
+        goal_image: render a goal image per subgoal (needs a rendering env).
+        trace: fill the 2-D keypoint trace (in ``camera``'s pixels).
+        trace_3d: fill the 3-D trace (m, world frame, with yaw and gripper commands): what the track executor follows.
+    """
+
+    name: str = "oracle"
+    camera: str = "agentview"
+    goal_image: bool = True
+    trace: bool = True
+    trace_3d: bool = True
+
+
+# ------------------------------------------------------------------------------------------- whole configs
+def component(kind: str, default: str) -> Any:
+    """A polymorphic section of kind ``kind`` (``planner``, ``verifier``, ``executor``, ``goals``): None until
+    :func:`load` types it by its ``name`` (``default`` when the section is absent). Hydra fills it from the config
+    group of the same name, whose options name their schema (``planner/vlm_schema``)."""
+    return field(default=None, metadata={"component": kind, "default": default})
+
+
+@dataclass
+class StackConfig(Schema):
+    """A whole stack: what :func:`tandem.runtime.registry.build_stack` builds. Component sections hold the schema
+    their ``name`` selects (:func:`load` resolves them)."""
+
+    task: TaskConfig = field(default_factory=TaskConfig)
+    env: EnvConfig = field(default_factory=EnvConfig)
+    planner: Any = component("planner", "oracle")
+    verifier: Any = component("verifier", "oracle")
+    executor: Any = component("executor", "scripted")
+    goals: Any = component("goals", "none")
+    perturb: PerturbConfig = field(default_factory=PerturbConfig)
+    agent: AgentConfig = field(default_factory=AgentConfig)
+
+
+@dataclass
+class DemoConfig(StackConfig):
+    """``tandem-demo`` (``configs/demo.yaml``).
+
+    Attributes:
+        seed: episode seed, >= 0.
+        video: write ``episode.mp4``.
+        out_dir: where the video, ``episode.jsonl``, ``memory.jsonl`` and ``summary.json`` go.
+    """
+
+    seed: int = 0
+    video: bool = True
+    out_dir: str = "outputs/demo"
+
+    def check(self) -> None:
+        if self.seed < 0:
+            raise FieldError("seed", f"must be >= 0, got {self.seed}")
+
+
+@dataclass
+class DartConfig(Schema):
+    """``dart``: DART noise on executed actions (Laskey et al. 2017); the dataset keeps the clean action.
+
+    Attributes:
+        sigma: standard deviation in action units (the OSC action is in [-1, 1]); 0 = none.
+        gripper: also perturb the gripper command.
+    """
+
+    sigma: float = 0.0
+    gripper: bool = False
+
+    def check(self) -> None:
+        if self.sigma < 0:
+            raise FieldError("sigma", f"must be >= 0, got {self.sigma}")
+
+
+@dataclass
+class DatasetWriteConfig(Schema):
+    """``dataset`` of ``tandem-collect``.
+
+    Attributes:
+        trace_len: K keypoints per trace.
+        labels: record per-frame ground truth (the task's predicates, two keypoints per object in m and px).
+        checkpoint_every: commit after every N episodes.
+        image_threads: threads encoding PNGs while the simulator steps; 0 = inline.
+    """
+
+    trace_len: int = 16
+    labels: bool = True
+    checkpoint_every: int = 1
+    image_threads: int = 0
+
+    def check(self) -> None:
+        if self.trace_len < 1:
+            raise FieldError("trace_len", f"must be >= 1, got {self.trace_len}")
+        if self.checkpoint_every < 1:
+            raise FieldError("checkpoint_every", f"must be >= 1, got {self.checkpoint_every}")
+        if self.image_threads < 0:
+            raise FieldError("image_threads", f"must be >= 0, got {self.image_threads}")
+
+
+@dataclass
+class CollectConfig(StackConfig):
+    """``tandem-collect`` (``configs/collect.yaml``).
+
+    Attributes:
+        episodes: target number of episodes in the dataset (existing ones count), >= 1.
+        out: the dataset directory.
+        repo_id: recorded in the dataset; never fetched.
+        seed: first episode seed (later ones +1, +2, ...), >= 0.
+        resume: ``auto`` (create, or append to a dataset of the same schema), ``create`` or ``resume``.
+        keep_failed: also save episodes whose task failed.
+        max_tries: cap on episodes run (None: 3 x the episodes still needed).
+        max_steps: control-step cap per episode (None: the task's).
+        perturb_fraction: with ``perturb=<name>``, the fraction of episodes that get it, in [0, 1].
+    """
+
+    episodes: int = 10
+    out: str = ""
+    repo_id: str = "tandem/dataset"
+    seed: int = 0
+    resume: str = "auto"
+    keep_failed: bool = False
+    max_tries: int | None = None
+    max_steps: int | None = None
+    perturb_fraction: float = 1.0
+    dart: DartConfig = field(default_factory=DartConfig)
+    dataset: DatasetWriteConfig = field(default_factory=DatasetWriteConfig)
+
+    def check(self) -> None:
+        if self.episodes < 1:
+            raise FieldError("episodes", f"must be >= 1, got {self.episodes}")
+        if not self.out:
+            raise FieldError("out", "must name the dataset directory (out=<dir>)")
+        if self.seed < 0:
+            raise FieldError("seed", f"must be >= 0, got {self.seed}")
+        if self.resume not in ("auto", "create", "resume"):
+            raise FieldError("resume", f"must be auto, create or resume, got {self.resume!r}")
+        for name in ("max_tries", "max_steps"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise FieldError(name, f"must be >= 1 or null, got {v}")
+        if not 0.0 <= self.perturb_fraction <= 1.0:
+            raise FieldError("perturb_fraction", f"must be in [0, 1], got {self.perturb_fraction}")
+
+
+@dataclass
+class SimRobotConfig(Schema):
+    """``sim_robot``: the simulated robot PC of a bridge rehearsal (``tandem-sim-robot``).
+
+    Attributes:
+        task: the task it simulates. seed: its episode seed, >= 0.
+        goals_limit: only the first n goals count (a short rehearsal); None: all.
+        command_timeout_s: hold still when no twist came for this long (s).
+        duration_s: stop after this long (s); None: until Ctrl-C.
+        publish_for_s: stop publishing after this long (s; rehearses a dead driver); None: never.
+    """
+
+    task: str = "stack_three"
+    seed: int = 0
+    goals_limit: int | None = None
+    command_timeout_s: float = 0.25
+    duration_s: float | None = None
+    publish_for_s: float | None = None
+
+    def check(self) -> None:
+        if self.seed < 0:
+            raise FieldError("seed", f"must be >= 0, got {self.seed}")
+        if self.goals_limit is not None and self.goals_limit < 1:
+            raise FieldError("goals_limit", f"must be >= 1 or null, got {self.goals_limit}")
+        if self.command_timeout_s <= 0:
+            raise FieldError("command_timeout_s", f"must be > 0 s, got {self.command_timeout_s}")
+
+
+@dataclass
+class BridgeRunConfig(Schema):
+    """``tandem-bridge`` and ``tandem-sim-robot`` (``configs/bridge/*.yaml``).
+
+    Attributes:
+        planner, verifier, executor: the agent's components (no goal producer: nothing to render on a robot).
+        agent: the loop's budgets.
+        episodes: episodes to run, >= 1. seed: first episode seed, >= 0. out_dir: artefacts.
+        bridge: the robot side (``bridge.config.BridgeConfig``: transport, topics, action mapping, safety),
+            validated by ``bridge.config.bridge_config_from_dict``.
+        sim_robot: the simulated robot of a rehearsal.
+    """
+
+    planner: Any = component("planner", "oracle")
+    verifier: Any = component("verifier", "oracle")
+    executor: Any = component("executor", "oracle_remote")
+    agent: AgentConfig = field(default_factory=AgentConfig)
+    episodes: int = 1
+    seed: int = 0
+    out_dir: str = "outputs/bridge"
+    bridge: dict[str, Any] = field(default_factory=dict)
+    sim_robot: SimRobotConfig = field(default_factory=SimRobotConfig)
+
+    def check(self) -> None:
+        if self.episodes < 1:
+            raise FieldError("episodes", f"must be >= 1, got {self.episodes}")
+        if self.seed < 0:
+            raise FieldError("seed", f"must be >= 0, got {self.seed}")
+        from bridge.config import bridge_config_from_dict
+
+        try:
+            bridge_config_from_dict(self.bridge)
+        except ConfigError as e:
+            raise FieldError("bridge", f"is invalid: {e}") from e
+
+
+# ------------------------------------------------------------------------------------------- loading
+def _node_dict(node: Any) -> Any:
+    from omegaconf import DictConfig, ListConfig, OmegaConf
+
+    if isinstance(node, (DictConfig, ListConfig)):  # a mandatory '???' left unset raises, naming its key
+        return OmegaConf.to_container(node, resolve=True, throw_on_missing=True)
+    if dataclasses.is_dataclass(node) and not isinstance(node, type):
+        return {f.name: _node_dict(getattr(node, f.name)) for f in dataclasses.fields(node)}
+    if isinstance(node, Mapping):
+        return {k: _node_dict(v) for k, v in node.items()}
+    if isinstance(node, (list, tuple)):
+        return [_node_dict(v) for v in node]
+    return node
+
+
+def _resolve_components(schema: type[Schema], data: dict[str, Any], path: str) -> dict[str, Any]:
+    """Type each polymorphic section (:func:`component`) by the schema its ``name`` selects."""
+    for f in dataclasses.fields(schema):
+        kind = f.metadata.get("component")
+        if kind is None:
+            continue
+        where = f"{path}{f.name}"
+        section = data.get(f.name)
+        if section is None:
+            section = {"name": f.metadata["default"]}
+        elif isinstance(section, str):
+            section = {"name": section}
+        elif isinstance(section, Mapping) and "name" not in section:  # options of the default variant
+            section = {**section, "name": f.metadata["default"]}
+        if not isinstance(section, Mapping) or not section.get("name"):
+            raise ConfigError(f"{where} must be a name or a mapping with a 'name', got {section!r}")
+        data[f.name] = _merge_typed(schema_of(kind, str(section["name"])), dict(section), where)
+    return data
+
+
+def _merge_typed(schema: type[Schema], data: Any, path: str) -> Any:
+    """An OmegaConf node of ``schema`` with ``data`` merged in; unknown keys and wrong types raise ConfigError."""
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path.rstrip('.') or 'config'} must be a mapping, got {data!r}")
+    data = _resolve_components(schema, dict(data), f"{path}." if path else "")
+    try:
+        with deferred_checks():
+            return OmegaConf.merge(OmegaConf.structured(schema), data)
+    except OmegaConfBaseException as e:
+        key = ".".join(p for p in (path, getattr(e, "full_key", "") or "") if p)
+        msg = str(e).splitlines()[0]
+        if type(e).__name__ == "ConfigKeyError":
+            owner = getattr(e, "object_type", None) or schema  # the schema the key is missing from
+            known = ", ".join(sorted(f.name for f in dataclasses.fields(owner))) if dataclasses.is_dataclass(
+                owner) else "?"
+            parent = key.rpartition(".")[0] or "the config"
+            raise ConfigError(f"unknown config key {key}; known keys of {parent}: {known}") from e
+        raise ConfigError(f"config key {key}: {msg}") from e
+
+
+def load[S: Schema](schema: type[S], data: Any, path: str = "") -> S:
+    """``data`` (a plain dict, an OmegaConf node or a schema instance) as a checked instance of ``schema``.
+
+    Component sections are typed by their ``name`` (see the module docstring); missing keys take the schema's
+    defaults.
+
+    Args:
+        schema: e.g. :class:`StackConfig`, :class:`DemoConfig`, :class:`VLMPlannerConfig`.
+        data: the config.
+        path: the section's key in the whole config, for messages (e.g. ``"planner"``).
+
+    Raises:
+        ConfigError: an unknown key, a wrong type or a refused value; the message names the full key.
+        UnknownNameError: a component ``name`` that is not registered (the message lists the known names).
+    """
+    from omegaconf import OmegaConf
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        plain = _node_dict(data)
+    except OmegaConfBaseException as e:
+        key = ".".join(p for p in (path, getattr(e, "full_key", "") or "") if p)
+        if type(e).__name__ == "MissingMandatoryValue":
+            raise ConfigError(f"config key {key} is mandatory (??? in the YAML): set it, e.g. {key}=<value>") from e
+        raise ConfigError(f"config key {key}: {str(e).splitlines()[0]}") from e
+    node = _merge_typed(schema, plain, path)
+    try:
+        with deferred_checks():
+            obj = OmegaConf.to_object(node)
+    except OmegaConfBaseException as e:
+        key = ".".join(p for p in (path, getattr(e, "full_key", "") or "") if p)
+        raise ConfigError(f"config key {key}: {str(e).splitlines()[0]}") from e
+    for where, sub in _walk(obj, path):
+        try:
+            sub.check()
+        except FieldError as e:
+            raise ConfigError(f"{'.'.join(p for p in (where, e.field) if p)} {e.message}") from e
+    return obj  # type: ignore[return-value]
+
+
+def _walk(obj: Any, path: str) -> Iterator[tuple[str, Schema]]:
+    """Every schema instance in ``obj`` with its key, outermost first."""
+    if isinstance(obj, Schema):
+        yield path, obj
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        for f in dataclasses.fields(obj):
+            yield from _walk(getattr(obj, f.name), f"{path}.{f.name}" if path else f.name)
+    elif isinstance(obj, Mapping):
+        for k, v in obj.items():
+            yield from _walk(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            yield from _walk(v, f"{path}[{i}]")
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    """A schema instance (or any config) as plain JSON-safe dicts and lists, e.g. for ``summary.json``."""
+    return _node_dict(cfg)
+
+
+def register_configs() -> None:
+    """Store the schemas in Hydra's ConfigStore: the whole-config schemas as ``<name>_schema`` (``demo_schema``,
+    ``collect_schema``, ``bridge_schema``) and every registered component schema as ``<group>/<name>_schema``
+    (``planner/vlm_schema``). The YAML files under ``configs/`` name them first in their defaults list."""
+    from hydra.core.config_store import ConfigStore
+
+    cs = ConfigStore.instance()
+    with deferred_checks():
+        cs.store(name="demo_schema", node=DemoConfig)
+        cs.store(name="collect_schema", node=CollectConfig)
+        cs.store(name="bridge_schema", node=BridgeRunConfig)
+        for kind, schemas in _SCHEMAS.items():
+            for name, schema in schemas.items():
+                cs.store(group=kind, name=f"{name}_schema", node=schema)
+
+
+__all__ = [
+    "COMPONENT_KINDS", "NOT_IMPLEMENTED", "AgentConfig", "BridgeRunConfig", "CheckpointExecutorConfig", "CollectConfig", "ComponentConfig", "DartConfig",
+    "DatasetWriteConfig", "DemoConfig", "DiffusionExecutorConfig", "EnvConfig", "FieldError", "TrackExecutorSection",
+    "InstructionPlannerConfig", "LeRobotExecutorConfig", "NoGoalsConfig", "OracleGoalsConfig",
+    "OraclePlannerConfig", "OracleRemoteExecutorConfig", "OracleTaskVerifierConfig", "OracleVerifierConfig",
+    "PerturbConfig", "Schema", "ScriptedExecutorConfig", "SimRobotConfig", "StackConfig", "TaskConfig",
+    "VLMClientConfig", "VLMPlannerConfig", "VLMVerifierConfig", "component", "component_names", "component_schema",
+    "deferred_checks", "load", "register_configs", "schema_of", "to_dict", "unknown_component",
+]

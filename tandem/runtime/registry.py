@@ -1,0 +1,518 @@
+"""The ONE builder registry: config names -> components, so that every entry point builds stacks the same way.
+
+``tandem-demo``, ``tandem-collect``, ``tandem-eval`` (:func:`build_stack`), ``tandem-bridge``
+(:func:`build_bridge_stack`), ``tandem-sim-robot`` (:func:`build_sim_env`) and ``tandem-train``'s in-sim evaluation
+(:func:`build_agent`) all build through here. Each component kind has a :class:`Registry` (:data:`PLANNERS`,
+:data:`VERIFIERS`, :data:`EXECUTORS`, :data:`GOAL_PRODUCERS`) mapping a name to its config schema
+(:mod:`tandem.runtime.config`) and its builder ``(spec, ctx) -> component``. Heavy components are imported lazily
+inside their builders, so that the scripted demo never imports torch.
+
+How to add a variant (e.g. ``planner=learned``): its schema in :mod:`tandem.runtime.config`, then here::
+
+    @PLANNERS.register("learned")
+    def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
+        from planner_vlm.learned_planner import LearnedPlanner
+
+        return LearnedPlanner.from_checkpoint(spec.checkpoint)
+
+and ``configs/planner/learned.yaml`` (defaults: ``learned_schema``). The component must implement its protocol
+(:mod:`tandem.core.protocols`), ``is_oracle`` included; the agent refuses one that does not.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from tandem.core.errors import ConfigError
+from tandem.core.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
+from tandem.runtime.agent import HierarchicalAgent
+from tandem.runtime.config import (
+    BridgeRunConfig,
+    CheckpointExecutorConfig,
+    ComponentConfig,
+    EnvConfig,
+    InstructionPlannerConfig,
+    LeRobotExecutorConfig,
+    NoGoalsConfig,
+    OracleGoalsConfig,
+    OraclePlannerConfig,
+    OracleRemoteExecutorConfig,
+    OracleTaskVerifierConfig,
+    OracleVerifierConfig,
+    PerturbConfig,
+    ScriptedExecutorConfig,
+    StackConfig,
+    TaskConfig,
+    VLMPlannerConfig,
+    VLMVerifierConfig,
+    component_names,
+    load,
+    schema_of,
+    unknown_component,
+)
+
+logger = logging.getLogger(__name__)
+
+#: The planner whose single whole-task subgoal matches executors trained with ``conditioning_source="instruction"``.
+FLAT_PLANNER = "instruction"
+#: Trained executor checkpoints committed with the project: ``<task>_diffusion`` (subgoal-conditioned) and
+#: ``<task>_flat`` (the flat baseline); see checkpoints/README.md for the commands that made them.
+SHIPPED_CHECKPOINTS = Path(__file__).resolve().parents[2] / "checkpoints"
+
+
+@dataclass(frozen=True)
+class BuildContext:
+    """What a builder may use besides its own config section.
+
+    Attributes:
+        env: the env the stack drives (a simulator or a robot).
+        simulated: whether ``env`` is the simulator (privileged builders such as ``executor=scripted`` and
+            ``goals=oracle`` need the live simulator).
+        task: the task's registry name (``stack_three``) in simulation, the robot config's task name on a robot.
+        planner: the planner's name (an executor checks that its checkpoint's conditioning matches it).
+        transport: the bridge's transport on a robot (``executor.name=oracle_remote``), else None.
+    """
+
+    env: Env
+    simulated: bool
+    task: str
+    planner: str
+    transport: Any = None
+
+    def require_simulator(self, what: str) -> Any:
+        """``env``, which must be the simulator for ``what`` (e.g. ``"executor=scripted"``).
+
+        Raises:
+            ConfigError: on a robot (names what to use instead).
+        """
+        if not self.simulated:
+            raise ConfigError(f"{what} reads the live simulator and cannot run on a robot; choose a component "
+                              "that does not need it")
+        return self.env
+
+
+class Registry[T]:
+    """Name -> builder for one kind of component; each name's config schema is the one
+    :func:`tandem.runtime.config.component_schema` registered for it.
+
+    Args:
+        kind: the config section, e.g. ``"planner"`` (one of :data:`tandem.runtime.config.COMPONENT_KINDS`).
+    """
+
+    def __init__(self, kind: str):
+        self.kind = kind
+        self._builders: dict[str, Callable[[Any, BuildContext], T]] = {}
+
+    def register(self, name: str) -> Callable[[Callable[[Any, BuildContext], T]], Callable[[Any, BuildContext], T]]:
+        """Decorator: register ``builder(spec, ctx) -> component`` for ``<kind>=<name>``.
+
+        Raises:
+            ValueError: ``name`` has no schema, or already has a builder.
+        """
+        if name in self._builders or name not in component_names(self.kind):
+            raise ValueError(f"{self.kind}={name!r} needs one schema (tandem.runtime.config) and one builder")
+
+        def deco(builder: Callable[[Any, BuildContext], T]) -> Callable[[Any, BuildContext], T]:
+            self._builders[name] = builder
+            return builder
+
+        return deco
+
+    def names(self) -> tuple[str, ...]:
+        """The names this registry builds, sorted."""
+        return tuple(sorted(self._builders))
+
+    def build(self, spec: Any, ctx: BuildContext) -> T:
+        """The component for ``spec``: a loaded schema instance, or a mapping with a ``name`` (loaded here).
+
+        Raises:
+            UnknownNameError, ConfigError: an unknown name or a bad option (named); whatever the builder raises.
+        """
+        if not isinstance(spec, ComponentConfig):
+            name = spec.get("name") if isinstance(spec, dict) else None
+            spec = load(schema_of(self.kind, str(name)), spec, self.kind)
+        if spec.name not in self._builders:
+            raise unknown_component(self.kind, spec.name)
+        return self._builders[spec.name](spec, ctx)
+
+
+PLANNERS: Registry[Planner] = Registry("planner")
+VERIFIERS: Registry[Verifier] = Registry("verifier")
+EXECUTORS: Registry[Executor] = Registry("executor")
+GOAL_PRODUCERS: Registry[GoalProducer | None] = Registry("goals")
+#: config section -> its registry.
+REGISTRIES: dict[str, Registry[Any]] = {"planner": PLANNERS, "verifier": VERIFIERS, "executor": EXECUTORS,
+                                        "goals": GOAL_PRODUCERS}
+
+
+# ------------------------------------------------------------------------------------------- planners
+@PLANNERS.register("oracle")
+def _oracle_planner(spec: OraclePlannerConfig, ctx: BuildContext) -> Planner:
+    """Symbolic planner over the simulator's predicates (privileged)."""
+    from planner_vlm.oracle_planner import OraclePlanner
+
+    return OraclePlanner()
+
+
+@PLANNERS.register("instruction")
+def _instruction_planner(spec: InstructionPlannerConfig, ctx: BuildContext) -> Planner:
+    """No decomposition: the whole instruction as one subgoal (flat policies)."""
+    from planner_vlm.instruction_planner import InstructionPlanner
+
+    return InstructionPlanner()
+
+
+@PLANNERS.register("vlm")
+def _vlm_planner(spec: VLMPlannerConfig, ctx: BuildContext) -> Planner:
+    """A VLM behind an OpenAI-compatible server or a local transformers model (ConfigError for a bad backend)."""
+    from planner_vlm.factory import make_vlm_planner
+
+    return make_vlm_planner(asdict(spec))
+
+
+# ------------------------------------------------------------------------------------------- verifiers
+@VERIFIERS.register("oracle")
+def _oracle_verifier(spec: OracleVerifierConfig, ctx: BuildContext) -> Verifier:
+    """Subgoal predicates from the simulator (privileged)."""
+    from planner_vlm.oracle_verifier import OracleVerifier
+
+    return OracleVerifier()
+
+
+@VERIFIERS.register("oracle_task")
+def _oracle_task_verifier(spec: OracleTaskVerifierConfig, ctx: BuildContext) -> Verifier:
+    """The simulator's whole-task success flag (privileged; the single subgoal of ``planner=instruction``)."""
+    from planner_vlm.oracle_task_verifier import OracleTaskSuccessVerifier
+
+    return OracleTaskSuccessVerifier()
+
+
+@VERIFIERS.register("vlm")
+def _vlm_verifier(spec: VLMVerifierConfig, ctx: BuildContext) -> Verifier:
+    """A VLM judging before/after images."""
+    from planner_vlm.factory import make_vlm_verifier
+
+    return make_vlm_verifier(asdict(spec))
+
+
+# ------------------------------------------------------------------------------------------- executors
+def resolve_checkpoint(spec: CheckpointExecutorConfig, task: str, planner: str) -> Path:
+    """The diffusion executor's checkpoint directory.
+
+    ``spec.checkpoint`` when set (a relative path that does not exist from the working directory is also tried from
+    the project root); otherwise the shipped one for ``task``: ``checkpoints/<task>_flat`` under
+    ``planner=instruction``, else ``checkpoints/<task>_diffusion``.
+
+    Raises:
+        ConfigError: no checkpoint given and none shipped for the task (lists the shipped ones).
+    """
+    if spec.checkpoint:
+        path = Path(str(spec.checkpoint))
+        if not path.is_absolute() and not path.exists() and (SHIPPED_CHECKPOINTS.parent / path).exists():
+            path = SHIPPED_CHECKPOINTS.parent / path
+        return path
+    kind = "flat" if planner == FLAT_PLANNER else "diffusion"
+    path = SHIPPED_CHECKPOINTS / f"{task}_{kind}"
+    if not (path / "config.json").is_file():
+        shipped = sorted(p.name for p in SHIPPED_CHECKPOINTS.glob("*") if (p / "config.json").is_file())
+        raise ConfigError(f"no shipped {kind} executor checkpoint for task {task!r} (shipped: "
+                          f"{', '.join(shipped) or 'none'}); pass executor.checkpoint=<dir written by tandem-train>")
+    return path
+
+
+def _checkpoint_executor_dict(checkpoint: str | Path) -> dict[str, Any] | None:
+    try:
+        raw = json.loads((Path(checkpoint) / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    ex = raw.get("executor") if isinstance(raw, dict) else None
+    return ex if isinstance(ex, dict) else None
+
+
+def checkpoint_conditioning(checkpoint: str | Path) -> str | None:
+    """``conditioning_source`` (``"subgoal"`` or ``"instruction"``) recorded in a tandem executor checkpoint's
+    ``config.json``; None when the file cannot be read (loading the checkpoint then raises the real error)."""
+    ex = _checkpoint_executor_dict(checkpoint)
+    src = ex.get("conditioning_source", "subgoal") if ex is not None else None
+    return src if isinstance(src, str) else None
+
+
+def executor_observation_spec(cfg: StackConfig) -> tuple[tuple[str, ...], tuple[int, int]] | None:
+    """``(cameras, (H, W) px)`` that ``cfg``'s trained diffusion executor was trained on, read from its checkpoint's
+    ``config.json`` without loading it; None for other executors or an unreadable checkpoint (loading it later
+    raises the real error). The env is built to match, so a checkpoint trained at 84 x 84 px runs as is.
+
+    Raises:
+        ConfigError: from :func:`resolve_checkpoint`.
+    """
+    if cfg.executor.name not in ("diffusion", "track"):
+        return None
+    ex = _checkpoint_executor_dict(resolve_checkpoint(cfg.executor, cfg.task.name, cfg.planner.name))
+    if ex is None or "cameras" not in ex or "image_size" not in ex:  # e.g. a track checkpoint: it sees no images
+        return None
+    return tuple(ex["cameras"]), tuple(int(v) for v in ex["image_size"])
+
+
+def check_executor_conditioning(planner: str, checkpoint: str | Path | None,
+                                conditioning: str | None = None) -> None:
+    """Refuse a diffusion checkpoint whose conditioning does not match the planner's subgoals.
+
+    A flat checkpoint (``conditioning_source="instruction"``, trained on whole episodes, done head on episode
+    progress) belongs under ``planner=instruction``; a subgoal-conditioned one under a decomposing planner.
+    Mixed, the executor would be conditioned silently on text it was not trained on.
+
+    Args:
+        planner: the planner name (``cfg.planner.name``).
+        checkpoint: the checkpoint directory (read with :func:`checkpoint_conditioning` unless ``conditioning``).
+        conditioning: the checkpoint's ``conditioning_source`` if already known.
+
+    Raises:
+        ConfigError: naming the checkpoint, its conditioning and what to use instead.
+    """
+    src = conditioning if conditioning is not None else (
+        checkpoint_conditioning(checkpoint) if checkpoint else None)
+    if src is None:
+        return
+    if planner == FLAT_PLANNER and src != "instruction":
+        raise ConfigError(
+            f"planner=instruction runs the whole task as one subgoal, but executor checkpoint {checkpoint} is "
+            f"subgoal-conditioned (conditioning_source={src!r}): it would be conditioned on the full instruction, "
+            "which it never saw in training. Use a flat checkpoint (tandem-train executor=flat) or a planner that "
+            f"decomposes the task ({', '.join(p for p in PLANNERS.names() if p != FLAT_PLANNER)})")
+    if planner != FLAT_PLANNER and src == "instruction":
+        raise ConfigError(
+            f"executor checkpoint {checkpoint} is the flat baseline (conditioning_source='instruction', trained on "
+            f"whole episodes): under planner={planner} every subgoal would be conditioned on the whole instruction. "
+            "Run it with planner=instruction verifier=oracle_task agent.subgoal_step_budget=null (the 'flat' "
+            "variant of configs/eval.yaml)")
+
+
+def set_torch_threads(n: int | None) -> None:
+    """``torch.set_num_threads(n)`` for CPU inference when ``n`` is set (1 avoids OpenMP oversubscription when
+    several workers share a small CPU); None keeps torch's default."""
+    if n:
+        import torch
+
+        torch.set_num_threads(int(n))
+
+
+@EXECUTORS.register("scripted")
+def _scripted_executor(spec: ScriptedExecutorConfig, ctx: BuildContext) -> Executor:
+    """The simulator's waypoint experts driving the live env (privileged)."""
+    from sim.experts import ScriptedExecutor
+
+    return ScriptedExecutor(ctx.require_simulator("executor=scripted"))
+
+
+@EXECUTORS.register("diffusion")
+def _diffusion_executor(spec: CheckpointExecutorConfig, ctx: BuildContext) -> Executor:
+    """A tandem executor checkpoint from ``spec.checkpoint`` (or the shipped one) on ``spec.device``, of either
+    family (:mod:`executor_vla.loading`: the track executor or the image DiffusionExecutor), with the inference
+    overrides the family allows (:func:`executor_vla.loading.overrides_for`). Its conditioning
+    must match the planner (:func:`check_executor_conditioning`): checked from ``config.json`` before the weights
+    load, and again from the loaded config.
+
+    Raises:
+        ConfigError: no checkpoint, or one whose conditioning does not match the planner. CheckpointError: a
+            missing, corrupt or mismatched checkpoint.
+    """
+    checkpoint = resolve_checkpoint(spec, ctx.task, ctx.planner)
+    check_executor_conditioning(ctx.planner, checkpoint)
+    from executor_vla.loading import load_executor, overrides_for
+
+    set_torch_threads(spec.torch_threads)
+    executor = load_executor(checkpoint, device=spec.device, overrides=overrides_for(checkpoint, spec))
+    check_executor_conditioning(ctx.planner, checkpoint, conditioning=executor.cfg.conditioning_source)
+    executor.action_low, executor.action_high = ctx.env.action_low, ctx.env.action_high
+    return executor
+
+
+@EXECUTORS.register("track")
+def _track_executor(spec: Any, ctx: BuildContext) -> Executor:
+    """``executor=track executor.checkpoint=<dir>``: a track executor checkpoint (the same loader as ``diffusion``,
+    which loads either family); the section's non-null inference settings apply, others are refused."""
+    return _diffusion_executor(spec, ctx)
+
+
+@EXECUTORS.register("lerobot")
+def _lerobot_executor(spec: LeRobotExecutorConfig, ctx: BuildContext) -> Executor:
+    """Any LeRobot policy from a ``pretrained_model`` directory behind the Executor protocol; actions clipped to the
+    env's ``action_low/high``.
+
+    Raises:
+        ConfigError: no checkpoint. CheckpointError: an unreadable one.
+    """
+    if not spec.checkpoint:
+        raise ConfigError("executor=lerobot needs executor.checkpoint=<a LeRobot pretrained_model directory, "
+                          "e.g. outputs/train/<run>/checkpoints/last/pretrained_model>")
+    from executor_vla.lerobot_executor import LeRobotPolicyExecutor
+
+    set_torch_threads(spec.torch_threads)
+    return LeRobotPolicyExecutor.from_pretrained(
+        spec.checkpoint, device=spec.device, task_text=spec.task_text, camera_map=dict(spec.camera_map) or None,
+        action_low=ctx.env.action_low, action_high=ctx.env.action_high)
+
+
+@EXECUTORS.register("oracle_remote")
+def _oracle_remote_executor(spec: OracleRemoteExecutorConfig, ctx: BuildContext) -> Executor:
+    """SIM-ONLY bridge rehearsal: the scripted expert's waypoints over the oracle side channel.
+
+    Raises:
+        ConfigError: outside the bridge, or without ``bridge.oracle_side_channel=true``.
+    """
+    if ctx.transport is None or ctx.simulated:
+        raise ConfigError("executor.name=oracle_remote runs only in tandem-bridge, against tandem-sim-robot")
+    if not ctx.env.config.oracle_side_channel:
+        raise ConfigError("executor.name=oracle_remote needs bridge.oracle_side_channel=true (simulation only)")
+    from bridge.oracle_channel import OracleChannelClient
+    from tandem.runtime.oracle_remote import OracleRemoteExecutor
+
+    return OracleRemoteExecutor(OracleChannelClient(ctx.transport))
+
+
+# ------------------------------------------------------------------------------------------- goal producers
+@GOAL_PRODUCERS.register("none")
+def _no_goals(spec: NoGoalsConfig, ctx: BuildContext) -> GoalProducer | None:
+    """No goal image or trace."""
+    return None
+
+
+@GOAL_PRODUCERS.register("oracle")
+def _oracle_goals(spec: OracleGoalsConfig, ctx: BuildContext) -> GoalProducer | None:
+    """Teleport-render-restore goal images and projected expert traces in ``spec.camera`` pixels (privileged)."""
+    from sim.goal_render import OracleGoalProducer
+
+    return OracleGoalProducer(ctx.require_simulator("goals=oracle"), camera=spec.camera, goal_image=spec.goal_image,
+                              trace_points=spec.trace, trace_3d=spec.trace_3d)
+
+
+# ------------------------------------------------------------------------------------------- envs and stacks
+@dataclass
+class Stack:
+    """A ready-to-run stack: the env and the agent that drives it."""
+
+    env: Env
+    agent: HierarchicalAgent
+
+    def close(self) -> None:
+        self.env.close()
+
+
+def build_sim_env(task: TaskConfig, env: EnvConfig, perturb: PerturbConfig | None = None) -> Env:
+    """The robosuite env of ``task`` with ``env``'s cameras, image size (H, W px), control rate and rendering.
+
+    Raises:
+        UnknownTaskError / UnknownNameError: an unknown task or perturbation.
+    """
+    from sim.perturbations import PerturbationSpec
+    from sim.robosuite_env import RobosuiteEnv
+
+    spec = None
+    if perturb is not None and perturb.name and perturb.name != "none":
+        spec = PerturbationSpec(name=perturb.name, at_step=perturb.at_step, after_success=perturb.after_success)
+    return RobosuiteEnv(task.name, cameras=tuple(env.cameras), image_size=tuple(env.image_size),
+                        control_freq=int(env.control_freq), render=bool(env.render), perturbation=spec)
+
+
+def build_memory() -> TaskMemory:
+    """A fresh :class:`memory.task_memory.TaskMemoryV1` (the only memory so far)."""
+    from memory.task_memory import TaskMemoryV1
+
+    return TaskMemoryV1()
+
+
+def build_agent(cfg: StackConfig | BridgeRunConfig, ctx: BuildContext, executor: Executor | None = None,
+                goals: bool = True) -> HierarchicalAgent:
+    """The HierarchicalAgent of ``cfg``'s planner, verifier, executor (or the given ``executor``, e.g. the one being
+    trained), goal producer (when ``goals``) and budgets, for the env of ``ctx``.
+
+    Raises:
+        UnknownNameError / ConfigError / CheckpointError: from the builders.
+    """
+    return HierarchicalAgent(
+        planner=PLANNERS.build(cfg.planner, ctx),
+        verifier=VERIFIERS.build(cfg.verifier, ctx),
+        executor=executor if executor is not None else EXECUTORS.build(cfg.executor, ctx),
+        memory=build_memory(),
+        goal_producer=GOAL_PRODUCERS.build(cfg.goals, ctx) if goals else None,
+        config=cfg.agent,
+    )
+
+
+def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
+    """Simulator env + HierarchicalAgent from a stack config (a :class:`StackConfig`, e.g. a loaded demo or collect
+    config, or a plain nested dict / OmegaConf node with the sections of one; see :func:`tandem.runtime.config.load`).
+
+    A diffusion executor's env is built with the cameras and image size its checkpoint was trained on.
+
+    Args:
+        cfg: the stack config.
+        executor: use this executor instead of building ``cfg.executor`` (``tandem-train``'s in-sim evaluation).
+
+    Raises:
+        UnknownNameError: an unknown task, planner, verifier, executor, goal producer or perturbation.
+        ConfigError: a bad option (named). CheckpointError: a bad executor checkpoint.
+    """
+    if not isinstance(cfg, StackConfig):
+        cfg = load(StackConfig, cfg)
+    env_cfg = cfg.env
+    spec = executor_observation_spec(cfg) if executor is None else None
+    if spec is not None and (tuple(env_cfg.cameras), tuple(env_cfg.image_size)) != spec:
+        logger.info("env cameras/image size %s -> %s, as the executor checkpoint was trained",
+                    (tuple(env_cfg.cameras), tuple(env_cfg.image_size)), spec)
+        env_cfg = EnvConfig(cameras=spec[0], image_size=spec[1], control_freq=env_cfg.control_freq,
+                            render=env_cfg.render)
+    env = build_sim_env(cfg.task, env_cfg, cfg.perturb)
+    try:
+        ctx = BuildContext(env=env, simulated=True, task=cfg.task.name, planner=cfg.planner.name)
+        agent = build_agent(cfg, ctx, executor=executor)
+    except BaseException:
+        env.close()
+        raise
+    return Stack(env=env, agent=agent)
+
+
+def build_robot_env(cfg: BridgeRunConfig, transport: Any) -> Env:
+    """The ROS 2 robot env (:class:`bridge.robot_env.RobotEnv`) of ``cfg.bridge`` on ``transport``.
+
+    Raises:
+        ConfigError: an invalid bridge config (named).
+    """
+    from bridge.config import bridge_config_from_dict
+    from bridge.robot_env import RobotEnv
+
+    return RobotEnv(bridge_config_from_dict(cfg.bridge), transport)
+
+
+def build_bridge_stack(cfg: Any, transport: Any) -> Stack:
+    """Robot env + HierarchicalAgent for ``tandem-bridge``: planner, verifier and executor as in simulation (the same
+    builders, the same checks), no goal producer (no simulator to render).
+
+    Raises:
+        UnknownNameError / ConfigError / CheckpointError: from the builders, e.g. a flat checkpoint under a
+            decomposing planner, or ``executor=scripted`` (it needs the live simulator).
+    """
+    if not isinstance(cfg, BridgeRunConfig):
+        cfg = load(BridgeRunConfig, cfg)
+    env = build_robot_env(cfg, transport)
+    try:
+        ctx = BuildContext(env=env, simulated=False, task=env.spec.name, planner=cfg.planner.name,
+                           transport=transport)
+        agent = build_agent(cfg, ctx, goals=False)
+    except BaseException:
+        env.close()
+        raise
+    return Stack(env=env, agent=agent)
+
+
+__all__ = [
+    "EXECUTORS", "FLAT_PLANNER", "GOAL_PRODUCERS", "PLANNERS", "REGISTRIES", "SHIPPED_CHECKPOINTS", "VERIFIERS",
+    "BuildContext", "Registry", "Stack", "build_agent", "build_bridge_stack", "build_memory", "build_robot_env",
+    "build_sim_env", "build_stack", "check_executor_conditioning", "checkpoint_conditioning",
+    "executor_observation_spec", "resolve_checkpoint", "set_torch_threads",
+]

@@ -1,0 +1,132 @@
+"""The ONE builder registry and the typed stack config: every entry point builds and validates the same way."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.runtime import registry
+from tandem.runtime.config import (
+    COMPONENT_KINDS,
+    AgentConfig,
+    BridgeRunConfig,
+    CollectConfig,
+    DemoConfig,
+    StackConfig,
+    VLMPlannerConfig,
+    component_names,
+    load,
+)
+
+pytest.importorskip("cyclonedds", reason="the bridge's message types need the cyclonedds package (tandem[ros])")
+
+
+def bridge_section(**over) -> dict:
+    """A loopback robot on the in-process transport, with the sim-only oracle channel (nothing needs to answer to
+    build the stack)."""
+    d = {"transport": "inprocess", "rate_hz": 20.0, "base_frame": "world", "image_size": [8, 8],
+         "oracle_side_channel": True,
+         "topics": {"cameras": {"agentview": {"image": "/a/image"}}, "joint_states": "/joint_states",
+                    "eef_pose": "/eef", "twist_cmd": "/twist", "gripper_cmd": "/gripper",
+                    "oracle_privileged": "/tandem/oracle/privileged"},
+         "action": {"gripper_joints": ["f1", "f2"]},
+         "task": {"name": "robot_task", "instruction": "stack the red cube on the green cube",
+                  "objects": ["red", "green"], "max_steps": 321}}
+    d.update(over)
+    return d
+
+
+def transport():
+    from bridge.transport import InProcessBus, InProcessTransport
+
+    return InProcessTransport(InProcessBus())
+
+
+def test_every_component_name_has_one_schema_and_one_builder():
+    for kind, reg in registry.REGISTRIES.items():
+        assert kind in COMPONENT_KINDS
+        assert reg.names() == component_names(kind), kind
+
+
+def test_the_bridge_accepts_a_null_step_budget():
+    """agent.subgoal_step_budget: null used to crash the bridge's own builder with a TypeError (int(None))."""
+    cfg = {"planner": {"name": "oracle"}, "verifier": {"name": "oracle"}, "executor": {"name": "oracle_remote"},
+           "agent": {"max_attempts_per_subgoal": 1, "subgoal_step_budget": None}, "bridge": bridge_section()}
+    stack = registry.build_bridge_stack(cfg, transport())
+    try:
+        assert stack.agent.config == AgentConfig(max_attempts_per_subgoal=1, subgoal_step_budget=None, max_plans=40)
+        assert stack.agent.config.step_budget(stack.env.spec) == 321  # the robot task's whole max_steps
+    finally:
+        stack.close()
+
+
+def _flat_checkpoint(tmp_path: Path) -> Path:
+    d = tmp_path / "flat_ckpt"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps({"executor": {"conditioning_source": "instruction",
+                                                            "cameras": ["agentview"], "image_size": [8, 8]}}))
+    return d
+
+
+def test_the_bridge_refuses_a_flat_checkpoint_under_a_decomposing_planner(tmp_path):
+    """The bridge skipped the check that demo and eval make; it now builds through the same registry."""
+    cfg = {"planner": {"name": "oracle"}, "verifier": {"name": "oracle"},
+           "executor": {"name": "diffusion", "checkpoint": str(_flat_checkpoint(tmp_path))},
+           "bridge": bridge_section()}
+    with pytest.raises(ConfigError, match=r"is the flat baseline .* under planner=oracle"):
+        registry.build_bridge_stack(cfg, transport())
+
+
+def test_privileged_builders_refuse_a_robot():
+    cfg = {"executor": {"name": "scripted"}, "bridge": bridge_section()}
+    with pytest.raises(ConfigError, match="executor=scripted reads the live simulator"):
+        registry.build_bridge_stack(cfg, transport())
+
+
+@pytest.mark.parametrize("data,message", [
+    ({"seed": -1}, "seed must be >= 0, got -1"),
+    ({"env": {"image_size": [84, 84, 3]}}, r"env.image_size must be \[H, W\] with H, W >= 1, got \[84, 84, 3\]"),
+    ({"env": {"imagesize": [84, 84]}}, "unknown config key env.imagesize; known keys of env: cameras, control_freq"),
+    ({"agent": {"max_plans": "many"}}, "config key agent.max_plans: Value 'many' of type 'str' could not be"),
+    ({"agent": {"subgoal_step_budget": 0}}, "agent.subgoal_step_budget must be >= 1 or null"),
+    ({"planner": {"name": "vlm", "max_retries": -1}}, "planner.max_retries must be >= 0, got -1"),
+    ({"planner": {"name": "vlm", "modle": "x"}}, "unknown config key planner.modle"),
+    ({"executor": {"name": "diffusion", "num_infernce_steps": 3}}, "unknown config key executor.num_infernce_steps"),
+])
+def test_a_bad_demo_config_is_refused_naming_the_key(data, message):
+    with pytest.raises(ConfigError, match=message):
+        load(DemoConfig, data)
+
+
+def test_unknown_and_placeholder_component_names():
+    with pytest.raises(UnknownNameError, match="unknown planner 'nope'; known planners: instruction, oracle, vlm"):
+        load(StackConfig, {"planner": "nope"})
+    with pytest.raises(UnknownNameError, match="verifier 'learned' is not implemented yet"):
+        load(StackConfig, {"verifier": {"name": "learned"}})
+
+
+def test_component_sections_are_typed_by_their_name_with_defaults():
+    cfg = load(DemoConfig, {"planner": {"name": "vlm", "model": "m"}, "env": {"image_size": [84, 84]}})
+    assert isinstance(cfg.planner, VLMPlannerConfig) and cfg.planner.model == "m" and cfg.planner.max_retries == 3
+    assert tuple(cfg.env.image_size) == (84, 84) and cfg.agent == AgentConfig()
+    assert (cfg.verifier.name, cfg.executor.name, cfg.goals.name) == ("oracle", "scripted", "none")
+
+
+def test_collect_and_bridge_configs_validate_their_own_keys():
+    with pytest.raises(ConfigError, match="out must name the dataset directory"):
+        load(CollectConfig, {})
+    with pytest.raises(ConfigError, match="perturb_fraction must be in"):
+        load(CollectConfig, {"out": "x", "perturb_fraction": 2.0})
+    with pytest.raises(ConfigError, match="bridge is invalid"):
+        load(BridgeRunConfig, {"bridge": {"rate_hz": -1}})
+
+
+def test_demo_yaml_composes_to_a_valid_config():
+    from tandem.cli.common import compose_config, load_config
+
+    cfg = load_config(DemoConfig, compose_config("demo", ["planner=vlm", "agent.subgoal_step_budget=null"]))
+    assert isinstance(cfg.planner, VLMPlannerConfig) and cfg.agent.subgoal_step_budget is None
+    assert cfg.agent.max_attempts_per_subgoal == AgentConfig().max_attempts_per_subgoal
