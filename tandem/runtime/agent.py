@@ -7,7 +7,12 @@ This is the only module that knows all four parts. Each subgoal goes through:
 2. a GoalProducer fills in the subgoal's goal image and keypoint trace (VISTA / LoHo-Manip);
 3. the executor is conditioned on the subgoal (its queued actions are dropped) and stepped until it
    reports the subgoal done or the per-subgoal step budget runs out;
-4. the verifier judges the subgoal from the observations before and after it (Goal2Skill);
+4. the verifier judges the subgoal from the observations before and after it (Goal2Skill). A verdict the
+   verifier marks ``uncertain`` (a calibrated verifier below its confidence threshold) is not final: it is recorded
+   in memory as a ``verdict_uncertain`` event, the executor keeps running the same subgoal for
+   ``AgentConfig.recheck_steps`` more control steps, and the subgoal is verified again, up to
+   ``AgentConfig.verify_rechecks`` times; a verdict still uncertain after that counts as a failure, never as a
+   success (the receding-horizon planner then re-perceives the scene and decides what remains);
 5. memory records the verdict; the agent advances, retries or gives up after too many attempts.
 
 The agent is a step-level state machine (``act(obs) -> action``) so the same code drives a simulator
@@ -43,6 +48,7 @@ class AgentStatus:
     attempts: int = 0
     replans: int = 0
     plans: int = 0
+    uncertain_verdicts: int = 0
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     plan_latency_s: list[float] = field(default_factory=list)
     action_latency_s: list[float] = field(default_factory=list)
@@ -93,6 +99,9 @@ class HierarchicalAgent:
         self._steps_in_subgoal = 0
         self._step = 0
         self._budget = self.config.subgoal_step_budget or 0
+        self._rechecks = 0  # re-checks of uncertain verdicts spent on the active attempt
+        self._recheck_wait = 0  # control steps left before the next re-check
+        self._rechecking = False  # the active attempt's last verdict was uncertain; verify again after the wait
 
     @property
     def oracle_components(self) -> list[str]:
@@ -115,6 +124,7 @@ class HierarchicalAgent:
         self.status = AgentStatus()
         self.plan, self.subgoal, self._before = Plan(), None, None
         self._steps_in_subgoal, self._step = 0, observation.step
+        self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
         self.memory.start_episode(task, meta)
         self.planner.reset(task)
         self.verifier.reset(task, self.memory)  # model verifiers log their exchanges to memory
@@ -125,7 +135,8 @@ class HierarchicalAgent:
         """One control step. Returns the ``float32 (A,)`` action to apply, or None once finished.
 
         Verifies the current subgoal when the executor reports it done or its step budget is spent,
-        then replans and starts the next subgoal, all within this call.
+        then replans and starts the next subgoal, all within this call. After an uncertain verdict the subgoal stays
+        active and is verified again ``AgentConfig.recheck_steps`` control steps later.
 
         Raises:
             ConfigError: if called before ``reset``.
@@ -134,10 +145,7 @@ class HierarchicalAgent:
         if self.task is None:
             raise ConfigError("HierarchicalAgent.act() called before reset()")
         self._step = observation.step
-        while not self.status.finished and self.subgoal is not None and (
-            self._steps_in_subgoal >= self._budget
-            or (self._steps_in_subgoal > 0 and self.executor.subgoal_done())
-        ):
+        while not self.status.finished and self.subgoal is not None and self._verification_due():
             self._finish_subgoal(observation)
         if self.status.finished or self.subgoal is None:
             return None
@@ -149,6 +157,7 @@ class HierarchicalAgent:
             raise NonFiniteActionError(f"executor returned a non-finite action {action.tolist()} "
                                        f"for subgoal {self.subgoal.signature}")
         self._steps_in_subgoal += 1
+        self._recheck_wait = max(self._recheck_wait - 1, 0)
         return action
 
     def record_event(self, kind: str, step: int, **data: Any) -> None:
@@ -169,6 +178,15 @@ class HierarchicalAgent:
         self.memory.record_event("stop", step, reason=reason)
 
     # ------------------------------------------------------------------ internals
+    def _verification_due(self) -> bool:
+        """Whether the active subgoal is verified now: a re-check whose wait is over, or (no re-check pending) its
+        step budget is spent or the executor reports it done."""
+        if self._recheck_wait > 0:
+            return False
+        if self._rechecking:
+            return True
+        return self._steps_in_subgoal >= self._budget or (self._steps_in_subgoal > 0 and self.executor.subgoal_done())
+
     def _replan(self, observation: Observation, after_failure: bool) -> None:
         if self.status.plans >= self.config.max_plans:
             self._finish(False, f"gave up: planner called {self.status.plans} times (max_plans)")
@@ -211,13 +229,18 @@ class HierarchicalAgent:
         self.subgoal = subgoal
         self._before = observation
         self._steps_in_subgoal = 0
+        self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
         attempt = self.memory.record_attempt(subgoal, self._step)
         self.status.attempts += 1
         self.executor.set_subgoal(subgoal, self.task)
         self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
 
-    def _verify_active(self, observation: Observation, at_episode_end: bool = False) -> Verdict:
+    def _verify_active(self, observation: Observation, at_episode_end: bool = False) -> Verdict | None:
         """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal.
+
+        An uncertain verdict (``Verdict.uncertain``) with re-checks left is recorded as a ``verdict_uncertain``
+        event and deferred: the subgoal stays active, and None is returned. One left after the re-checks (or at the
+        episode's end) becomes a failure.
 
         ``at_episode_end``: the episode was ended from outside (env success, step limit, cap) while the subgoal was
         active; the verdict is recorded with ``"at_episode_end": True`` (the attempt was cut, not finished)."""
@@ -225,6 +248,19 @@ class HierarchicalAgent:
         assert subgoal is not None and self._before is not None
         verdict: Verdict = self.verifier.verify(observation_for(self.verifier, self._before, "verifier"),
                                                 observation_for(self.verifier, observation, "verifier"), subgoal)
+        if verdict.uncertain:
+            self.status.uncertain_verdicts += 1
+            if not at_episode_end and self._rechecks < self.config.verify_rechecks:
+                self._rechecks += 1
+                self._rechecking, self._recheck_wait = True, self.config.recheck_steps
+                self.memory.record_event("verdict_uncertain", self._step, subgoal=subgoal.signature,
+                                         recheck=self._rechecks, of=self.config.verify_rechecks,
+                                         verdict=verdict.to_json(), recheck_in_steps=self.config.recheck_steps)
+                return None
+            verdict = Verdict(False, verdict.confidence,
+                              f"still uncertain after {self._rechecks} re-check(s), not taken as success: "
+                              f"{verdict.reason}", verdict.source, uncertain=True)
+        self._rechecking, self._recheck_wait = False, 0
         if self._steps_in_subgoal >= self._budget and not verdict.success:
             verdict = Verdict(False, verdict.confidence,
                               f"step budget of {self._budget} spent; {verdict.reason}",
@@ -242,6 +278,8 @@ class HierarchicalAgent:
 
     def _finish_subgoal(self, observation: Observation) -> None:
         verdict = self._verify_active(observation)
+        if verdict is None:  # uncertain: keep executing the subgoal, verify again later
+            return
         self._replan(observation, after_failure=not verdict.success)
 
     def _finish(self, claims_success: bool, reason: str) -> None:

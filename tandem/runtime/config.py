@@ -165,11 +165,16 @@ class AgentConfig(Schema):
             that runs the task as one subgoal needs.
         max_plans: planner calls per episode (initial plan + replans) before giving up; guards against
             planner-verifier loops (RoboMemory's planner-critic loop guard).
+        verify_rechecks: how many times an uncertain verdict (``Verdict.uncertain``) is re-checked before it counts
+            as a failure; 0 = never (the first uncertain verdict is a failure).
+        recheck_steps: control steps the executor keeps running the subgoal before each re-check, >= 1.
     """
 
     max_attempts_per_subgoal: int = 3
     subgoal_step_budget: int | None = 400
     max_plans: int = 40
+    verify_rechecks: int = 2
+    recheck_steps: int = 5
 
     def check(self) -> None:
         if self.max_attempts_per_subgoal < 1:
@@ -179,6 +184,10 @@ class AgentConfig(Schema):
                                                     f"got {self.subgoal_step_budget}")
         if self.max_plans < 1:
             raise FieldError("max_plans", f"must be >= 1, got {self.max_plans}")
+        if self.verify_rechecks < 0:
+            raise FieldError("verify_rechecks", f"must be >= 0, got {self.verify_rechecks}")
+        if self.recheck_steps < 1:
+            raise FieldError("recheck_steps", f"must be >= 1 control step, got {self.recheck_steps}")
 
     def step_budget(self, task: TaskSpec) -> int:
         """Control steps per attempt for ``task``: ``subgoal_step_budget``, or ``task.max_steps`` when None."""
