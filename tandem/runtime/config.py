@@ -207,7 +207,7 @@ class ComponentConfig(Schema):
 COMPONENT_KINDS: dict[str, str] = {"planner": "planner", "verifier": "verifier", "executor": "executor",
                                    "goals": "goal producer"}
 #: Names of the design (ARCHITECTURE.md) that cannot be built yet; asking for one says so.
-NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {"planner": ("learned",), "verifier": ("learned",)}
+NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {}
 _SCHEMAS: dict[str, dict[str, type[ComponentConfig]]] = {kind: {} for kind in COMPONENT_KINDS}
 
 def component_schema[C: type](kind: str) -> Callable[[C], C]:
@@ -349,6 +349,79 @@ class VLMPlannerConfig(VLMClientConfig):
         if self.point_frame not in ("auto", "pixels", "resized_pixels", "grid1000", "unit"):
             raise FieldError("point_frame", "must be auto, pixels, resized_pixels, grid1000 or unit, got "
                                             f"{self.point_frame!r}")
+
+
+@dataclass
+class LearnedPerceptionConfig(ComponentConfig):
+    """What the learned planner and verifier share: the state model and the camera it reads.
+
+    Attributes:
+        state_checkpoint: a ``tandem-train-state`` checkpoint directory (None: the shipped
+            ``checkpoints/<task>_state``).
+        camera_calibration: the camera's calibration, overriding both the simulator camera's (injected in
+            simulation) and the checkpoint's: ``{"intrinsics": 3x3 px, "world_from_camera": 4x4 (m, OpenCV axes),
+            "image_size": [H, W], "camera": "agentview"}``; on a robot, its calibration routine's result.
+        torch_threads: ``torch.set_num_threads`` at load (None: torch's default).
+    """
+
+    state_checkpoint: str | None = None
+    camera_calibration: dict[str, Any] | None = None
+    torch_threads: int | None = 1
+
+    def check(self) -> None:
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
+        if self.camera_calibration is not None:
+            missing = [k for k in ("intrinsics", "world_from_camera", "image_size") if k not in self.camera_calibration]
+            if missing:
+                raise FieldError("camera_calibration", f"lacks {missing} (needs intrinsics 3x3, world_from_camera 4x4, "
+                                                       "image_size [H, W])")
+
+
+@component_schema("planner")
+@dataclass
+class LearnedPlannerConfig(LearnedPerceptionConfig):
+    """``planner=learned`` (``planner_vlm.learned.learned_planner.LearnedPlanner``): the symbolic search over the
+    predicates a learned state model reads off the agentview image, with learned 3-D traces. Non-privileged.
+
+    Attributes:
+        trace_checkpoint: a ``tandem-train-trace`` checkpoint directory (None: the shipped ``checkpoints/<task>_trace``).
+        threshold: a predicate holds when its calibrated probability is at least this, in (0, 1).
+        min_object_confidence: at the first plan, an instruction object found with less confidence counts as absent
+            (the instruction is refused), in [0, 1).
+        min_scene_confidence: below this the scene is recorded as unlike the training scenes, in [0, 1].
+    """
+
+    name: str = "learned"
+    trace_checkpoint: str | None = None
+    threshold: float = 0.5
+    min_object_confidence: float = 0.05
+    min_scene_confidence: float = 0.5
+
+    def check(self) -> None:
+        super().check()
+        if not 0.0 < self.threshold < 1.0:
+            raise FieldError("threshold", f"must be in (0, 1), got {self.threshold}")
+        if not 0.0 <= self.min_object_confidence < 1.0:
+            raise FieldError("min_object_confidence", f"must be in [0, 1), got {self.min_object_confidence}")
+        if not 0.0 <= self.min_scene_confidence <= 1.0:
+            raise FieldError("min_scene_confidence", f"must be in [0, 1], got {self.min_scene_confidence}")
+
+
+@component_schema("verifier")
+@dataclass
+class LearnedVerifierConfig(LearnedPerceptionConfig):
+    """``verifier=learned`` (``planner_vlm.learned.learned_verifier.LearnedVerifier``): the state model applied to the
+    observation after the subgoal, temperature-calibrated; verdicts less confident than ``confidence_threshold``
+    (in (0.5, 1]) are uncertain and re-checked (``agent.verify_rechecks``). Non-privileged."""
+
+    name: str = "learned"
+    confidence_threshold: float = 0.9
+
+    def check(self) -> None:
+        super().check()
+        if not 0.5 < self.confidence_threshold <= 1.0:
+            raise FieldError("confidence_threshold", f"must be in (0.5, 1], got {self.confidence_threshold}")
 
 
 @component_schema("verifier")
@@ -664,7 +737,9 @@ class BridgeRunConfig(Schema):
     """``tandem-bridge`` and ``tandem-sim-robot`` (``configs/bridge/*.yaml``).
 
     Attributes:
-        planner, verifier, executor: the agent's components (no goal producer: nothing to render on a robot).
+        planner, verifier, executor: the agent's components.
+        goals: the goal producer: only ``none`` builds on a robot (nothing to render); present so that a planner's
+            config option that selects it (``planner=learned`` selects ``goals=none``) composes here too.
         agent: the loop's budgets.
         episodes: episodes to run, >= 1. seed: first episode seed, >= 0. out_dir: artefacts.
         bridge: the robot side (``bridge.config.BridgeConfig``: transport, topics, action mapping, safety),
@@ -675,6 +750,7 @@ class BridgeRunConfig(Schema):
     planner: Any = component("planner", "oracle")
     verifier: Any = component("verifier", "oracle")
     executor: Any = component("executor", "oracle_remote")
+    goals: Any = component("goals", "none")
     agent: AgentConfig = field(default_factory=AgentConfig)
     episodes: int = 1
     seed: int = 0
@@ -832,7 +908,8 @@ def register_configs() -> None:
 __all__ = [
     "COMPONENT_KINDS", "NOT_IMPLEMENTED", "AgentConfig", "BridgeRunConfig", "CheckpointExecutorConfig", "CollectConfig", "ComponentConfig", "DartConfig",
     "DatasetWriteConfig", "DemoConfig", "DiffusionExecutorConfig", "EnvConfig", "FieldError", "TrackExecutorSection",
-    "InstructionPlannerConfig", "LeRobotExecutorConfig", "NoGoalsConfig", "OracleGoalsConfig",
+    "InstructionPlannerConfig", "LearnedPerceptionConfig", "LearnedPlannerConfig", "LearnedVerifierConfig",
+    "LeRobotExecutorConfig", "NoGoalsConfig", "OracleGoalsConfig",
     "OraclePlannerConfig", "OracleRemoteExecutorConfig", "OracleTaskVerifierConfig", "OracleVerifierConfig",
     "PerturbConfig", "Schema", "ScriptedExecutorConfig", "SimRobotConfig", "StackConfig", "TaskConfig",
     "VLMClientConfig", "VLMPlannerConfig", "VLMVerifierConfig", "component", "component_names", "component_schema",
