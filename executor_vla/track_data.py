@@ -116,7 +116,7 @@ class TrackDataset:
     def __init__(self, root: str | Path, cfg: TrackExecutorConfig, episodes: list[int] | None = None,
                  val_episodes: int = 0):
         self.root, self.cfg = Path(root), cfg
-        t = load_tables(root)
+        t = load_tables(root, committed_only=True)
         fps = int(t.info.get("fps", -1))
         if fps != schema.FPS:
             raise DatasetSchemaError(f"{root}: dataset recorded at {fps} fps, the executor runs at {schema.FPS} Hz")
