@@ -168,7 +168,7 @@ class TrackDataset:
         for s, e in zip(starts, ends):
             rows, mask = self.segment_trace(s)
             if cfg.trace_input == "3d" or flat:
-                feats.append(track_features(state[s:e + 1], rows, mask))
+                feats.append(track_features(state[s:e + 1], rows, mask, fine_scale_m=cfg.fine_scale_m))
             else:
                 feats.append(trace_2d_features(state[s:e + 1], rows, mask, cfg.image_size))
         self.features = np.concatenate(feats, axis=0)

@@ -63,7 +63,7 @@ class TrackExecutor(nn.Module):
                  action_low: np.ndarray | None = None, action_high: np.ndarray | None = None):
         super().__init__()
         self.cfg = cfg
-        self.obs_dim = (feature_dim(cfg.trace_3d_len) if cfg.trace_input == "3d"
+        self.obs_dim = (feature_dim(cfg.trace_3d_len, fine=cfg.fine_scale_m is not None) if cfg.trace_input == "3d"
                         else 10 + 3 * cfg.trace_len)
         self.net = TrackNet(cfg, self.obs_dim)
         self.register_buffer("feature_mean", torch.zeros(self.obs_dim))
@@ -299,7 +299,7 @@ class TrackExecutor(nn.Module):
         if self._trace is None:
             raise SubgoalSchemaError("select_action called before set_subgoal (or after a set_subgoal that failed)")
         if self.cfg.trace_input == "3d" or self.cfg.conditioning_source == "instruction":
-            return track_features(proprio, *self._trace)
+            return track_features(proprio, *self._trace, fine_scale_m=self.cfg.fine_scale_m)
         return trace_2d_features(proprio, *self._trace, self.cfg.image_size)
 
     @torch.no_grad()
