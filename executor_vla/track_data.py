@@ -103,6 +103,10 @@ class TrackDataset:
 
     Attributes:
         state: ``float32 (N, 8)`` proprio per frame.
+        dataset_index: ``int64 (N,)`` each row's absolute LeRobot frame index (the dataset's ``index`` column, the
+            ``index`` of a LeRobot batch; the row number if the column is absent).
+        seg_start, seg_end: ``int64 (N,)`` row of the first and of the last frame of each row's segment (its subgoal
+            attempt; its episode for the flat policy).
         features: ``float32 (N, F)`` per-frame features (of each frame against its own segment's trace).
         texts: the conditioning texts, indexed by ``text_id``; ``text_id (N,)`` per frame.
         train_index, val_index: frame indices usable as window ends.
@@ -135,6 +139,8 @@ class TrackDataset:
         if not keep.any():
             raise DatasetSchemaError(f"{root}: no frames in episodes {episodes}")
         idx = np.flatnonzero(keep)
+        ids = col["index"].reshape(-1) if "index" in col else np.arange(len(keep))
+        self.dataset_index = ids[idx].astype(np.int64)
         ep = ep[idx]
         state = col[schema.STATE_KEY][idx].astype(np.float32)
         self.actions = col[schema.ACTION_KEY][idx].astype(np.float32)
