@@ -59,8 +59,8 @@ class TrackExecutorConfig:
             trace until the agent verifies, rather than doing something it never saw.
         done_at_trace_end_m: also report ``subgoal_done`` once the grip site is within this distance (m) of the
             trace's last point with the gripper in that point's state (None = the progress head only).
-        fine_scale_m: add ``tanh(relative position / fine_scale_m)`` per trace point to the features (m; None: off;
-            ``configs/executor/track.yaml`` trains with 0.02): millimetre resolution near each point.
+        fine_scale_m: add ``tanh(relative position / fine_scale_m)`` per trace point to the features (m; None: off,
+            as in checkpoints written before the option existed): millimetre resolution near each point.
         obs_noise_std: Gaussian noise (in normalised units) added to the features in training (0 = off).
         tasks: task names the checkpoint was trained on (filled from the dataset; checked at ``set_subgoal``).
         objects: object and target names seen in its subgoals (checked at ``set_subgoal``).
@@ -98,7 +98,7 @@ class TrackExecutorConfig:
     gripper_hysteresis: float | None = 0.3
     hold_after_end: bool = True
     done_at_trace_end_m: float | None = 0.015
-    fine_scale_m: float | None = None
+    fine_scale_m: float | None = 0.02
     obs_noise_std: float = 0.0
     tasks: tuple[str, ...] = ()
     objects: tuple[str, ...] = ()

@@ -22,6 +22,8 @@ yaw = direction of the gripper's finger axis (the grip site's x axis) about worl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tandem.core.dataset_schema import TRACE_3D_COLUMNS
@@ -89,3 +91,45 @@ def feature_dim(trace_len: int, fine: bool = False) -> int:
     """Length of one frame's feature vector for a trace of ``trace_len`` rows: ``10 + 7 * trace_len`` (``10 + 10 *
     trace_len`` with the fine position features)."""
     return PROPRIO_FEATURES + (POINT_FEATURES + (FINE_FEATURES if fine else 0)) * int(trace_len)
+
+
+def trace_2d_features(proprio: np.ndarray, trace: np.ndarray, mask: np.ndarray,
+                      image_size: tuple[int, int]) -> np.ndarray:
+    """The 2-D-trace ablation's features: proprio as in :func:`track_features` (first 10 columns) plus the pixel
+    trace scaled to ``[-1, 1]`` (``x / W``, ``y / H``; origin top-left) and its mask.
+
+    Args:
+        proprio: ``(T, 8)``. trace: ``(K, 2)`` px. mask: ``(K,)``. image_size: ``(H, W)`` px.
+
+    Returns:
+        ``float32 (T, 10 + 3 K)``.
+    """
+    own = track_features(proprio, np.zeros((1, len(TRACE_3D_COLUMNS))), np.zeros(1))[:, :PROPRIO_FEATURES]
+    h, w = image_size
+    pts = np.asarray(trace, np.float64) / np.array([w, h]) * 2.0 - 1.0
+    tail = np.concatenate([pts.reshape(-1), np.asarray(mask, np.float64).reshape(-1)])
+    return np.concatenate([own, np.broadcast_to(tail, (len(own), len(tail)))], axis=1).astype(np.float32)
+
+
+def frame_features(cfg: Any, proprio: np.ndarray, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``float32 (T, F)`` features of proprio frames ``(T, D)`` against one subgoal's trace, for the executor
+    configured by ``cfg`` (a :class:`executor_vla.track_config.TrackExecutorConfig`): the ONE dispatch the dataset
+    loader, the closed loop and the LeRobot plugin call.
+
+    * ``trace_input="3d"`` (or the flat baseline, whose trace is all zeros with mask 0): :func:`track_features`
+      with ``cfg.fine_scale_m``;
+    * ``trace_input="2d"``: :func:`trace_2d_features` at ``cfg.image_size``.
+
+    Raises:
+        SubgoalSchemaError: a malformed or non-finite trace. ValueError: NaN/inf in ``proprio``.
+    """
+    if cfg.trace_input == "3d" or cfg.conditioning_source == "instruction":
+        return track_features(proprio, rows, mask, fine_scale_m=cfg.fine_scale_m)
+    return trace_2d_features(proprio, rows, mask, cfg.image_size)
+
+
+def config_feature_dim(cfg: Any) -> int:
+    """Features per frame of :func:`frame_features` for ``cfg``."""
+    if cfg.trace_input == "3d" or cfg.conditioning_source == "instruction":
+        return feature_dim(cfg.trace_3d_len, fine=cfg.fine_scale_m is not None)
+    return PROPRIO_FEATURES + 3 * cfg.trace_len

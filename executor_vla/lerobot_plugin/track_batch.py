@@ -27,8 +27,8 @@ import numpy as np
 import torch
 
 from executor_vla.track_config import TrackExecutorConfig
-from executor_vla.track_data import TrackDataset, trace_2d_features
-from executor_vla.track_features import track_features
+from executor_vla.track_data import TrackDataset
+from executor_vla.track_features import frame_features
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import DatasetSchemaError
 
@@ -125,15 +125,13 @@ def trace_inputs(cfg: TrackExecutorConfig, batch: dict[str, Any], batch_size: in
 
 
 def window_features(cfg: TrackExecutorConfig, proprio: np.ndarray, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``float32 (To, F)`` features of proprio frames ``(To, D)`` against one trace, exactly as
-    :meth:`executor_vla.track_policy.TrackExecutor.features` computes them in the closed loop.
+    """``float32 (To, F)`` features of proprio frames ``(To, D)`` against one trace: the executor's own
+    :func:`executor_vla.track_features.frame_features`.
 
     Raises:
         SubgoalSchemaError: a malformed or non-finite trace. ValueError: NaN/inf in ``proprio``.
     """
-    if cfg.trace_input == "3d" or cfg.conditioning_source == "instruction":
-        return track_features(proprio, rows, mask)
-    return trace_2d_features(proprio, rows, mask, cfg.image_size)
+    return frame_features(cfg, proprio, rows, mask)
 
 
 def batch_features(cfg: TrackExecutorConfig, states: np.ndarray, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -182,7 +182,8 @@ def test_saved_policy_predicts_the_wrapped_executors_actions(built, saved, all_f
     assert chunk.shape == (3, 16, 7)
     # the wrapped executor, fed features computed here with track_features on the same inputs
     ex = policy.executor
-    obs = torch.from_numpy(np.stack([track_features(s, r, m) for s, r, m in zip(
+    fine = ex.cfg.fine_scale_m
+    obs = torch.from_numpy(np.stack([track_features(s, r, m, fine_scale_m=fine) for s, r, m in zip(
         batch["observation.state"].numpy(), batch[schema.TRACE_3D_KEY].numpy(), batch[schema.TRACE_3D_MASK_KEY].numpy())]))
     text = torch.from_numpy(ex.text_encoder.encode(texts))
     ref, _ = ex.predict_action_chunk(obs, text, generator=torch.Generator().manual_seed(7))
