@@ -88,16 +88,39 @@ class DatasetTables:
 
 
 def _to_numpy(col: Any) -> np.ndarray:
-    vals = col.to_pylist()
-    return np.asarray(vals)
+    """A pyarrow column as a numpy array ``(N, ...)``: nested list columns of uniform length (the fixed-shape
+    features of a LeRobot dataset) are flattened in C and reshaped, others go through Python lists."""
+    import pyarrow as pa
+
+    arr = col.combine_chunks() if hasattr(col, "combine_chunks") else col
+    if isinstance(arr.type, pa.ExtensionType):  # HF datasets' ArrayXD features: the storage is nested lists
+        arr = arr.storage
+    shape = [len(arr)]
+    values = arr
+    while pa.types.is_list(values.type) or pa.types.is_large_list(values.type) or \
+            pa.types.is_fixed_size_list(values.type):
+        if values.null_count or len(values) == 0:
+            return np.asarray(arr.to_pylist())
+        lengths = np.unique(values.value_lengths().to_numpy(zero_copy_only=False))
+        if len(lengths) != 1:
+            return np.asarray(arr.to_pylist())
+        shape.append(int(lengths[0]))
+        values = values.flatten()
+        if isinstance(values.type, pa.ExtensionType):
+            values = values.storage
+    if pa.types.is_string(values.type) or pa.types.is_large_string(values.type) or values.null_count:
+        return np.asarray(arr.to_pylist())
+    return values.to_numpy(zero_copy_only=False).reshape(shape)
 
 
-def load_tables(root: str | Path, problems: list[str] | None = None) -> DatasetTables:
+def load_tables(root: str | Path, problems: list[str] | None = None, committed_only: bool = False) -> DatasetTables:
     """Read metadata and every non-image column of every data file.
 
     Args:
         problems: when given, file-level problems (unreadable file, mixed schemas) are appended to it and the
             readable files are still loaded; when None they raise.
+        committed_only: read only the data files of the collector's last commit (its journal), so a dataset that
+            ``tandem-collect`` is still appending to can be trained on.
 
     Raises:
         DatasetSchemaError: not a dataset, or (with ``problems=None``) an unreadable or mixed-schema data file.
@@ -109,6 +132,12 @@ def load_tables(root: str | Path, problems: list[str] | None = None) -> DatasetT
     problems = [] if problems is None else problems
     info = read_info(root)
     files = [f for f in _parquet_files(root) if f.startswith("data/")]
+    if committed_only:
+        try:
+            committed = set((read_journal(root) or {}).get("files", files))
+        except DatasetSchemaError:
+            committed = set(files)
+        files = [f for f in files if f in committed]
     first_schema = None
     first_file = None
     tables = []

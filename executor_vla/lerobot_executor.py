@@ -22,12 +22,15 @@ Each control step (as ``lerobot.common.control_utils.predict_action`` does):
 refilled from the next frame). LeRobot policies have no done head, so ``subgoal_done()`` is always False: the
 agent's step budget ends each subgoal (run flat: one subgoal, ``agent.subgoal_step_budget=null``).
 
-**tandem's own policy type.** A ``tandem_diffusion`` pretrained_model (``lerobot-train --policy.type=tandem_diffusion``,
-:mod:`executor_vla.lerobot_plugin`) wraps a :class:`~executor_vla.policy.DiffusionExecutor`, which conditions on the
-whole subgoal (text, goal image, keypoint trace), keeps its own observation history and has a done head. LeRobot's
-single-frame batch carries none of that, so for this type the loaded policy's executor is driven directly:
-``set_subgoal`` / ``select_action`` / ``subgoal_done`` are the DiffusionExecutor's (its processors are identity
-normalisation plus the device step, which it does itself). Its text is chosen by its ``conditioning_source``;
+**tandem's own policy types.** A ``tandem_diffusion`` or ``tandem_track`` pretrained_model (``lerobot-train
+--policy.type=tandem_diffusion|tandem_track``, :mod:`executor_vla.lerobot_plugin`) wraps a
+:class:`~executor_vla.policy.DiffusionExecutor` (text, goal image, keypoint trace) or a
+:class:`~executor_vla.track_policy.TrackExecutor` (proprio, the subgoal's 3-D trace, text). Each conditions on the
+whole subgoal, keeps its own observation history and has a done head. LeRobot's single-frame batch carries none of
+that, so for these types the loaded policy's executor is driven directly: ``set_subgoal`` / ``select_action`` /
+``subgoal_done`` are the executor's (its processors are identity normalisation plus the device step, which it does
+itself). A track executor is traced for batch-1 sampling at load (``TrackExecutor.optimize_for_inference``), as
+tandem's own loader does. Its text is chosen by its ``conditioning_source``;
 ``task_text`` must name the same (``subgoal`` or ``instruction``) or loading raises ConfigError.
 """
 
@@ -48,8 +51,12 @@ from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionErro
 from tandem.core.types import Observation, Subgoal, TaskSpec
 
 TaskText = Literal["subgoal", "instruction"]
-#: The LeRobot policy type of tandem's own executor (:mod:`executor_vla.lerobot_plugin`).
+#: The LeRobot policy type of tandem's image executor (:mod:`executor_vla.lerobot_plugin`).
 TANDEM_POLICY_TYPE = "tandem_diffusion"
+#: The LeRobot policy type of tandem's track executor.
+TANDEM_TRACK_POLICY_TYPE = "tandem_track"
+#: tandem's own LeRobot policy types: their ``executor`` is driven directly (see the module docstring).
+TANDEM_POLICY_TYPES: tuple[str, ...] = (TANDEM_POLICY_TYPE, TANDEM_TRACK_POLICY_TYPE)
 #: Files a LeRobot ``pretrained_model`` directory must hold (the processors' statistics files are referenced
 #: from the two processor JSON files).
 REQUIRED_FILES: tuple[str, ...] = ("config.json", "model.safetensors", "policy_preprocessor.json",
@@ -87,11 +94,13 @@ class LeRobotPolicyExecutor:
         self.policy, self.preprocessor, self.postprocessor = policy, preprocessor, postprocessor
         self.task_text: TaskText = task_text
         self.camera_map = dict(camera_map or {})
-        #: the DiffusionExecutor of a ``tandem_diffusion`` policy, driven directly (see the module docstring)
-        self.tandem = policy.executor if getattr(policy, "name", None) == TANDEM_POLICY_TYPE else None
+        policy_type = getattr(policy, "name", None)
+        #: the executor of a ``tandem_diffusion`` (DiffusionExecutor) or ``tandem_track`` (TrackExecutor) policy,
+        #: driven directly (see the module docstring)
+        self.tandem = policy.executor if policy_type in TANDEM_POLICY_TYPES else None
         if self.tandem is not None:
             self.image_keys, self.state_key, self.state_dim, self.action_dim = _tandem_io(
-                self.tandem.cfg, self.camera_map, task_text)
+                policy_type, self.tandem.cfg, self.camera_map, task_text)
         else:
             self.image_keys, self.state_key, self.state_dim, self.action_dim = _policy_io(policy.config,
                                                                                           self.camera_map)
@@ -136,8 +145,8 @@ class LeRobotPolicyExecutor:
         except (OSError, ValueError) as e:
             raise CheckpointError(f"{path / 'config.json'} is not valid JSON: {e}") from e
 
-        if policy_type == TANDEM_POLICY_TYPE:
-            import executor_vla.lerobot_plugin  # noqa: F401  (registers the type with LeRobot)
+        if policy_type in TANDEM_POLICY_TYPES:
+            import executor_vla.lerobot_plugin  # noqa: F401  (registers the types with LeRobot)
         from lerobot.configs.policies import PreTrainedConfig
         from lerobot.policies.factory import get_policy_class, make_pre_post_processors
 
@@ -157,6 +166,8 @@ class LeRobotPolicyExecutor:
             raise CheckpointError(f"LeRobot could not load the {policy_type} policy from {path}: "
                                   f"{type(e).__name__}: {e}") from e
         policy.eval()
+        if policy_type == TANDEM_TRACK_POLICY_TYPE:
+            policy.executor.optimize_for_inference()  # as TrackExecutor.from_checkpoint: ~3x faster chunks on a CPU
         return cls(policy, pre, post, task_text=task_text, camera_map=camera_map, action_low=action_low,
                    action_high=action_high)
 
@@ -248,8 +259,8 @@ class LeRobotPolicyExecutor:
         return np.clip(a, self.action_low, self.action_high).astype(np.float32)
 
     def subgoal_done(self) -> bool:
-        """The done head of a ``tandem_diffusion`` policy; False for other LeRobot policies, which have none (the
-        agent's step budget ends the subgoal)."""
+        """The done head of a ``tandem_diffusion`` or ``tandem_track`` policy; False for other LeRobot policies,
+        which have none (the agent's step budget ends the subgoal)."""
         return self.tandem.subgoal_done() if self.tandem is not None else False
 
     def _renamed(self, observation: Observation) -> Observation:
@@ -261,17 +272,21 @@ class LeRobotPolicyExecutor:
         return dataclasses.replace(observation, images=images)
 
 
-def _tandem_io(cfg: Any, camera_map: Mapping[str, str], task_text: str
+def _tandem_io(policy_type: str, cfg: Any, camera_map: Mapping[str, str], task_text: str
                ) -> tuple[dict[str, tuple[str, int, int]], str, int, int]:
-    """:func:`_policy_io` for a ``tandem_diffusion`` policy, from its :class:`~executor_vla.config.ExecutorConfig`.
+    """:func:`_policy_io` for tandem's own policy types, from the executor's config: the cameras of a
+    ``tandem_diffusion`` policy (:class:`~executor_vla.config.ExecutorConfig`), none for ``tandem_track``
+    (:class:`~executor_vla.track_config.TrackExecutorConfig`: proprio and the subgoal only).
 
     Raises:
         ConfigError: ``task_text`` names another text than the policy's ``conditioning_source``.
     """
     if cfg.use_text and task_text != cfg.conditioning_source:
-        raise ConfigError(f"this tandem_diffusion policy conditions on the {cfg.conditioning_source} text "
+        raise ConfigError(f"this {policy_type} policy conditions on the {cfg.conditioning_source} text "
                           f"(conditioning_source={cfg.conditioning_source!r}) but executor.task_text={task_text!r}; "
                           f"set executor.task_text={cfg.conditioning_source}")
+    if policy_type == TANDEM_TRACK_POLICY_TYPE:
+        return {}, schema.STATE_KEY, int(cfg.state_dim), int(cfg.action_dim)
     h, w = cfg.image_size
     images = {schema.image_key(c): (camera_map.get(c, c), int(h), int(w)) for c in cfg.cameras}
     return images, schema.STATE_KEY, int(cfg.state_dim), int(cfg.action_dim)

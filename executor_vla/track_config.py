@@ -59,6 +59,8 @@ class TrackExecutorConfig:
             trace until the agent verifies, rather than doing something it never saw.
         done_at_trace_end_m: also report ``subgoal_done`` once the grip site is within this distance (m) of the
             trace's last point with the gripper in that point's state (None = the progress head only).
+        fine_scale_m: add ``tanh(relative position / fine_scale_m)`` per trace point to the features (m; None: off,
+            as in checkpoints written before the option existed): millimetre resolution near each point.
         obs_noise_std: Gaussian noise (in normalised units) added to the features in training (0 = off).
         tasks: task names the checkpoint was trained on (filled from the dataset; checked at ``set_subgoal``).
         objects: object and target names seen in its subgoals (checked at ``set_subgoal``).
@@ -96,6 +98,7 @@ class TrackExecutorConfig:
     gripper_hysteresis: float | None = 0.3
     hold_after_end: bool = True
     done_at_trace_end_m: float | None = 0.015
+    fine_scale_m: float | None = 0.02
     obs_noise_std: float = 0.0
     tasks: tuple[str, ...] = ()
     objects: tuple[str, ...] = ()
@@ -135,6 +138,8 @@ class TrackExecutorConfig:
             errs.append(f"done_threshold must be in (0, 1], got {self.done_threshold}")
         if self.gripper_hysteresis is not None and not 0.0 <= self.gripper_hysteresis < 1.0:
             errs.append(f"gripper_hysteresis must be in [0, 1) or null, got {self.gripper_hysteresis}")
+        if self.fine_scale_m is not None and self.fine_scale_m <= 0:
+            errs.append(f"fine_scale_m must be > 0 m or null, got {self.fine_scale_m}")
         if self.obs_noise_std < 0 or self.progress_loss_weight < 0:
             errs.append("obs_noise_std and progress_loss_weight must be >= 0")
         if errs:

@@ -29,30 +29,12 @@ import torch
 
 from executor_vla.dataset_inspect import load_tables
 from executor_vla.track_config import TrackExecutorConfig
-from executor_vla.track_features import track_features
+from executor_vla.track_features import frame_features
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import DatasetSchemaError
 
 #: LeRobot's tolerance (s) between a frame's timestamp and ``frame_index / fps``.
 TIMESTAMP_TOLERANCE_S = 1e-4
-
-
-def trace_2d_features(proprio: np.ndarray, trace: np.ndarray, mask: np.ndarray,
-                      image_size: tuple[int, int]) -> np.ndarray:
-    """The 2-D-trace ablation's features: proprio as in :func:`track_features` (first 10 columns) plus the pixel
-    trace scaled to ``[-1, 1]`` (``x / W``, ``y / H``; origin top-left) and its mask.
-
-    Args:
-        proprio: ``(T, 8)``. trace: ``(K, 2)`` px. mask: ``(K,)``. image_size: ``(H, W)`` px.
-
-    Returns:
-        ``float32 (T, 10 + 3 K)``.
-    """
-    own = track_features(proprio, np.zeros((1, len(schema.TRACE_3D_COLUMNS))), np.zeros(1))[:, :10]
-    h, w = image_size
-    pts = np.asarray(trace, np.float64) / np.array([w, h]) * 2.0 - 1.0
-    tail = np.concatenate([pts.reshape(-1), np.asarray(mask, np.float64).reshape(-1)])
-    return np.concatenate([own, np.broadcast_to(tail, (len(own), len(tail)))], axis=1).astype(np.float32)
 
 
 def check_timing(columns: dict[str, np.ndarray], fps: int, where: str) -> None:
@@ -103,6 +85,10 @@ class TrackDataset:
 
     Attributes:
         state: ``float32 (N, 8)`` proprio per frame.
+        dataset_index: ``int64 (N,)`` each row's absolute LeRobot frame index (the dataset's ``index`` column, the
+            ``index`` of a LeRobot batch; the row number if the column is absent).
+        seg_start, seg_end: ``int64 (N,)`` row of the first and of the last frame of each row's segment (its subgoal
+            attempt; its episode for the flat policy).
         features: ``float32 (N, F)`` per-frame features (of each frame against its own segment's trace).
         texts: the conditioning texts, indexed by ``text_id``; ``text_id (N,)`` per frame.
         train_index, val_index: frame indices usable as window ends.
@@ -116,7 +102,7 @@ class TrackDataset:
     def __init__(self, root: str | Path, cfg: TrackExecutorConfig, episodes: list[int] | None = None,
                  val_episodes: int = 0):
         self.root, self.cfg = Path(root), cfg
-        t = load_tables(root)
+        t = load_tables(root, committed_only=True)
         fps = int(t.info.get("fps", -1))
         if fps != schema.FPS:
             raise DatasetSchemaError(f"{root}: dataset recorded at {fps} fps, the executor runs at {schema.FPS} Hz")
@@ -135,6 +121,8 @@ class TrackDataset:
         if not keep.any():
             raise DatasetSchemaError(f"{root}: no frames in episodes {episodes}")
         idx = np.flatnonzero(keep)
+        ids = col["index"].reshape(-1) if "index" in col else np.arange(len(keep))
+        self.dataset_index = ids[idx].astype(np.int64)
         ep = ep[idx]
         state = col[schema.STATE_KEY][idx].astype(np.float32)
         self.actions = col[schema.ACTION_KEY][idx].astype(np.float32)
@@ -167,10 +155,7 @@ class TrackDataset:
         feats = []
         for s, e in zip(starts, ends):
             rows, mask = self.segment_trace(s)
-            if cfg.trace_input == "3d" or flat:
-                feats.append(track_features(state[s:e + 1], rows, mask))
-            else:
-                feats.append(trace_2d_features(state[s:e + 1], rows, mask, cfg.image_size))
+            feats.append(frame_features(cfg, state[s:e + 1], rows, mask))
         self.features = np.concatenate(feats, axis=0)
         episodes_sorted = np.unique(ep)
         n_val = min(int(val_episodes), max(len(episodes_sorted) - 1, 0))

@@ -22,6 +22,8 @@ yaw = direction of the gripper's finger axis (the grip site's x axis) about worl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from tandem.core.dataset_schema import TRACE_3D_COLUMNS
@@ -32,9 +34,12 @@ from tandem.core.geometry import quats_to_mats, rotation_6d, yaws_of_mats
 PROPRIO_FEATURES = 10
 #: Features per trace point: relative position (3), sin/cos of the yaw difference (2), gripper command (1), mask (1).
 POINT_FEATURES = 7
+#: With a fine scale: the relative position again as ``tanh(rel / fine_scale_m)`` (3 more per point).
+FINE_FEATURES = 3
 
 
-def track_features(proprio: np.ndarray, trace_rows: np.ndarray, trace_mask: np.ndarray) -> np.ndarray:
+def track_features(proprio: np.ndarray, trace_rows: np.ndarray, trace_mask: np.ndarray,
+                   fine_scale_m: float | None = None) -> np.ndarray:
     """Features of proprio frames against one subgoal's 3-D trace.
 
     Args:
@@ -42,11 +47,14 @@ def track_features(proprio: np.ndarray, trace_rows: np.ndarray, trace_mask: np.n
             :data:`tandem.core.types.PROPRIO_LAYOUT`.
         trace_rows: ``float (K, 5)`` rows ``(x, y, z, yaw, gripper)`` (:func:`tandem.core.dataset_schema.pad_trace_3d`).
         trace_mask: ``float (K,)``, 1 for real points.
+        fine_scale_m: when set, each point also gets ``tanh((p_k - eef) / fine_scale_m)`` (3): a copy of the
+            relative position that resolves millimetres near the point (a nut must be aligned over its peg within
+            about 3 mm, which is 1.5 % of the relative positions' spread) and saturates far from it.
 
     Returns:
-        ``float32 (T, 10 + 7 K)``: per frame the eef position (3), its 6-D rotation (6), the gripper opening (1),
-        then per trace point ``p_k - eef`` (3, m), ``sin, cos(yaw_k - yaw_eef)`` (2), the gripper command (1) and
-        the mask (1).
+        ``float32 (T, 10 + 7 K)`` (``10 + 10 K`` with ``fine_scale_m``): per frame the eef position (3), its 6-D
+        rotation (6), the gripper opening (1), then per trace point ``p_k - eef`` (3, m), ``sin, cos(yaw_k -
+        yaw_eef)`` (2), the gripper command (1), the mask (1) and, with ``fine_scale_m``, the fine position (3).
 
     Raises:
         SubgoalSchemaError: wrong shapes, or NaN/inf in the trace (a trace must be valid before it is used).
@@ -73,11 +81,55 @@ def track_features(proprio: np.ndarray, trace_rows: np.ndarray, trace_mask: np.n
         rel, np.sin(dyaw)[..., None], np.cos(dyaw)[..., None],
         np.broadcast_to(rows[None, :, 4:5], (len(p), k, 1)),
         np.broadcast_to(mask[None, :, None], (len(p), k, 1)),
+        *([np.tanh(rel / fine_scale_m)] if fine_scale_m else []),
     ], axis=-1)
     own = np.concatenate([eef, rotation_6d(rot), p[:, 7:8]], axis=-1)
     return np.concatenate([own, per_point.reshape(len(p), -1)], axis=-1).astype(np.float32)
 
 
-def feature_dim(trace_len: int) -> int:
-    """Length of one frame's feature vector for a trace of ``trace_len`` rows: ``10 + 7 * trace_len``."""
-    return PROPRIO_FEATURES + POINT_FEATURES * int(trace_len)
+def feature_dim(trace_len: int, fine: bool = False) -> int:
+    """Length of one frame's feature vector for a trace of ``trace_len`` rows: ``10 + 7 * trace_len`` (``10 + 10 *
+    trace_len`` with the fine position features)."""
+    return PROPRIO_FEATURES + (POINT_FEATURES + (FINE_FEATURES if fine else 0)) * int(trace_len)
+
+
+def trace_2d_features(proprio: np.ndarray, trace: np.ndarray, mask: np.ndarray,
+                      image_size: tuple[int, int]) -> np.ndarray:
+    """The 2-D-trace ablation's features: proprio as in :func:`track_features` (first 10 columns) plus the pixel
+    trace scaled to ``[-1, 1]`` (``x / W``, ``y / H``; origin top-left) and its mask.
+
+    Args:
+        proprio: ``(T, 8)``. trace: ``(K, 2)`` px. mask: ``(K,)``. image_size: ``(H, W)`` px.
+
+    Returns:
+        ``float32 (T, 10 + 3 K)``.
+    """
+    own = track_features(proprio, np.zeros((1, len(TRACE_3D_COLUMNS))), np.zeros(1))[:, :PROPRIO_FEATURES]
+    h, w = image_size
+    pts = np.asarray(trace, np.float64) / np.array([w, h]) * 2.0 - 1.0
+    tail = np.concatenate([pts.reshape(-1), np.asarray(mask, np.float64).reshape(-1)])
+    return np.concatenate([own, np.broadcast_to(tail, (len(own), len(tail)))], axis=1).astype(np.float32)
+
+
+def frame_features(cfg: Any, proprio: np.ndarray, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``float32 (T, F)`` features of proprio frames ``(T, D)`` against one subgoal's trace, for the executor
+    configured by ``cfg`` (a :class:`executor_vla.track_config.TrackExecutorConfig`): the ONE dispatch the dataset
+    loader, the closed loop and the LeRobot plugin call.
+
+    * ``trace_input="3d"`` (or the flat baseline, whose trace is all zeros with mask 0): :func:`track_features`
+      with ``cfg.fine_scale_m``;
+    * ``trace_input="2d"``: :func:`trace_2d_features` at ``cfg.image_size``.
+
+    Raises:
+        SubgoalSchemaError: a malformed or non-finite trace. ValueError: NaN/inf in ``proprio``.
+    """
+    if cfg.trace_input == "3d" or cfg.conditioning_source == "instruction":
+        return track_features(proprio, rows, mask, fine_scale_m=cfg.fine_scale_m)
+    return trace_2d_features(proprio, rows, mask, cfg.image_size)
+
+
+def config_feature_dim(cfg: Any) -> int:
+    """Features per frame of :func:`frame_features` for ``cfg``."""
+    if cfg.trace_input == "3d" or cfg.conditioning_source == "instruction":
+        return feature_dim(cfg.trace_3d_len, fine=cfg.fine_scale_m is not None)
+    return PROPRIO_FEATURES + 3 * cfg.trace_len

@@ -30,8 +30,8 @@ from torch import Tensor, nn
 
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.track_config import TrackExecutorConfig
-from executor_vla.track_data import TrackStats, trace_2d_features
-from executor_vla.track_features import feature_dim, track_features
+from executor_vla.track_data import TrackStats
+from executor_vla.track_features import config_feature_dim, frame_features
 from executor_vla.track_net import TrackNet
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
@@ -63,8 +63,7 @@ class TrackExecutor(nn.Module):
                  action_low: np.ndarray | None = None, action_high: np.ndarray | None = None):
         super().__init__()
         self.cfg = cfg
-        self.obs_dim = (feature_dim(cfg.trace_3d_len) if cfg.trace_input == "3d"
-                        else 10 + 3 * cfg.trace_len)
+        self.obs_dim = config_feature_dim(cfg)
         self.net = TrackNet(cfg, self.obs_dim)
         self.register_buffer("feature_mean", torch.zeros(self.obs_dim))
         self.register_buffer("feature_std", torch.ones(self.obs_dim))
@@ -298,9 +297,7 @@ class TrackExecutor(nn.Module):
         """
         if self._trace is None:
             raise SubgoalSchemaError("select_action called before set_subgoal (or after a set_subgoal that failed)")
-        if self.cfg.trace_input == "3d" or self.cfg.conditioning_source == "instruction":
-            return track_features(proprio, *self._trace)
-        return trace_2d_features(proprio, *self._trace, self.cfg.image_size)
+        return frame_features(self.cfg, proprio, *self._trace)
 
     @torch.no_grad()
     def select_action(self, observation: Observation) -> np.ndarray:
@@ -411,7 +408,9 @@ class TrackExecutor(nn.Module):
             raise CheckpointError(f"{path} is not a track executor checkpoint (format {raw.get('format')!r}, "
                                   f"family {raw.get('family')!r})")
         try:
-            cfg = TrackExecutorConfig.from_dict(raw["executor"])
+            saved = dict(raw["executor"])
+            saved.setdefault("fine_scale_m", None)  # checkpoints from before the option had no fine features
+            cfg = TrackExecutorConfig.from_dict(saved)
         except (ConfigError, KeyError, TypeError) as e:
             raise CheckpointError(f"{cfg_file}: invalid executor config: {e}") from e
         if overrides:

@@ -17,11 +17,11 @@ import torch
 from lerobot.policies.pretrained import PreTrainedPolicy
 from torch import Tensor
 
+from executor_vla.lerobot_plugin.batch_text import batch_texts, tasks_table
 from executor_vla.lerobot_plugin.configuration_tandem_diffusion import TandemDiffusionConfig
 from executor_vla.network import TEXT_EMB_KEY
 from executor_vla.policy import DiffusionExecutor
 from tandem.core import dataset_schema as schema
-from tandem.core.errors import DatasetSchemaError
 
 
 class TandemDiffusionPolicy(PreTrainedPolicy):
@@ -38,10 +38,7 @@ class TandemDiffusionPolicy(PreTrainedPolicy):
         if dataset_stats is not None:
             self.executor.set_stats({k: {"min": np.asarray(dataset_stats[k]["min"]), "max": np.asarray(dataset_stats[k]["max"])}
                                      for k in ("action", "observation.state")})
-        self.texts: dict[int, str] = {}
-        if dataset_meta is not None and getattr(dataset_meta, "tasks", None) is not None:
-            tasks = dataset_meta.tasks
-            self.texts = {int(i): str(t) for t, i in zip(tasks.index, tasks["task_index"])}
+        self.texts: dict[int, str] = tasks_table(dataset_meta)
         self._queue: collections.deque[Tensor] = collections.deque()
 
     def get_optim_params(self) -> dict:
@@ -54,17 +51,8 @@ class TandemDiffusionPolicy(PreTrainedPolicy):
         ex = self.executor
         if not ex.cfg.use_text or TEXT_EMB_KEY in batch:
             return batch
-        if "subgoal.text" in batch:
-            texts = list(batch["subgoal.text"])
-        else:
-            key = "task_index" if ex.cfg.conditioning_source == "instruction" else schema.SUBGOAL_TASK_INDEX_KEY
-            if key not in batch:
-                raise DatasetSchemaError(f"batch has no {key!r} (nor subgoal.text / subgoal.text_embedding)")
-            idx = batch[key].reshape(-1).tolist()
-            unknown = [i for i in idx if int(i) not in self.texts]
-            if unknown:
-                raise DatasetSchemaError(f"text indices {unknown[:5]} not in the dataset's tasks table")
-            texts = [self.texts[int(i)] for i in idx]
+        key = "task_index" if ex.cfg.conditioning_source == "instruction" else schema.SUBGOAL_TASK_INDEX_KEY
+        texts = batch_texts(batch, key, self.texts)
         emb = ex.text_encoder.encode(texts)
         dev = batch[schema.STATE_KEY].device
         return {**batch, TEXT_EMB_KEY: torch.from_numpy(np.asarray(emb, np.float32)).to(dev)}

@@ -66,6 +66,9 @@ FLAT_PLANNER = "instruction"
 #: Trained executor checkpoints committed with the project: ``<task>_diffusion`` (subgoal-conditioned) and
 #: ``<task>_flat`` (the flat baseline); see checkpoints/README.md for the commands that made them.
 SHIPPED_CHECKPOINTS = Path(__file__).resolve().parents[2] / "checkpoints"
+#: Sub-folder of :data:`SHIPPED_CHECKPOINTS` holding the image executors (Diffusion Policy's U-Net over camera
+#: images); the track executors sit at the top level and are looked up first.
+SHIPPED_IMAGE_SUBDIR = "image"
 
 
 @dataclass(frozen=True)
@@ -314,8 +317,8 @@ def resolve_checkpoint(spec: CheckpointExecutorConfig, task: str, planner: str) 
     """The diffusion executor's checkpoint directory.
 
     ``spec.checkpoint`` when set (a relative path that does not exist from the working directory is also tried from
-    the project root); otherwise the shipped one for ``task``: ``checkpoints/<task>_flat`` under
-    ``planner=instruction``, else ``checkpoints/<task>_diffusion``.
+    the project root); otherwise the shipped one for ``task``: ``<task>_flat`` under ``planner=instruction``, else
+    ``<task>_diffusion``, looked up in ``checkpoints/``, then in ``checkpoints/image/``.
 
     Raises:
         ConfigError: no checkpoint given and none shipped for the task (lists the shipped ones).
@@ -326,12 +329,14 @@ def resolve_checkpoint(spec: CheckpointExecutorConfig, task: str, planner: str) 
             path = SHIPPED_CHECKPOINTS.parent / path
         return path
     kind = "flat" if planner == FLAT_PLANNER else "diffusion"
-    path = SHIPPED_CHECKPOINTS / f"{task}_{kind}"
-    if not (path / "config.json").is_file():
-        shipped = sorted(p.name for p in SHIPPED_CHECKPOINTS.glob("*") if (p / "config.json").is_file())
-        raise ConfigError(f"no shipped {kind} executor checkpoint for task {task!r} (shipped: "
-                          f"{', '.join(shipped) or 'none'}); pass executor.checkpoint=<dir written by tandem-train>")
-    return path
+    roots = (SHIPPED_CHECKPOINTS, SHIPPED_CHECKPOINTS / SHIPPED_IMAGE_SUBDIR)
+    for root in roots:
+        path = root / f"{task}_{kind}"
+        if (path / "config.json").is_file():
+            return path
+    shipped = sorted(str(p.parent.relative_to(SHIPPED_CHECKPOINTS)) for root in roots for p in root.glob("*/config.json"))
+    raise ConfigError(f"no shipped {kind} executor checkpoint for task {task!r} (shipped: "
+                      f"{', '.join(shipped) or 'none'}); pass executor.checkpoint=<dir written by tandem-train>")
 
 
 def _checkpoint_executor_dict(checkpoint: str | Path) -> dict[str, Any] | None:

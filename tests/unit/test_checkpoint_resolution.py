@@ -49,6 +49,18 @@ def test_a_task_without_a_shipped_checkpoint_is_a_clear_error(shipped):
         resolve(cfg(task="nut_assembly"))
 
 
+def test_image_checkpoints_are_found_under_image_after_the_top_level(shipped):
+    (shipped / "stack_three_flat" / "config.json").unlink()
+    (shipped / "stack_three_flat").rmdir()
+    image_flat = _fake_checkpoint(shipped / "image", "stack_three_flat", conditioning="instruction")
+    _fake_checkpoint(shipped / "image", "stack_three_diffusion")
+    assert resolve(cfg(planner="instruction")) == image_flat
+    assert resolve(cfg()) == shipped / "stack_three_diffusion"  # the top level wins
+    with pytest.raises(ConfigError, match=r"\(shipped: image/stack_three_diffusion, image/stack_three_flat, "
+                                          r"stack_three_diffusion\)"):
+        resolve(cfg(task="nut_assembly"))
+
+
 def test_a_given_checkpoint_wins_and_relative_paths_fall_back_to_the_project_root(shipped, tmp_path, monkeypatch):
     mine = _fake_checkpoint(tmp_path, "mine")
     assert resolve(cfg(checkpoint=str(mine))) == mine
