@@ -357,7 +357,7 @@ class LearnedPerceptionConfig(ComponentConfig):
 
     Attributes:
         state_checkpoint: a ``tandem-train-state`` checkpoint directory (None: the shipped
-            ``checkpoints/<task>_state``).
+            ``checkpoints/state/<task>``).
         camera_calibration: the camera's calibration, overriding both the simulator camera's (injected in
             simulation) and the checkpoint's: ``{"intrinsics": 3x3 px, "world_from_camera": 4x4 (m, OpenCV axes),
             "image_size": [H, W], "camera": "agentview"}``; on a robot, its calibration routine's result.
@@ -385,7 +385,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     predicates a learned state model reads off the agentview image, with learned 3-D traces. Non-privileged.
 
     Attributes:
-        trace_checkpoint: a ``tandem-train-trace`` checkpoint directory (None: the shipped ``checkpoints/<task>_trace``).
+        trace_checkpoint: a ``tandem-train-trace`` checkpoint directory (None: the shipped ``checkpoints/trace/<task>``).
         threshold: a predicate holds when its calibrated probability is at least this, in (0, 1).
         min_object_confidence: at the first plan, an instruction object found with less confidence counts as absent
             (the instruction is refused), in [0, 1).

@@ -192,7 +192,8 @@ PERCEPTION_TRAIN_COMMANDS: dict[str, str] = {
 def resolve_perception_checkpoint(checkpoint: str | None, task: str, kind: str) -> Path:
     """The checkpoint directory of a learned perception model: ``checkpoint`` when set (a relative path that does not
     exist from the working directory is also tried from the project root), else the shipped
-    ``checkpoints/<task>_<kind>`` (``kind``: ``"state"`` or ``"trace"``).
+    ``checkpoints/<kind>/<task>`` (``kind``: ``"state"`` or ``"trace"``), as ``checkpoints/image/`` holds the image
+    executors.
 
     Raises:
         ConfigError: none given and none shipped for the task (names the command that trains one).
@@ -202,9 +203,9 @@ def resolve_perception_checkpoint(checkpoint: str | None, task: str, kind: str) 
         if not path.is_absolute() and not path.exists() and (SHIPPED_CHECKPOINTS.parent / path).exists():
             path = SHIPPED_CHECKPOINTS.parent / path
         return path
-    path = SHIPPED_CHECKPOINTS / f"{task}_{kind}"
+    path = SHIPPED_CHECKPOINTS / kind / task
     if not (path / "config.json").is_file():
-        raise ConfigError(f"no shipped {kind} model checkpoint for task {task!r} (checkpoints/{task}_{kind}); train one "
+        raise ConfigError(f"no shipped {kind} model checkpoint for task {task!r} (checkpoints/{kind}/{task}); train one "
                           f"with `{PERCEPTION_TRAIN_COMMANDS[kind].format(task=task)}` and pass its checkpoint "
                           f"directory as {kind}_checkpoint=<dir>/checkpoint")
     return path
