@@ -108,7 +108,10 @@ class StateTrainConfig:
         batch_size: frames per step.
         lr: AdamW learning rate (cosine-decayed to 10% over ``max_steps`` or the time budget).
         weight_decay: AdamW weight decay.
-        max_minutes: wall-clock budget (min); training stops at this or ``max_steps``, whichever comes first.
+        max_minutes: time budget (min) on ``clock``; training stops at this or ``max_steps``, whichever comes
+            first.
+        clock: ``"wall"`` (elapsed time) or ``"cpu"`` (this process's CPU time: with one torch thread, the time of
+            one core, the same whatever else shares the machine).
         max_steps: step cap (None: the time budget alone).
         eval_every: steps between validation passes (also the snapshot cadence).
         frame_stride: use every n-th frame of each episode (consecutive frames at 20 Hz are nearly identical).
@@ -127,6 +130,7 @@ class StateTrainConfig:
     weight_decay: float = 1e-4
     max_minutes: float = 30.0
     max_steps: int | None = None
+    clock: str = "wall"
     eval_every: int = 500
     frame_stride: int = 2
     val_episodes: int = 10
@@ -143,6 +147,8 @@ class StateTrainConfig:
         if self.batch_size < 1 or self.lr <= 0 or self.max_minutes <= 0 or self.eval_every < 1:
             raise ConfigError("state training needs batch_size >= 1, lr > 0, max_minutes > 0 and eval_every >= 1, "
                               f"got {self.batch_size}, {self.lr}, {self.max_minutes}, {self.eval_every}")
+        if self.clock not in ("wall", "cpu"):
+            raise ConfigError(f"state training clock must be 'wall' or 'cpu', got {self.clock!r}")
         if self.max_steps is not None and self.max_steps < 1:
             raise ConfigError(f"state training max_steps must be >= 1 or null, got {self.max_steps}")
         if self.frame_stride < 1 or self.val_episodes < 0 or self.val_frames < 1:

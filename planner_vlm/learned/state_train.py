@@ -228,13 +228,15 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
     val = data.val_index if len(data.val_index) else data.train_index
     val = val[np.linspace(0, len(val) - 1, min(tcfg.val_frames, len(val))).round().astype(np.int64)]
     budget_s = tcfg.max_minutes * 60.0
-    t0 = time.perf_counter()
+    clock = time.process_time if tcfg.clock == "cpu" else time.perf_counter
+    t0, c0 = time.perf_counter(), clock()
+    cpu0 = time.process_time()
     step, first_loss, last = 0, None, {}
     best: tuple[float, dict[str, torch.Tensor], int] | None = None
     history = []
     batches = data.batches(tcfg.batch_size, seed=tcfg.seed)
     while True:
-        elapsed = time.perf_counter() - t0
+        elapsed = clock() - c0
         frac = max(elapsed / budget_s, step / tcfg.max_steps if tcfg.max_steps else 0.0)
         if frac >= 1.0:
             break
@@ -254,7 +256,8 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
         if step % tcfg.eval_every == 0:
             net.eval()
             vloss = _val_loss(net, data, val, cfg, tcfg, geo, cal)
-            history.append({"step": step, "minutes": round((time.perf_counter() - t0) / 60, 2), "loss": last["loss"],
+            history.append({"step": step, "minutes": round((time.perf_counter() - t0) / 60, 2),
+                            "cpu_minutes": round((time.process_time() - cpu0) / 60, 2), "loss": last["loss"],
                             "val_loss": vloss})
             log(f"step {step} ({history[-1]['minutes']} min): loss {last['loss']:.4f} (px {last['px']:.3f}, heatmap "
                 f"{last['heatmap']:.3f}, 3-D "
@@ -262,6 +265,7 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
             if best is None or vloss < best[0]:
                 best = (vloss, copy.deepcopy(net.state_dict()), step)
     minutes = (time.perf_counter() - t0) / 60.0
+    cpu_minutes = (time.process_time() - cpu0) / 60.0
     net.eval()
     final_val = _val_loss(net, data, val, cfg, tcfg, geo, cal)
     if best is not None and best[0] < final_val:
@@ -278,6 +282,7 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
     model.metrics = {"held_out": after, "held_out_before_temperature": {"ece": before["ece"]},
                      "split": "val" if len(data.val_index) else "train (no held-out episodes)"}
     summary = {"steps": step, "best_step": best_step, "train_minutes": round(minutes, 2),
+               "train_cpu_minutes": round(cpu_minutes, 2), "budget_clock": tcfg.clock,
                "samples_per_s": round(step * tcfg.batch_size / max(minutes * 60, 1e-9), 1),
                "first_loss": first_loss, "last_loss": last.get("loss"), "temperature": model.temperature,
                "calibration_rms_px": data.calibration_rms_px, "held_out": after,

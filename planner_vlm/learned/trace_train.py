@@ -139,6 +139,7 @@ def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrai
     opt = torch.optim.AdamW(net.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
     val = data.val_index if len(data.val_index) else data.train_index
     t0, step, first, last, history = time.perf_counter(), 0, None, {}, []
+    cpu0 = time.process_time()
     best: tuple[float, dict[str, torch.Tensor], int] | None = None
     while step < tcfg.steps and time.perf_counter() - t0 < tcfg.max_minutes * 60:
         frac = step / tcfg.steps
@@ -173,7 +174,8 @@ def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrai
     model.metrics = {"held_out": clean, "held_out_noisy_keypoints": noisy, "keypoint_noise_m": tcfg.keypoint_noise_m,
                      "split": "val" if len(data.val_index) else "train (no held-out episodes)"}
     summary = {"steps": step, "best_step": best[2] if best else step,
-               "train_minutes": round((time.perf_counter() - t0) / 60, 2), "first_loss": first,
+               "train_minutes": round((time.perf_counter() - t0) / 60, 2),
+               "train_cpu_minutes": round((time.process_time() - cpu0) / 60, 2), "first_loss": first,
                "last_loss": last.get("loss"), "held_out": clean, "held_out_noisy_keypoints": noisy,
                "samples": {"train": int(len(data.train_index)), "val": int(len(data.val_index))}, "history": history}
     ckpt = model.save(Path(out_dir) / "checkpoint", command=command,

@@ -92,6 +92,7 @@ class StateTrainSection(Schema):
     weight_decay: float = 1e-4
     max_minutes: float = 30.0
     max_steps: int | None = None
+    clock: str = "wall"
     eval_every: int = 500
     frame_stride: int | None = None
     val_episodes: int | None = None
@@ -202,6 +203,7 @@ def run(cfg: Any) -> dict[str, Any]:
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     held = summary["held_out"]
     print(json.dumps({"checkpoint": summary["checkpoint"], "train_minutes": summary["train_minutes"],
+                      "train_cpu_minutes": summary["train_cpu_minutes"],
                       "px_median": round(held["px_median"], 3), "m3d_median": round(held["m3d_median"], 4),
                       "predicate_accuracy": round(held["predicate_accuracy"], 4),
                       "frame_accuracy": round(held["frame_accuracy"], 4), "ece": round(held["ece"], 4)}, indent=2))
