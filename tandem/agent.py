@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from tandem.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.planning_worker import PlanningWorker
 from tandem.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier
 from tandem.types import Observation, Plan, Subgoal, TaskSpec, Verdict
 
@@ -40,15 +41,26 @@ class AgentConfig:
             that runs the task as one subgoal needs.
         max_plans: planner calls per episode (initial plan + replans) before giving up; guards against
             planner-verifier loops (RoboMemory's planner-critic loop guard).
+        async_planning: run the planner in a worker thread (:mod:`tandem.planning_worker`): ``act`` never calls
+            it. Until the first plan arrives, and after a failed verdict until the new plan arrives, ``act``
+            returns the agent's ``hold_action``; after a success the executor goes on with the current plan's next
+            subgoal while the planner works.
+        plan_switch_steps: with ``async_planning``, a new plan whose next subgoal differs from the running one
+            switches to it only when the running attempt's step count is a multiple of this (the executor's
+            action-chunk length, e.g. 8 for the diffusion executor: the chunk boundary); 1 switches at once.
     """
 
     max_attempts_per_subgoal: int = 3
     subgoal_step_budget: int | None = 400
     max_plans: int = 40
+    # --- asynchronous planning (tandem.planning_worker) ---
+    async_planning: bool = False
+    plan_switch_steps: int = 1
 
     def __post_init__(self) -> None:
         budget_ok = self.subgoal_step_budget is None or self.subgoal_step_budget >= 1
-        if self.max_attempts_per_subgoal < 1 or not budget_ok or self.max_plans < 1:
+        if (self.max_attempts_per_subgoal < 1 or not budget_ok or self.max_plans < 1
+                or self.plan_switch_steps < 1):
             raise ConfigError(f"AgentConfig budgets must be >= 1 (subgoal_step_budget may be None), got {self}")
 
     def step_budget(self, task: TaskSpec) -> int:
@@ -68,6 +80,8 @@ class AgentStatus:
     replans: int = 0
     plans: int = 0
     verdicts: list[dict[str, Any]] = field(default_factory=list)
+    hold_steps: int = 0
+    plans_discarded: int = 0
     plan_latency_s: list[float] = field(default_factory=list)
     action_latency_s: list[float] = field(default_factory=list)
 
@@ -85,8 +99,15 @@ class HierarchicalAgent:
         memory: structured task memory; every decision is recorded in it.
         goal_producer: fills each subgoal's goal image / trace before execution (optional).
         config: budgets.
+        hold_action: ``float32 (A,)`` action that keeps the robot still, returned while waiting for a plan with
+            ``config.async_planning`` (zeros for robosuite's OSC delta actions: no motion, gripper kept as it is).
 
     Use: ``reset(task, obs)`` once, then ``act(obs)`` every control step until ``status.finished``.
+    Each attempt runs under the memory's ``retry_policy``: its ``speed_scale`` multiplies every action component
+    but the last (the gripper; the :data:`tandem.types.OSC_ACTION_LAYOUT` convention).
+
+    Raises:
+        ConfigError: ``config.async_planning`` without a ``hold_action``.
     """
 
     def __init__(
@@ -97,10 +118,22 @@ class HierarchicalAgent:
         memory: TaskMemory,
         goal_producer: GoalProducer | None = None,
         config: AgentConfig | None = None,
+        hold_action: np.ndarray | None = None,
     ):
         self.planner, self.verifier, self.executor, self.memory = planner, verifier, executor, memory
         self.goal_producer = goal_producer
         self.config = config or AgentConfig()
+        # --- asynchronous planning: worker, hold action, plan waiting for a chunk boundary, memory version ---
+        self._worker: PlanningWorker | None = None
+        self._hold = None if hold_action is None else np.asarray(hold_action, dtype=np.float32).copy()
+        if self.config.async_planning:
+            if self._hold is None:
+                raise ConfigError("AgentConfig.async_planning needs a hold_action (the action that keeps the robot "
+                                  "still while no plan is there), e.g. np.zeros(env.action_dim) for OSC delta actions")
+            self._worker = PlanningWorker(planner)
+        self._pending_plan: Plan | None = None
+        self._version = 0
+        self._speed = 1.0
         self.task: TaskSpec | None = None
         self.plan: Plan = Plan()
         self.subgoal: Subgoal | None = None
@@ -119,13 +152,20 @@ class HierarchicalAgent:
         self.plan, self.subgoal, self._before = Plan(), None, None
         self._steps_in_subgoal, self._step = 0, observation.step
         self.memory.start_episode(task, meta)
-        self.planner.reset(task)
+        self._pending_plan, self._version, self._speed = None, 0, 1.0
+        if self._worker is not None:
+            self._worker.reset(task)  # between episodes: waits for a running request, drops queued ones
+        else:
+            self.planner.reset(task)
         if hasattr(self.verifier, "reset"):
             self.verifier.reset(task)
         if hasattr(self.verifier, "attach_memory"):  # model verifiers log their exchanges to memory
             self.verifier.attach_memory(self.memory)
         self.executor.reset()
-        self._replan(observation, after_failure=False)
+        if self._worker is not None:
+            self._request_plan(observation)
+        else:
+            self._replan(observation, after_failure=False)
 
     def act(self, observation: Observation) -> np.ndarray | None:
         """One control step. Returns the ``float32 (A,)`` action to apply, or None once finished.
@@ -140,15 +180,24 @@ class HierarchicalAgent:
         if self.task is None:
             raise ConfigError("HierarchicalAgent.act() called before reset()")
         self._step = observation.step
+        if self._worker is not None:
+            self._poll_plan(observation)
         while not self.status.finished and self.subgoal is not None and (
             self._steps_in_subgoal >= self._budget
             or (self._steps_in_subgoal > 0 and self.executor.subgoal_done())
         ):
             self._finish_subgoal(observation)
+        if self._worker is not None and not self.status.finished:
+            self._switch_to_pending(observation)
+            if self.subgoal is None and not self.status.finished:
+                self.status.hold_steps += 1
+                return self._hold.copy()
         if self.status.finished or self.subgoal is None:
             return None
         t0 = time.perf_counter()
-        action = np.asarray(self.executor.select_action(observation), dtype=np.float32)
+        action = np.array(self.executor.select_action(observation), dtype=np.float32)
+        if self._speed != 1.0:  # the attempt's retry policy: slower motion, gripper command unchanged
+            action[:-1] *= self._speed
         self.status.action_latency_s.append(time.perf_counter() - t0)
         if not np.all(np.isfinite(action)):
             raise NonFiniteActionError(f"executor returned a non-finite action {action.tolist()} "
@@ -192,11 +241,17 @@ class HierarchicalAgent:
         self.memory.record_plan(plan, self._step, source=getattr(self.planner, "source", type(self.planner).__name__))
         nxt = plan.next
         if nxt is None:
-            if getattr(self.planner, "last_fallback", False) and not plan.done:
-                self._finish(False, "planner gave no usable plan")
-            else:
-                self._finish(True, "planner reports nothing remaining")
+            self._finish_plan_empty(plan)
             return
+        self._try_start(nxt, observation)
+
+    def _finish_plan_empty(self, plan: Plan) -> None:
+        if getattr(self.planner, "last_fallback", False) and not plan.done:
+            self._finish(False, "planner gave no usable plan")
+        else:
+            self._finish(True, "planner reports nothing remaining")
+
+    def _try_start(self, nxt: Subgoal, observation: Observation) -> None:
         attempts = self.memory.attempts(nxt)
         if attempts >= self.config.max_attempts_per_subgoal:
             self._finish(False, f"gave up: {nxt.signature} failed {attempts} times")
@@ -212,12 +267,14 @@ class HierarchicalAgent:
         self.subgoal = subgoal
         self._before = observation
         self._steps_in_subgoal = 0
-        attempt = self.memory.record_attempt(subgoal, self._step)
+        policy = self.memory.retry_policy(subgoal)
+        self._speed = float(policy.speed_scale)
+        attempt = self.memory.record_attempt(subgoal, self._step, policy)
         self.status.attempts += 1
         self.executor.set_subgoal(subgoal, self.task)
         self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
 
-    def _verify_active(self, observation: Observation) -> Verdict:
+    def _verify_active(self, observation: Observation, note: str = "") -> Verdict:
         """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal."""
         subgoal = self.subgoal
         assert subgoal is not None and self._before is not None
@@ -226,23 +283,102 @@ class HierarchicalAgent:
             verdict = Verdict(False, verdict.confidence,
                               f"step budget of {self._budget} spent; {verdict.reason}",
                               verdict.source)
+        if note:
+            verdict = Verdict(verdict.success, verdict.confidence, f"{note}; {verdict.reason}", verdict.source)
+        self._version += 1
         self.memory.record_verdict(subgoal, verdict, self._step)
         self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json()})
         self.status.subgoals_done += int(verdict.success)
         if not verdict.success:  # what the verifier saw becomes a fact about each object involved
             for obj in subgoal.args:
                 self.memory.record_fact(obj, f"{subgoal.signature} failed at step {self._step}: {verdict.reason}",
-                                        self._step)
+                                        self._step, source="verifier")
         self.subgoal = None
         return verdict
 
     def _finish_subgoal(self, observation: Observation) -> None:
+        done = self.subgoal
         verdict = self._verify_active(observation)
-        self._replan(observation, after_failure=not verdict.success)
+        if self._worker is None:
+            self._replan(observation, after_failure=not verdict.success)
+            return
+        # --- asynchronous planning: ask for a new plan, keep acting on the current one meanwhile ---
+        self._request_plan(observation)
+        if not verdict.success or done is None:
+            return  # hold until the new plan: the current one is known to be wrong
+        rest = list(self.plan.remaining)
+        for i, s in enumerate(rest):
+            if s.signature == done.signature:
+                del rest[i]
+                break
+        self.plan = Plan(done=[*self.plan.done, done], remaining=rest, rationale=self.plan.rationale)
+        if rest:
+            self._try_start(rest[0], observation)
+
+    def _request_plan(self, observation: Observation) -> None:
+        """Hand the planner a request for ``observation`` and a snapshot of memory; returns at once."""
+        assert self._worker is not None
+        self._worker.submit(observation, self.memory.snapshot(), tag=(self._version, self._last_failed()))
+
+    def _last_failed(self) -> bool:
+        return bool(self.status.verdicts) and not self.status.verdicts[-1]["success"]
+
+    def _poll_plan(self, observation: Observation) -> None:
+        """Collect a finished plan, if any (never blocks); adopt it unless a verdict made it stale."""
+        assert self._worker is not None
+        res = self._worker.poll()
+        if res is None:
+            return
+        res.memory.replay_onto(self.memory)
+        if res.error is not None:
+            if isinstance(res.error, TandemError):  # as in _replan: the last line of defence
+                self.memory.record_event("planner_error", self._step, error=str(res.error))
+                self._finish(False, f"planner failed: {res.error}")
+                return
+            raise res.error
+        self.status.plan_latency_s.append(res.latency_s)
+        version, after_failure = res.tag
+        if version != self._version:  # a verdict came in since the request; a newer request is queued
+            self.status.plans_discarded += 1
+            self.memory.record_event("plan_discarded", self._step, request=res.request_id,
+                                     reason=f"made before {self._version - version} later verdict(s)")
+            if not self._worker.busy:
+                self._request_plan(observation)
+            return
+        if self.status.plans >= self.config.max_plans:
+            self._finish(False, f"gave up: planner called {self.status.plans} times (max_plans)")
+            return
+        plan = res.plan
+        assert plan is not None
+        self.status.plans += 1
+        self.status.replans += int(after_failure)
+        self.plan = plan
+        self.memory.record_plan(plan, self._step, source=getattr(self.planner, "source", type(self.planner).__name__))
+        nxt = plan.next
+        if nxt is None:
+            self._finish_plan_empty(plan)
+        elif self.subgoal is None or self.subgoal.signature != nxt.signature:
+            self._pending_plan = plan  # switched to at the next chunk boundary (_switch_to_pending)
+        else:
+            self._pending_plan = None  # the running attempt is what the new plan wants next
+
+    def _switch_to_pending(self, observation: Observation) -> None:
+        """Start the pending plan's next subgoal when there is none running or at a chunk boundary."""
+        plan = self._pending_plan
+        if plan is None or (self.subgoal is not None
+                            and self._steps_in_subgoal % self.config.plan_switch_steps != 0):
+            return
+        self._pending_plan = None
+        if self.subgoal is not None:  # judge the interrupted attempt, so memory stays consistent
+            self._verify_active(observation, note="interrupted by a new plan")
+        nxt = plan.next
+        if nxt is not None:
+            self._try_start(nxt, observation)
 
     def _finish(self, claims_success: bool, reason: str) -> None:
         self.status.finished = True
         self.status.claims_success = claims_success
         self.status.end_reason = reason
         self.subgoal = None
+        self._pending_plan = None
         self.memory.record_event("agent_finished", self._step, claims_success=claims_success, reason=reason)

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tandem.agent import AgentConfig, HierarchicalAgent
 from tandem.errors import ConfigError, UnknownNameError
 from tandem.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
@@ -307,10 +309,27 @@ def build_goal_producer(cfg: Any, env: Env) -> GoalProducer | None:
 
 
 def build_memory(cfg: Any) -> TaskMemory:
-    """A fresh :class:`memory.task_memory.TaskMemoryV1` (the only memory so far; ``cfg`` is reserved)."""
+    """A fresh :class:`memory.task_memory.TaskMemoryV1` configured by ``cfg.memory``:
+
+    * ``lessons``: ``null`` (default: no lessons across episodes), ``"store"`` (learn from the earlier episodes
+      of the store the episode is written to) or the path of another memory store to learn from (read only);
+    * ``slip_escalation``, ``slow_scale``, ``min_slip_episodes``, ``min_slow_attempts``: the retry rules
+      (:class:`memory.lessons.RetryRules`).
+
+    Raises:
+        ConfigError: bad rule values. MemoryStoreError: a lessons store that cannot be read.
+    """
+    from memory.lessons import RetryRules
     from memory.task_memory import TaskMemoryV1
 
-    return TaskMemoryV1()
+    m = config_get(cfg, "memory", {}) or {}
+    defaults = RetryRules()
+    try:
+        rules = RetryRules(**{k: type(getattr(defaults, k))(config_get(m, k, getattr(defaults, k)))
+                              for k in ("slip_escalation", "slow_scale", "min_slip_episodes", "min_slow_attempts")})
+    except (TypeError, ValueError) as e:
+        raise ConfigError(f"memory: {e}") from e
+    return TaskMemoryV1(lessons=config_get(m, "lessons"), rules=rules)
 
 
 def build_agent_config(cfg: Any) -> AgentConfig:
@@ -326,6 +345,8 @@ def build_agent_config(cfg: Any) -> AgentConfig:
         max_attempts_per_subgoal=int(config_get(a, "max_attempts_per_subgoal", 3)),
         subgoal_step_budget=None if budget is None else int(budget),
         max_plans=int(config_get(a, "max_plans", 40)),
+        async_planning=bool(config_get(a, "async_planning", False)),
+        plan_switch_steps=int(config_get(a, "plan_switch_steps", 1)),
     )
 
 
@@ -350,6 +371,7 @@ def build_stack(cfg: Any) -> Stack:
             memory=build_memory(cfg),
             goal_producer=build_goal_producer(cfg, env),
             config=build_agent_config(cfg),
+            hold_action=np.zeros(env.action_dim, dtype=np.float32),  # OSC delta: no motion, gripper kept
         )
     except BaseException:
         env.close()
