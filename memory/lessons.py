@@ -9,8 +9,9 @@ of a :class:`memory.store.MemoryStore` (finished and interrupted ones; the runni
 The lessons feed back in two ways (:func:`retry_policy`, used by ``TaskMemoryV1.retry_policy``):
 
 * **retry policy** for the agent (:class:`tandem.types.RetryPolicy`). Within an episode, after
-  ``RetryRules.slip_escalation`` slips of one subgoal, its next attempt runs at ``RetryRules.slow_scale`` of
-  the executor's speed ("after two slips, re-grasp slower"). Across episodes, a skill whose objects slipped in
+  ``RetryRules.slip_escalation`` slips of one subgoal (None, the default: never), its next attempt runs at
+  ``RetryRules.slow_scale`` of the executor's speed ("after two slips, re-grasp slower"); this is what explores
+  the slower speed in the first place. Across episodes, a skill whose objects slipped in
   at least ``min_slip_episodes`` earlier episodes, and whose slowed-down attempts succeeded more often than its
   full-speed ones (at least ``min_slow_attempts`` of them), runs slowed down from its first attempt;
 * **hints** for the planner prompt (``MemoryView.hints``): short sentences with the counts above and the
@@ -39,19 +40,21 @@ class RetryRules:
     """Thresholds of :func:`retry_policy` (see the module docstring).
 
     Attributes:
-        slip_escalation: slips of one subgoal within an episode before its next attempt is slowed down.
+        slip_escalation: slips of one subgoal within an episode before its next attempt is slowed down; None
+            (default) never slows down within an episode (then lessons have no slowed-down attempts to learn from).
         slow_scale: the speed factor of a slowed-down attempt, in (0, 1).
         min_slip_episodes: earlier episodes with slips of a skill before lessons slow it down from the start.
         min_slow_attempts: slowed-down attempts of a skill in earlier episodes needed to compare the speeds.
     """
 
-    slip_escalation: int = 2
+    slip_escalation: int | None = None
     slow_scale: float = 0.5
     min_slip_episodes: int = 2
     min_slow_attempts: int = 2
 
     def __post_init__(self) -> None:
-        if self.slip_escalation < 1 or self.min_slip_episodes < 1 or self.min_slow_attempts < 1:
+        if (self.slip_escalation is not None and self.slip_escalation < 1) or self.min_slip_episodes < 1 \
+                or self.min_slow_attempts < 1:
             raise ValueError(f"RetryRules counts must be >= 1, got {self}")
         if not 0.0 < self.slow_scale < 1.0:
             raise ValueError(f"RetryRules.slow_scale must be in (0, 1), got {self.slow_scale}")
@@ -218,7 +221,7 @@ def retry_policy(signature: str, episode_failures: Sequence[tuple[str, FailureCa
         rules: thresholds.
     """
     slips = sum(1 for s, c in episode_failures if s == signature and c is FailureCause.GRASP_SLIPPED)
-    if slips >= rules.slip_escalation:
+    if rules.slip_escalation is not None and slips >= rules.slip_escalation:
         return RetryPolicy(rules.slow_scale, f"{slips} slips of {signature} in this episode")
     skill = signature.partition("(")[0]
     st = lessons.skills.get(skill) if lessons is not None else None

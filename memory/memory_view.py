@@ -41,6 +41,7 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+_HEADERS = frozenset({"Lessons from earlier episodes:", "Object facts:", "Earlier failures:"})
 
 
 def approx_tokens(text: str) -> int:
@@ -197,7 +198,7 @@ class MemoryView:
         # drop headers ("...:") left without their items
         texts = [t for _, _, t in kept]
         out = [t for i, t in enumerate(texts)
-               if not (t.endswith(":") and (i + 1 >= len(texts) or not texts[i + 1].startswith("- ")))]
+               if not (t in _HEADERS and (i + 1 >= len(texts) or not texts[i + 1].startswith("- ")))]
         return "\n".join(out)
 
     # ------------------------------------------------------------------ features

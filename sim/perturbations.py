@@ -8,6 +8,11 @@ Perturbations (each fires at most once per episode):
   :meth:`TaskDefinition.perturb` moves x back onto the table area it came from.
 * ``open_gripper`` (any task): once an object is grasped and carried (lifted > 5 cm above its start height),
   the gripper command is forced open for :data:`OPEN_GRIPPER_STEPS` control steps so the object drops.
+* ``slip_fast`` (stack_three; *recurring*, e.g. worn finger pads): whenever a carried object (as above) moves
+  faster than :data:`SLIP_SPEED` (end-effector speed over the last control step), it slips: the gripper is
+  forced open as for ``open_gripper``. It fires again on every later fast carry (at most once per grasp). With
+  the scripted expert at full speed, carrying a cube to its stack slips (about 0.2 m/s), the pick's lift does not
+  (about 0.16 m/s), and a carry at half speed does not: a lesson to learn, used by the memory benchmark.
 
 Trigger (:class:`PerturbationSpec`): with ``at_step=k`` the perturbation fires at the first step ``>= k`` at which
 its condition holds; otherwise it fires on the ``after_success``-th *event* of its kind (an event is a predicate
@@ -30,13 +35,15 @@ if TYPE_CHECKING:
     from sim.tasks.base import TaskDefinition
 
 #: Every perturbation name; a task supports those in its ``perturbation_names``.
-PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "pull_from_bin")
+PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "pull_from_bin", "slip_fast")
 #: Perturbations implemented by the task itself through ``TaskDefinition.perturb``.
 TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin",)
 #: Control steps the gripper is forced open by ``open_gripper``.
 OPEN_GRIPPER_STEPS = 10
 #: Height (m) above the start height at which a grasped object counts as carried.
 CARRY_LIFT = 0.05
+#: End-effector speed (m/s) above which a carried object slips under ``slip_fast``.
+SLIP_SPEED = 0.18
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,7 @@ class PerturbationSpec:
 
 
 def _event_prefix(name: str) -> str:
-    return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried("}[name]
+    return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried(", "slip_fast": "carried("}[name]
 
 
 def _args_of(pred: str) -> tuple[str, ...]:
@@ -85,6 +92,9 @@ class Perturber:
         self.seen: set[str] = set()
         self.force_open_left = 0
         self.start_z: dict[str, float] | None = None
+        self.prev_eef: np.ndarray | None = None
+        self.slipped: set[str] = set()  # slip_fast: objects that slipped during their current grasp
+        self.n_fired = 0
 
     @staticmethod
     def validate(spec: PerturbationSpec, task_def: TaskDefinition) -> None:
@@ -102,13 +112,16 @@ class Perturber:
     def get_state(self) -> dict[str, Any]:
         return {"fired": self.fired, "events": self.events, "seen": sorted(self.seen),
                 "force_open_left": self.force_open_left, "start_z": None if self.start_z is None else dict(self.start_z),
-                "rng": self.rng.bit_generator.state}
+                "rng": self.rng.bit_generator.state, "slipped": sorted(self.slipped), "n_fired": self.n_fired,
+                "prev_eef": None if self.prev_eef is None else self.prev_eef.tolist()}
 
     def set_state(self, st: dict[str, Any]) -> None:
         self.fired, self.events, self.seen = st["fired"], st["events"], set(st["seen"])
         self.force_open_left = st["force_open_left"]
         self.start_z = None if st["start_z"] is None else dict(st["start_z"])
         self.rng.bit_generator.state = st["rng"]
+        self.slipped, self.n_fired = set(st.get("slipped", ())), int(st.get("n_fired", 0))
+        self.prev_eef = None if st.get("prev_eef") is None else np.asarray(st["prev_eef"], dtype=np.float64)
 
     # -- hooks called by the env
     def before_step(self, env: RobosuiteEnv, action: np.ndarray) -> np.ndarray:
@@ -121,7 +134,7 @@ class Perturber:
 
     def _current_events(self, env: RobosuiteEnv, preds: dict[str, bool]) -> list[str]:
         prefix = _event_prefix(self.spec.name)
-        if self.spec.name != "open_gripper":
+        if self.spec.name not in ("open_gripper", "slip_fast"):
             return [p for p, v in preds.items() if v and p.startswith(prefix)]
         poses = self.task_def.object_poses(env.rs_env, env.episode)
         if self.start_z is None:
@@ -137,6 +150,8 @@ class Perturber:
 
         ``preds`` are the task predicates of the current state (computed here when None).
         """
+        if self.spec.name == "slip_fast":
+            return self._slip(env, preds)
         if self.start_z is None and self.spec.name == "open_gripper":
             # heights at the first step of the episode (objects settle on the table)
             poses = self.task_def.object_poses(env.rs_env, env.episode)
@@ -163,6 +178,34 @@ class Perturber:
             return None
         self.fired = True
         return {"name": self.spec.name, "step": step, "detail": detail}
+
+    def _slip(self, env: RobosuiteEnv, preds: dict[str, bool] | None) -> dict[str, Any] | None:
+        """``slip_fast``: open the gripper when a carried object moves faster than :data:`SLIP_SPEED` (recurring)."""
+        if preds is None:
+            preds = self.task_def.predicates(env.rs_env, env.episode)
+        if self.start_z is None:
+            poses = self.task_def.object_poses(env.rs_env, env.episode)
+            self.start_z = {k: float(v["pos"][2]) for k, v in poses.items()}
+        eef = np.asarray(env.eef_pose()[0], dtype=np.float64)
+        prev, self.prev_eef = self.prev_eef, eef
+        self.slipped = {o for o in self.slipped if preds.get(f"grasped({o})", False)}  # re-armed once released
+        step = env.step_count
+        if prev is None or self.force_open_left > 0 or (self.spec.at_step is not None and step < self.spec.at_step):
+            return None
+        speed = float(np.linalg.norm(eef - prev)) / env.spec.control_dt
+        if speed <= SLIP_SPEED:
+            return None
+        for event in self._current_events(env, preds):
+            obj = _args_of(event)[0]
+            if obj in self.slipped:
+                continue
+            self.slipped.add(obj)
+            self.force_open_left = OPEN_GRIPPER_STEPS
+            self.n_fired += 1
+            self.fired = True
+            return {"name": self.spec.name, "step": step,
+                    "detail": {"object": obj, "speed_mps": round(speed, 3), "n": self.n_fired}}
+        return None
 
     # -- effects
     def _apply(self, env: RobosuiteEnv, trigger: str) -> dict[str, Any] | None:

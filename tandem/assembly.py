@@ -313,8 +313,8 @@ def build_memory(cfg: Any) -> TaskMemory:
 
     * ``lessons``: ``null`` (default: no lessons across episodes), ``"store"`` (learn from the earlier episodes
       of the store the episode is written to) or the path of another memory store to learn from (read only);
-    * ``slip_escalation``, ``slow_scale``, ``min_slip_episodes``, ``min_slow_attempts``: the retry rules
-      (:class:`memory.lessons.RetryRules`).
+    * ``slip_escalation`` (null: off), ``slow_scale``, ``min_slip_episodes``, ``min_slow_attempts``: the retry
+      rules (:class:`memory.lessons.RetryRules`). All absent: no retry policy, no lessons (the behaviour before).
 
     Raises:
         ConfigError: bad rule values. MemoryStoreError: a lessons store that cannot be read.
@@ -325,8 +325,11 @@ def build_memory(cfg: Any) -> TaskMemory:
     m = config_get(cfg, "memory", {}) or {}
     defaults = RetryRules()
     try:
-        rules = RetryRules(**{k: type(getattr(defaults, k))(config_get(m, k, getattr(defaults, k)))
-                              for k in ("slip_escalation", "slow_scale", "min_slip_episodes", "min_slow_attempts")})
+        esc = config_get(m, "slip_escalation", defaults.slip_escalation)
+        rules = RetryRules(slip_escalation=None if esc is None else int(esc),
+                           slow_scale=float(config_get(m, "slow_scale", defaults.slow_scale)),
+                           min_slip_episodes=int(config_get(m, "min_slip_episodes", defaults.min_slip_episodes)),
+                           min_slow_attempts=int(config_get(m, "min_slow_attempts", defaults.min_slow_attempts)))
     except (TypeError, ValueError) as e:
         raise ConfigError(f"memory: {e}") from e
     return TaskMemoryV1(lessons=config_get(m, "lessons"), rules=rules)

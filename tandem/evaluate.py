@@ -39,7 +39,7 @@ import traceback
 import zlib
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -319,6 +319,8 @@ class EpisodeJob:
         max_steps: episode step cap or None.
         config_hash: fingerprint of everything above that decides the outcome.
         video_dir: when set, the episode is recorded (``episode.mp4`` etc.) into this folder.
+        memory_db: the memory store the episode's task memory is written to (``<out_dir>/memory.sqlite``, shared by
+            all workers; see ``memory.store``); not part of ``config_hash``.
     """
 
     key: str
@@ -333,6 +335,7 @@ class EpisodeJob:
     config_hash: str
     labels: dict[str, str]
     video_dir: str | None = None
+    memory_db: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -532,9 +535,10 @@ def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None
         try:
             from tandem.rollout import run_episode
 
-            meta = {"key": job.key, "variant": job.variant, "config_hash": job.config_hash}
+            meta = {"key": job.key, "variant": job.variant, "config_hash": job.config_hash, "config": job.build}
             result = run_episode(stack.env, stack.agent, seed=job.seed, out_dir=job.video_dir,
-                                 record_video=job.video_dir is not None, max_steps=job.max_steps, meta=meta)
+                                 record_video=job.video_dir is not None, max_steps=job.max_steps, meta=meta,
+                                 memory_db=job.memory_db)
         except Exception as e:  # noqa: BLE001 - outside run_episode's own guard
             _drop_stack(job)
             return failed_row(job, "crash", f"crash outside run_episode: {type(e).__name__}: {e}",
@@ -996,6 +1000,7 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
     jobs = expand_suite(suite, variants, env=env, agent=agent)
     todo, n_skipped = store.plan_resume(jobs, retry_errors=retry_errors)
     todo.sort(key=lambda j: (j.seed, j.key))  # seed-major: an interrupted run has covered every task evenly
+    todo = [replace(j, memory_db=str(store.root / "memory.sqlite")) for j in todo]  # tandem-replay <out_dir>
     if max_episodes is not None:
         todo = todo[: int(max_episodes)]
     (store.root / "suite.json").write_text(json.dumps({
