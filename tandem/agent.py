@@ -205,6 +205,11 @@ class HierarchicalAgent:
         self._steps_in_subgoal += 1
         return action
 
+    def close(self) -> None:
+        """Stop the planning worker thread, if any (a running plan finishes in the background)."""
+        if self._worker is not None:
+            self._worker.close()
+
     def record_event(self, kind: str, step: int, **data: Any) -> None:
         """Record an external event (perturbation, env error) in memory."""
         self.memory.record_event(kind, step, **data)
@@ -369,9 +374,11 @@ class HierarchicalAgent:
                             and self._steps_in_subgoal % self.config.plan_switch_steps != 0):
             return
         self._pending_plan = None
+        nxt = plan.next
+        if nxt is not None and self.subgoal is not None and self.subgoal.signature == nxt.signature:
+            return  # the agent got there on its own meanwhile
         if self.subgoal is not None:  # judge the interrupted attempt, so memory stays consistent
             self._verify_active(observation, note="interrupted by a new plan")
-        nxt = plan.next
         if nxt is not None:
             self._try_start(nxt, observation)
 

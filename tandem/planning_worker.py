@@ -190,6 +190,19 @@ class PlanningWorker:
                 self._queued = None
             return result
 
+    def wait_done(self, timeout_s: float | None = None) -> bool:
+        """Block until the running request has finished (its result stays for :meth:`poll`); True if none runs or
+        it finished within ``timeout_s``. For tests and shutdown: the control loop never calls it."""
+        with self._lock:
+            run = self._running
+        if run is None or run.future is None:
+            return True
+        try:
+            run.future.exception(timeout=timeout_s)
+        except TimeoutError:
+            return False
+        return True
+
     def wait_idle(self, timeout_s: float | None = None) -> bool:
         """Drop the queued request and wait for the running one to end (between episodes, never in the loop).
         Returns False if it is still running after ``timeout_s``."""
