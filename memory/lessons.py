@@ -11,9 +11,10 @@ The lessons feed back in two ways (:func:`retry_policy`, used by ``TaskMemoryV1.
 * **retry policy** for the agent (:class:`tandem.types.RetryPolicy`). Within an episode, after
   ``RetryRules.slip_escalation`` slips of one subgoal (None, the default: never), its next attempt runs at
   ``RetryRules.slow_scale`` of the executor's speed ("after two slips, re-grasp slower"); this is what explores
-  the slower speed in the first place. Across episodes, a skill whose objects slipped in
-  at least ``min_slip_episodes`` earlier episodes, and whose slowed-down attempts succeeded more often than its
-  full-speed ones (at least ``min_slow_attempts`` of them), runs slowed down from its first attempt;
+  the slower speed in the first place. Across episodes, the recovery that worked decides: a skill whose objects
+  slipped in at least ``min_slip_episodes`` earlier episodes, where a plain retry after a slip mostly failed
+  (success rate below ``max_plain_retry_rate``) and a slowed-down retry after a slip succeeded more often (at
+  least ``min_slow_attempts`` of them), runs slowed down from its first attempt;
 * **hints** for the planner prompt (``MemoryView.hints``): short sentences with the counts above and the
   objects most often knocked or pushed away (a candidate to handle first).
 
@@ -44,18 +45,22 @@ class RetryRules:
             (default) never slows down within an episode (then lessons have no slowed-down attempts to learn from).
         slow_scale: the speed factor of a slowed-down attempt, in (0, 1).
         min_slip_episodes: earlier episodes with slips of a skill before lessons slow it down from the start.
-        min_slow_attempts: slowed-down attempts of a skill in earlier episodes needed to compare the speeds.
+        min_slow_attempts: slowed-down retries after a slip in earlier episodes needed to compare the recoveries.
+        max_plain_retry_rate: a plain retry after a slip must have succeeded less often than this.
     """
 
     slip_escalation: int | None = None
     slow_scale: float = 0.5
     min_slip_episodes: int = 2
     min_slow_attempts: int = 2
+    max_plain_retry_rate: float = 0.5
 
     def __post_init__(self) -> None:
         if (self.slip_escalation is not None and self.slip_escalation < 1) or self.min_slip_episodes < 1 \
                 or self.min_slow_attempts < 1:
             raise ValueError(f"RetryRules counts must be >= 1, got {self}")
+        if not 0.0 < self.max_plain_retry_rate <= 1.0:
+            raise ValueError(f"RetryRules.max_plain_retry_rate must be in (0, 1], got {self.max_plain_retry_rate}")
         if not 0.0 < self.slow_scale < 1.0:
             raise ValueError(f"RetryRules.slow_scale must be in (0, 1), got {self.slow_scale}")
 
@@ -104,12 +109,18 @@ class SkillStats:
     recoveries: dict[str, dict[str, Rate]] = field(default_factory=dict)
     moved_objects: Counter = field(default_factory=Counter)
 
+    def slip_recoveries(self) -> tuple[Rate, Rate]:
+        """``(plain retry, slowed-down retry)`` outcomes of the next attempt after a ``grasp_slipped`` failure."""
+        rec = self.recoveries.get(FailureCause.GRASP_SLIPPED.value, {})
+        return rec.get("retry", Rate()), rec.get("slow_retry", Rate())
+
     def prefers_slow(self, rules: RetryRules) -> bool:
         """Whether the evidence says: run this skill slowed down from the first attempt (module docstring)."""
-        if self.slip_episodes < rules.min_slip_episodes or self.slow.n < rules.min_slow_attempts:
+        plain, slow = self.slip_recoveries()
+        if self.slip_episodes < rules.min_slip_episodes or slow.n < rules.min_slow_attempts:
             return False
-        full = self.full.rate if self.full.rate is not None else 0.0
-        return (self.slow.rate or 0.0) > full
+        plain_rate = plain.rate if plain.rate is not None else 0.0
+        return plain_rate < rules.max_plain_retry_rate and (slow.rate or 0.0) > plain_rate
 
     def to_json(self) -> dict[str, Any]:
         return {"skill": self.skill, "episodes": self.episodes, "attempts": vars(self.attempts),
@@ -226,8 +237,10 @@ def retry_policy(signature: str, episode_failures: Sequence[tuple[str, FailureCa
     skill = signature.partition("(")[0]
     st = lessons.skills.get(skill) if lessons is not None else None
     if st is not None and st.prefers_slow(rules):
+        plain, slow = st.slip_recoveries()
         return RetryPolicy(rules.slow_scale, f"lesson: {skill} slipped in {st.slip_episodes} of {st.episodes} earlier "
-                                             f"episodes; slowed-down attempts succeeded {st.slow}, full-speed {st.full}")
+                                             f"episodes; after a slip, slowed-down retries succeeded {slow}, plain "
+                                             f"retries {plain}")
     return RetryPolicy()
 
 

@@ -210,6 +210,8 @@ def run_episode(
         out.mkdir(parents=True, exist_ok=True)
         paths["episode"] = str(log.save_jsonl(out / "episode.jsonl"))
         paths["memory"] = str(agent.memory.save(out / "memory.jsonl"))
+        if memory_db is not None:
+            paths["memory_db"] = str(memory_db)
         if writer is not None:
             paths["video"] = str(writer.path)
         summary["paths"] = paths
