@@ -95,6 +95,7 @@ def timeline(records: Sequence[Record], all_events: bool = False) -> list[Timeli
 
 def timeline_table(rows: Sequence[TimelineRow], title: str = "") -> Any:
     """A ``rich.table.Table`` of ``rows``: step, end step, kind, subgoal, detail (verdicts coloured)."""
+    from rich.markup import escape
     from rich.table import Table
 
     table = Table(title=title or None, show_lines=False, expand=False)
@@ -104,8 +105,8 @@ def timeline_table(rows: Sequence[TimelineRow], title: str = "") -> Any:
     styles = {"plan": "cyan", "replan": "magenta", "attempt": "", "failure": "red"}
     for r in rows:
         style = "green" if r.ok else "red" if r.ok is False else styles.get(r.kind, "dim")
-        table.add_row(str(r.step), "" if r.end_step is None else str(r.end_step), r.kind, r.subgoal, r.detail,
-                      style=style)
+        table.add_row(str(r.step), "" if r.end_step is None else str(r.end_step), escape(r.kind), escape(r.subgoal),
+                      escape(r.detail), style=style)
     return table
 
 
