@@ -13,6 +13,13 @@ This is the only module that knows all four parts. Each subgoal goes through:
 The agent is a step-level state machine (``act(obs) -> action``) so the same code drives a simulator
 rollout (``tandem.rollout``) and a real robot loop (the ROS 2 bridge). It never reads
 ``Observation.privileged`` itself; only the injected oracle components may.
+
+Each attempt runs under the memory's retry policy (``TaskMemory.retry_policy``: e.g. half speed after repeated
+slips, or from the first attempt where lessons of earlier episodes say so). With
+``AgentConfig.async_planning`` the planner runs in a worker thread (:mod:`tandem.planning_worker`) and ``act``
+never calls it: it returns the hold action until the first plan, goes on with the current plan's next subgoal
+after a success while the new plan is made, holds after a failure until it arrives, and switches to a plan that
+wants another subgoal at the next chunk boundary (``AgentConfig.plan_switch_steps``).
 """
 
 from __future__ import annotations
@@ -240,21 +247,23 @@ class HierarchicalAgent:
             self._finish(False, f"planner failed: {e}")
             return
         self.status.plan_latency_s.append(time.perf_counter() - t0)
+        nxt = self._adopt(plan, after_failure)
+        if nxt is not None:
+            self._try_start(nxt, observation)
+
+    def _adopt(self, plan: Plan, after_failure: bool) -> Subgoal | None:
+        """Count and record a new plan; returns its next subgoal, or None after ending the episode on an empty plan."""
         self.status.plans += 1
         self.status.replans += int(after_failure)
         self.plan = plan
         self.memory.record_plan(plan, self._step, source=getattr(self.planner, "source", type(self.planner).__name__))
         nxt = plan.next
         if nxt is None:
-            self._finish_plan_empty(plan)
-            return
-        self._try_start(nxt, observation)
-
-    def _finish_plan_empty(self, plan: Plan) -> None:
-        if getattr(self.planner, "last_fallback", False) and not plan.done:
-            self._finish(False, "planner gave no usable plan")
-        else:
-            self._finish(True, "planner reports nothing remaining")
+            if getattr(self.planner, "last_fallback", False) and not plan.done:
+                self._finish(False, "planner gave no usable plan")
+            else:
+                self._finish(True, "planner reports nothing remaining")
+        return nxt
 
     def _try_start(self, nxt: Subgoal, observation: Observation) -> None:
         attempts = self.memory.attempts(nxt)
@@ -353,17 +362,12 @@ class HierarchicalAgent:
         if self.status.plans >= self.config.max_plans:
             self._finish(False, f"gave up: planner called {self.status.plans} times (max_plans)")
             return
-        plan = res.plan
-        assert plan is not None
-        self.status.plans += 1
-        self.status.replans += int(after_failure)
-        self.plan = plan
-        self.memory.record_plan(plan, self._step, source=getattr(self.planner, "source", type(self.planner).__name__))
-        nxt = plan.next
+        assert res.plan is not None
+        nxt = self._adopt(res.plan, after_failure)
         if nxt is None:
-            self._finish_plan_empty(plan)
-        elif self.subgoal is None or self.subgoal.signature != nxt.signature:
-            self._pending_plan = plan  # switched to at the next chunk boundary (_switch_to_pending)
+            return
+        if self.subgoal is None or self.subgoal.signature != nxt.signature:
+            self._pending_plan = res.plan  # switched to at the next chunk boundary (_switch_to_pending)
         else:
             self._pending_plan = None  # the running attempt is what the new plan wants next
 

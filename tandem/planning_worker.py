@@ -211,11 +211,7 @@ class PlanningWorker:
                 self.dropped += 1
                 self._queued = None
             run = self._running
-        if run is None or run.future is None:
-            return True
-        try:
-            run.future.result(timeout=timeout_s)
-        except TimeoutError:
+        if not self.wait_done(timeout_s):
             return False
         with self._lock:
             if self._running is run:
