@@ -7,12 +7,14 @@ holds the GIL in 5 ms slices). Per mode it reports, over all control periods:
 
 * ``max_jitter_ms``: the largest lateness of a period start against its deadline schedule
   (``t_k - (t_0 + k * period)``, reset after a late period so one stall counts once);
-* ``max_period_ms`` / ``p99_period_ms``: the time between consecutive period starts;
+* ``max_period_ms`` / ``p99_period_ms``: the time between consecutive period starts (the resets between
+  episodes left out);
 * ``stalls``: periods longer than 2 control periods; ``max_act_ms``: the slowest ``agent.act`` call;
 * ``hold_steps``: periods in which the asynchronous agent sent its hold action (no plan yet / after a failure).
 
-Modes (all in the same run): ``sync`` (planner called inside ``act``), ``async`` (``io`` planner in the worker
-thread), ``async_cpu`` (``cpu`` planner in the worker thread).
+Modes (all in the same run): ``baseline`` (a planner without delay: the loop's own jitter floor on this machine),
+``sync`` (the slow planner called inside ``act``), ``async`` (``io`` planner in the worker thread), ``async_cpu``
+(``cpu`` planner in the worker thread). ``max_env_step_ms`` shows how much of a late period the env step took.
 
 Environments: ``--env fake`` (default; a 1-D toy world whose step costs ``--step-ms`` of numpy work, each subgoal
 40 steps) or ``--env sim`` (robosuite stack_three, rendering off, oracle planner behind the delay, scripted
@@ -145,11 +147,12 @@ class ToyVerifier:
 def build(env_kind: str, mode: str, args: argparse.Namespace) -> tuple[Any, HierarchicalAgent]:
     """(env, agent) for ``mode`` in ``sync``, ``async``, ``async_cpu``."""
     kind = "cpu" if mode == "async_cpu" else "io"
-    config = AgentConfig(async_planning=mode != "sync", max_plans=1000, subgoal_step_budget=400)
+    config = AgentConfig(async_planning=mode.startswith("async"), max_plans=1000, subgoal_step_budget=400)
+    delay = 0.0 if mode == "baseline" else args.planner_delay
     hold = np.zeros(7, np.float32)
     if env_kind == "fake":
         world = ToyWorld(args.subgoal_steps, args.step_ms)
-        planner = SlowPlanner(ToyPlanner(world), args.planner_delay, kind)
+        planner = SlowPlanner(ToyPlanner(world), delay, kind)
         agent = HierarchicalAgent(planner, ToyVerifier(world), ToyExecutor(world), TaskMemoryV1(), config=config,
                                   hold_action=hold)
         return world, agent
@@ -158,7 +161,7 @@ def build(env_kind: str, mode: str, args: argparse.Namespace) -> tuple[Any, Hier
     stack = build_stack({"task": {"name": "stack_three"}, "planner": {"name": "oracle"},
                          "verifier": {"name": "oracle"}, "executor": {"name": "scripted"}, "goals": {"name": "none"},
                          "perturb": {"name": "none"}, "env": {"render": False}, "agent": {}})
-    agent = HierarchicalAgent(SlowPlanner(stack.agent.planner, args.planner_delay, kind), stack.agent.verifier,
+    agent = HierarchicalAgent(SlowPlanner(stack.agent.planner, delay, kind), stack.agent.verifier,
                               stack.agent.executor, TaskMemoryV1(), config=config, hold_action=hold)
     return stack.env, agent
 
@@ -167,8 +170,9 @@ def run_mode(env_kind: str, mode: str, args: argparse.Namespace) -> dict[str, An
     """Run the fixed-rate loop for ``args.periods`` control periods (new episodes as needed)."""
     env, agent = build(env_kind, mode, args)
     period = 1.0 / args.rate_hz
-    starts, act_s = [], []
+    starts, act_s, env_s = [], [], []
     lateness = []
+    boundaries = set()  # period indices whose next period starts after an episode reset
     seed = 0
     obs, _ = env.reset(seed=seed)
     agent.reset(env.spec, obs)
@@ -184,17 +188,20 @@ def run_mode(env_kind: str, mode: str, args: argparse.Namespace) -> dict[str, An
         action = agent.act(obs)
         act_s.append(time.perf_counter() - a0)
         if action is None:  # episode over: start the next one (not timed as a control period)
+            boundaries.add(len(starts) - 1)
             seed += 1
             obs, _ = env.reset(seed=seed)
             agent.reset(env.spec, obs)
             deadline = time.perf_counter() + period
             continue
+        e0 = time.perf_counter()
         obs, _r, term, trunc, _info = env.step(action)
+        env_s.append(time.perf_counter() - e0)
         deadline += period
         sleep = deadline - time.perf_counter()
         if sleep > 0:
             time.sleep(sleep)
-    periods = np.diff(np.asarray(starts)) * 1e3
+    periods = np.asarray([b - a for k, (a, b) in enumerate(zip(starts, starts[1:])) if k not in boundaries]) * 1e3
     late = np.asarray(lateness) * 1e3
     acts = np.asarray(act_s) * 1e3
     plan_lat = np.asarray(agent.status.plan_latency_s) * 1e3
@@ -203,12 +210,14 @@ def run_mode(env_kind: str, mode: str, args: argparse.Namespace) -> dict[str, An
     agent.close()
     return {
         "mode": mode, "planner_kind": "cpu" if mode == "async_cpu" else "io", "periods": int(args.periods),
+        "planner_delay_s": 0.0 if mode == "baseline" else args.planner_delay,
         "episodes": seed + 1, "plans_last_episode": agent.status.plans,
         "max_jitter_ms": float(late.max()), "p99_jitter_ms": float(np.percentile(late, 99)),
         "max_period_ms": float(periods.max()), "p99_period_ms": float(np.percentile(periods, 99)),
         "p50_period_ms": float(np.percentile(periods, 50)),
         "stalls": int((periods > 2 * period * 1e3).sum()),
         "max_act_ms": float(acts.max()), "p50_act_ms": float(np.percentile(acts, 50)),
+        "max_env_step_ms": float(np.max(env_s) * 1e3), "p50_env_step_ms": float(np.percentile(env_s, 50) * 1e3),
         "plan_latency_ms_p50": float(np.percentile(plan_lat, 50)) if plan_lat.size else None,
         "hold_steps_last_episode": agent.status.hold_steps,
     }
@@ -217,7 +226,7 @@ def run_mode(env_kind: str, mode: str, args: argparse.Namespace) -> dict[str, An
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--env", choices=("fake", "sim"), default="fake")
-    p.add_argument("--modes", default="sync,async,async_cpu")
+    p.add_argument("--modes", default="baseline,sync,async,async_cpu")
     p.add_argument("--rate-hz", type=float, default=20.0)
     p.add_argument("--planner-delay", type=float, default=2.0, help="seconds per plan")
     p.add_argument("--periods", type=int, default=400, help="control periods per mode")
@@ -233,8 +242,8 @@ def main() -> None:
         result["modes"][mode] = run_mode(args.env, mode, args)
         m = result["modes"][mode]
         print(f"{mode:>9s}: max jitter {m['max_jitter_ms']:8.1f} ms  max period {m['max_period_ms']:8.1f} ms  "
-              f"p99 period {m['p99_period_ms']:6.1f} ms  stalls {m['stalls']}  max act {m['max_act_ms']:8.1f} ms",
-              flush=True)
+              f"p99 period {m['p99_period_ms']:6.1f} ms  stalls {m['stalls']}  max act {m['max_act_ms']:8.1f} ms  "
+              f"max env step {m['max_env_step_ms']:6.1f} ms", flush=True)
     result["machine"]["loadavg_end"] = list(os.getloadavg())
     text = json.dumps(result, indent=2)
     if args.out:
