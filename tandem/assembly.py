@@ -52,6 +52,7 @@ class Stack:
     agent: HierarchicalAgent
 
     def close(self) -> None:
+        self.agent.close()  # the planning worker thread, with agent.async_planning
         self.env.close()
 
 
