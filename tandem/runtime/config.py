@@ -9,8 +9,8 @@ got [84, 84, 3]``. Non-Hydra callers (the evaluation's variants, tests, benchmar
 same :func:`load`.
 
 Sections of a stack (:class:`StackConfig`): ``task``, ``env``, ``planner``, ``verifier``, ``executor``,
-``goals``, ``perturb``, ``agent``. The component sections (``planner``, ``verifier``, ``executor``, ``goals``)
-are polymorphic: the schema is chosen by the section's ``name`` (``planner=vlm`` -> :class:`VLMPlannerConfig`),
+``goals``, ``perturb``, ``agent``, ``memory``. The component sections (``planner``, ``verifier``, ``executor``,
+``goals``) are polymorphic: the schema is chosen by the section's ``name`` (``planner=vlm`` -> :class:`VLMPlannerConfig`),
 as registered with the builder in :mod:`tandem.runtime.registry`.
 
 How to add a config option, e.g. ``planner=learned`` with a ``checkpoint`` option:
@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.lessons import RetryRules
 from tandem.core.errors import ConfigError, UnknownNameError
 from tandem.core.types import TaskSpec
 
@@ -165,11 +166,20 @@ class AgentConfig(Schema):
             that runs the task as one subgoal needs.
         max_plans: planner calls per episode (initial plan + replans) before giving up; guards against
             planner-verifier loops (RoboMemory's planner-critic loop guard).
+        async_planning: run the planner in a worker thread (:mod:`tandem.runtime.planning_worker`): ``act`` never
+            calls it. Until the first plan arrives, and after a failed verdict until the new plan arrives, ``act``
+            returns the agent's ``hold_action``; after a success the executor goes on with the current plan's next
+            subgoal while the planner works.
+        plan_switch_steps: with ``async_planning``, a new plan whose next subgoal differs from the running one
+            switches to it only when the running attempt's step count is a multiple of this (the executor's
+            action-chunk length, e.g. 8 for the diffusion executor: the chunk boundary); 1 switches at once.
     """
 
     max_attempts_per_subgoal: int = 3
     subgoal_step_budget: int | None = 400
     max_plans: int = 40
+    async_planning: bool = False
+    plan_switch_steps: int = 1
 
     def check(self) -> None:
         if self.max_attempts_per_subgoal < 1:
@@ -179,10 +189,61 @@ class AgentConfig(Schema):
                                                     f"got {self.subgoal_step_budget}")
         if self.max_plans < 1:
             raise FieldError("max_plans", f"must be >= 1, got {self.max_plans}")
+        if self.plan_switch_steps < 1:
+            raise FieldError("plan_switch_steps", f"must be >= 1 control step, got {self.plan_switch_steps}")
 
     def step_budget(self, task: TaskSpec) -> int:
         """Control steps per attempt for ``task``: ``subgoal_step_budget``, or ``task.max_steps`` when None."""
         return int(task.max_steps) if self.subgoal_step_budget is None else int(self.subgoal_step_budget)
+
+
+_RETRY_RULES = RetryRules()  # the retry rules' defaults are written once, in memory.lessons.RetryRules
+
+
+@dataclass
+class MemoryConfig(Schema):
+    """``memory``: the task memory (:class:`memory.task_memory.TaskMemoryV1`): lessons across episodes and the
+    retry rules (:class:`memory.lessons.RetryRules`, whose defaults these are). All defaults: no retry policy and
+    no lessons. The memory is persisted to ``<out_dir>/memory.sqlite`` (``tandem-replay <out_dir>``).
+
+    Attributes:
+        lessons: ``null`` (no lessons across episodes), ``store`` (learn from the earlier, ended episodes of the
+            store the episode is written to) or the path of another ``memory.sqlite`` (or its run directory) to
+            learn from, read only.
+        slip_escalation: slips of one subgoal within an episode before its next attempt runs at ``slow_scale``
+            speed; null: never.
+        slow_scale: speed factor of a slowed-down attempt, in (0, 1).
+        min_slip_episodes: earlier episodes with slips of a skill before lessons slow it down from its first attempt.
+        min_slow_attempts: slowed-down retries after a slip in earlier episodes needed to compare the recoveries.
+        max_plain_retry_rate: lessons slow a skill down only if a plain retry after a slip succeeded less often than
+            this, in (0, 1].
+    """
+
+    lessons: str | None = None
+    slip_escalation: int | None = _RETRY_RULES.slip_escalation
+    slow_scale: float = _RETRY_RULES.slow_scale
+    min_slip_episodes: int = _RETRY_RULES.min_slip_episodes
+    min_slow_attempts: int = _RETRY_RULES.min_slow_attempts
+    max_plain_retry_rate: float = _RETRY_RULES.max_plain_retry_rate
+
+    def check(self) -> None:
+        if self.lessons is not None and not str(self.lessons).strip():
+            raise FieldError("lessons", "must be null, store or the path of a memory.sqlite, got ''")
+        for name in ("slip_escalation", "min_slip_episodes", "min_slow_attempts"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise FieldError(name, f"must be >= 1{' or null' if name == 'slip_escalation' else ''}, got {v}")
+        if not 0.0 < self.slow_scale < 1.0:
+            raise FieldError("slow_scale", f"must be in (0, 1), got {self.slow_scale}")
+        if not 0.0 < self.max_plain_retry_rate <= 1.0:
+            raise FieldError("max_plain_retry_rate", f"must be in (0, 1], got {self.max_plain_retry_rate}")
+
+    def retry_rules(self) -> RetryRules:
+        """These rules as :class:`memory.lessons.RetryRules`."""
+        return RetryRules(slip_escalation=self.slip_escalation, slow_scale=float(self.slow_scale),
+                          min_slip_episodes=int(self.min_slip_episodes),
+                          min_slow_attempts=int(self.min_slow_attempts),
+                          max_plain_retry_rate=float(self.max_plain_retry_rate))
 
 
 # ------------------------------------------------------------------------------------------- components
@@ -514,6 +575,7 @@ class StackConfig(Schema):
     goals: Any = component("goals", "none")
     perturb: PerturbConfig = field(default_factory=PerturbConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
 
 @dataclass
@@ -523,7 +585,7 @@ class DemoConfig(StackConfig):
     Attributes:
         seed: episode seed, >= 0.
         video: write ``episode.mp4``.
-        out_dir: where the video, ``episode.jsonl``, ``memory.jsonl`` and ``summary.json`` go.
+        out_dir: where the video, ``episode.jsonl``, ``memory.jsonl``, ``memory.sqlite`` and ``summary.json`` go.
     """
 
     seed: int = 0
@@ -656,7 +718,7 @@ class BridgeRunConfig(Schema):
 
     Attributes:
         planner, verifier, executor: the agent's components (no goal producer: nothing to render on a robot).
-        agent: the loop's budgets.
+        agent: the loop's budgets. memory: the task memory's lessons and retry rules.
         episodes: episodes to run, >= 1. seed: first episode seed, >= 0. out_dir: artefacts.
         bridge: the robot side (``bridge.config.BridgeConfig``: transport, topics, action mapping, safety),
             validated by ``bridge.config.bridge_config_from_dict``.
@@ -667,6 +729,7 @@ class BridgeRunConfig(Schema):
     verifier: Any = component("verifier", "oracle")
     executor: Any = component("executor", "oracle_remote")
     agent: AgentConfig = field(default_factory=AgentConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     episodes: int = 1
     seed: int = 0
     out_dir: str = "outputs/bridge"
@@ -823,7 +886,7 @@ def register_configs() -> None:
 __all__ = [
     "COMPONENT_KINDS", "NOT_IMPLEMENTED", "AgentConfig", "BridgeRunConfig", "CheckpointExecutorConfig", "CollectConfig", "ComponentConfig", "DartConfig",
     "DatasetWriteConfig", "DemoConfig", "DiffusionExecutorConfig", "EnvConfig", "FieldError", "TrackExecutorSection",
-    "InstructionPlannerConfig", "LeRobotExecutorConfig", "NoGoalsConfig", "OracleGoalsConfig",
+    "InstructionPlannerConfig", "LeRobotExecutorConfig", "MemoryConfig", "NoGoalsConfig", "OracleGoalsConfig",
     "OraclePlannerConfig", "OracleRemoteExecutorConfig", "OracleTaskVerifierConfig", "OracleVerifierConfig",
     "PerturbConfig", "Schema", "ScriptedExecutorConfig", "SimRobotConfig", "StackConfig", "TaskConfig",
     "VLMClientConfig", "VLMPlannerConfig", "VLMVerifierConfig", "component", "component_names", "component_schema",
