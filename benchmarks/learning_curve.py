@@ -4,8 +4,9 @@ For each executor design, ``tandem-train`` runs with ``torch_threads=1`` for the
 every smaller one (``train.snapshot_minutes``); each snapshot is then evaluated with ``tandem-eval`` on held-out seeds
 (the task's suite, seeds from 1000; demonstrations are collected from seed 0). Designs (``--designs``):
 
-* ``track_diffusion``: the track executor (proprio + 3-D trace + text), diffusion head (the shipped design);
-* ``track_mse``: the same inputs, MSE chunk regression;
+* ``track_diffusion``: the track executor (proprio + 3-D trace + text), diffusion head, delta actions;
+* ``track_setpoint``: the same with ``action_space=setpoint`` (OSC set-points, a P-law per control step);
+* ``track_mse``: the same inputs as ``track_diffusion``, MSE chunk regression;
 * ``track_2d``: the track executor given the 2-D agentview pixel trace instead of the 3-D one (LoHo-Manip's input);
 * ``image``: the image executor (2 cameras, goal image, raster trace; the GPU recipe), on an image dataset;
 * ``flat_image``: the flat end-to-end image policy (instruction only, whole episodes), on the image dataset.
@@ -44,6 +45,7 @@ BIN = Path(sys.executable).parent
 #: design -> (tandem-train overrides, dataset kind, tandem-eval variant)
 DESIGNS: dict[str, tuple[list[str], str, str]] = {
     "track_diffusion": (["executor=track"], "lowdim", "oracle_track"),
+    "track_setpoint": (["executor=track", "executor.action_space=setpoint"], "lowdim", "oracle_track"),
     "track_mse": (["executor=track", "executor.head=mse"], "lowdim", "oracle_track"),
     "track_2d": (["executor=track", "executor.trace_input=2d"], "lowdim", "oracle_track"),
     "image": (["executor=diffusion", "dataset.cache=true", "executor.image_size=[84,84]",

@@ -18,6 +18,7 @@ from tandem.core.errors import ConfigError
 TraceInput = Literal["3d", "2d"]
 Head = Literal["diffusion", "mse"]
 Denoiser = Literal["mlp", "unet"]
+ActionSpace = Literal["delta", "setpoint"]
 _SCHEDULERS = ("DDIM", "DDPM", "DPMSolver")
 
 
@@ -61,6 +62,15 @@ class TrackExecutorConfig:
             trace's last point with the gripper in that point's state (None = the progress head only).
         fine_scale_m: add ``tanh(relative position / fine_scale_m)`` per trace point to the features (m; None: off,
             as in checkpoints written before the option existed): millimetre resolution near each point.
+        action_space: ``"delta"``: the chunk is the controller's actions (OSC_POSE deltas, robosuite's units);
+            ``"setpoint"``: its position part is the OSC position set-points of the chunk's steps (grip site + the
+            delta the expert commanded, m, base frame), relative to the grip site at the chunk's first frame. At run
+            time each step's position action is ``(set-point - current grip site) / position_scale_m``, clipped: a
+            proportional law that closes the loop at every control step inside the chunk, where delta actions run
+            open-loop (Diffusion Policy's finding that position control beats velocity control, Chi et al. 2023,
+            Sec. 5). Rotation and gripper stay deltas / commands.
+        position_scale_m: m of set-point offset per unit of position action (the OSC controller's
+            ``output_max[:3]``, 0.05 in robosuite's default OSC_POSE; the scripted expert's scale).
         obs_noise_std: Gaussian noise (in normalised units) added to the features in training (0 = off).
         tasks: task names the checkpoint was trained on (filled from the dataset; checked at ``set_subgoal``).
         objects: object and target names seen in its subgoals (checked at ``set_subgoal``).
@@ -99,6 +109,8 @@ class TrackExecutorConfig:
     hold_after_end: bool = True
     done_at_trace_end_m: float | None = 0.015
     fine_scale_m: float | None = 0.02
+    action_space: ActionSpace = "delta"
+    position_scale_m: float = 0.05
     obs_noise_std: float = 0.0
     tasks: tuple[str, ...] = ()
     objects: tuple[str, ...] = ()
@@ -128,7 +140,7 @@ class TrackExecutorConfig:
             errs.append(f"state_dim must be >= 8 (eef pos, quat wxyz, gripper), got {self.state_dim}")
         choices = {"trace_input": ("3d", "2d"), "head": ("diffusion", "mse"), "denoiser": ("mlp", "unet"),
                    "prediction_type": ("epsilon", "sample"), "inference_scheduler": _SCHEDULERS,
-                   "conditioning_source": ("subgoal", "instruction")}
+                   "conditioning_source": ("subgoal", "instruction"), "action_space": ("delta", "setpoint")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 errs.append(f"{name} must be one of {list(allowed)} (got {getattr(self, name)!r})")
@@ -140,6 +152,8 @@ class TrackExecutorConfig:
             errs.append(f"gripper_hysteresis must be in [0, 1) or null, got {self.gripper_hysteresis}")
         if self.fine_scale_m is not None and self.fine_scale_m <= 0:
             errs.append(f"fine_scale_m must be > 0 m or null, got {self.fine_scale_m}")
+        if not self.position_scale_m > 0:
+            errs.append(f"position_scale_m must be > 0 m per unit action, got {self.position_scale_m}")
         if self.obs_noise_std < 0 or self.progress_loss_weight < 0:
             errs.append("obs_noise_std and progress_loss_weight must be >= 0")
         if errs:

@@ -10,7 +10,8 @@ Windows (Diffusion Policy's convention, within one subgoal attempt, a *segment*)
 
 * observation frames ``t - To + 1 .. t``, padded at the segment's start by repeating its first frame (LeRobot
   pads the same way at episode starts; the executor's history restarts at every ``set_subgoal``);
-* actions ``t .. t + Tp - 1``; steps past the segment's last frame are the hold action (no arm motion, the last
+* actions ``t .. t + Tp - 1`` (with ``action_space="setpoint"`` their position part is each step's OSC set-point,
+  grip site + ``position_scale_m`` x the commanded delta, minus the grip site at frame ``t``); steps past the segment's last frame are the hold action (no arm motion, the last
   gripper command: the executor stays at the end of its trace until the agent verifies) with
   ``hold_after_end``, else they repeat the last action and are flagged in ``action_is_pad`` (masked in the loss).
 
@@ -143,6 +144,8 @@ class TrackDataset:
         self.texts = [t.tasks.get(int(u), "") for u in uniq]
         self.text_id = np.searchsorted(uniq, text_col)
         self.state = state
+        #: ``float32 (N, 3)`` OSC position set-point each frame commanded (m): grip site + scale x position delta.
+        self.setpoints = state[:, :3] + np.float32(cfg.position_scale_m) * self.actions[:, :3]
         if cfg.trace_input == "3d":
             self._trace_cols = (col[schema.TRACE_3D_KEY][idx].astype(np.float32),
                                 col[schema.TRACE_3D_MASK_KEY][idx].astype(np.float32))
@@ -181,12 +184,22 @@ class TrackDataset:
 
     # ------------------------------------------------------------------ statistics
     def stats(self) -> TrackStats:
-        """Mean/std of the training frames' features (std floored at 1e-2 of the feature's range or 1e-3) and
-        min/max of their actions."""
+        """Mean/std of the training frames' features (std floored at 1e-3) and min/max of their actions (of every
+        step of their action windows with ``action_space="setpoint"``, whose position part depends on the step)."""
         f = self.features[self.train_index]
-        a = self.actions[self.train_index]
         std = np.maximum(f.std(0), 1e-3)
-        return TrackStats(f.mean(0).astype(np.float32), std.astype(np.float32), a.min(0), a.max(0))
+        if self.cfg.action_space == "delta":
+            a = self.actions[self.train_index]
+            a_min, a_max = a.min(0), a.max(0)
+        else:
+            lo, hi = [], []
+            for part in np.array_split(self.train_index, max(1, len(self.train_index) // 20_000)):
+                w = self.windows(part)["action"].reshape(-1, self.cfg.action_dim)
+                lo.append(w.min(0))
+                hi.append(w.max(0))
+            a_min, a_max = np.min(lo, 0), np.max(hi, 0)
+        return TrackStats(f.mean(0).astype(np.float32), std.astype(np.float32), a_min.astype(np.float32),
+                          a_max.astype(np.float32))
 
     # ------------------------------------------------------------------ windows
     def windows(self, index: np.ndarray) -> dict[str, np.ndarray]:
@@ -208,6 +221,12 @@ class TrackDataset:
         if cfg.hold_after_end:  # past the segment's end: stay put with the last gripper command
             actions = actions.copy()
             actions[..., :-1] = np.where(pad[..., None], 0.0, actions[..., :-1])
+        if cfg.action_space == "setpoint":  # set-points relative to the grip site now; the hold stays at the end
+            actions = actions.copy()
+            held = self.state[act_idx, :3] if cfg.hold_after_end else self.setpoints[act_idx]
+            target = np.where(pad[..., None], held, self.setpoints[act_idx])
+            actions[..., :3] = target - self.state[index, :3][:, None, :]
+        if cfg.hold_after_end:
             pad = np.zeros_like(pad)
         return {"obs": self.features[obs_idx], "text_id": self.text_id[index], "action": actions,
                 "action_is_pad": pad, "progress": self.progress[index]}

@@ -303,6 +303,10 @@ class TrackExecutor(nn.Module):
     def select_action(self, observation: Observation) -> np.ndarray:
         """Next action ``float32 (A,)`` clipped to ``[action_low, action_high]``; a new chunk every ``Ta`` calls.
 
+        With ``action_space="setpoint"`` the chunk's position part holds set-points relative to the grip site when
+        the chunk was predicted; each call turns its step's set-point into the OSC delta from the grip site *now*
+        (``(set-point - proprio[:3]) / position_scale_m``), so a lagging arm is pushed on within the chunk.
+
         Raises:
             SubgoalSchemaError: no subgoal set.
             ConfigError: proprio of the wrong length.
@@ -326,10 +330,14 @@ class TrackExecutor(nn.Module):
             if not np.all(np.isfinite(chunk)):
                 raise NonFiniteActionError("the track executor produced NaN/inf actions")
             self._queue.extend(chunk[:cfg.n_action_steps].astype(np.float32))
+            self._chunk_origin = p[:3].copy()
             self.last_progress = float(progress[0])
             self._done = self.last_progress >= cfg.done_threshold
         self._done = self._done or self._at_trace_end(p)
-        action = np.clip(self._queue.popleft(), self.action_low, self.action_high).astype(np.float32)
+        action = self._queue.popleft().copy()
+        if cfg.action_space == "setpoint":  # P-law to this step's set-point, from where the grip site is now
+            action[:3] = (self._chunk_origin + action[:3] - p[:3]) / cfg.position_scale_m
+        action = np.clip(action, self.action_low, self.action_high).astype(np.float32)
         h = cfg.gripper_hysteresis
         if h is not None:
             g = float(action[-1])

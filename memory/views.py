@@ -20,6 +20,8 @@ def format_memory_for_prompt(view: dict[str, Any]) -> str:
         - stack(red,green) attempt 1 (step 140): on(red,green) is false: red is at ...
         Object facts:
         - red: knocked off green at step 312
+        Lessons from earlier episodes:
+        - stack: 4 of 9 attempts failed in 3 earlier episodes (grasp_slipped x4); ...
         Attempts: pick(red)=2, stack(red,green)=1
 
     Sections with nothing to say are left out (except Done/Remaining, shown as ``(none)``).
@@ -42,13 +44,18 @@ def format_memory_for_prompt(view: dict[str, Any]) -> str:
         lines.append("Recent failures:")
         for f in failures:
             where = f" (step {f['step']})" if "step" in f else ""
-            lines.append(f"- {f.get('subgoal', '?')} attempt {f.get('attempt', '?')}{where}: {f.get('reason', '')}")
+            cause = f", {f['cause']}" if f.get("cause") and f["cause"] != "unknown" else ""
+            lines.append(f"- {f.get('subgoal', '?')} attempt {f.get('attempt', '?')}{where}{cause}: {f.get('reason', '')}")
     facts = view.get("facts") or {}
     if facts:
         lines.append("Object facts:")
         for obj, fs in facts.items():
             for fact in fs if isinstance(fs, list) else [fs]:
                 lines.append(f"- {obj}: {fact}")
+    hints = view.get("hints") or []
+    if hints:
+        lines.append("Lessons from earlier episodes:")
+        lines.extend(f"- {h}" for h in hints)
     attempts = view.get("attempts") or {}
     if attempts:
         lines.append("Attempts: " + ", ".join(f"{sig}={n}" for sig, n in attempts.items()))

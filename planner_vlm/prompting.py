@@ -13,7 +13,7 @@ from tandem.core.errors import ConfigError
 from tandem.core.types import Observation, TaskSpec
 
 #: Memory-view keys shown to the model, in this order.
-MEMORY_KEYS = ("done", "remaining", "current", "failures", "facts", "attempts", "last_outcome")
+MEMORY_KEYS = ("done", "remaining", "current", "failures", "facts", "attempts", "last_outcome", "hints")
 
 
 def skills_block(task: TaskSpec) -> str:

@@ -12,6 +12,11 @@ Perturbations (each fires at most once per episode):
   :data:`CLOSE_GRIPPER_STEPS` control steps (a spurious closure, or a grasp that closed on nothing), so the next
   motion starts with a closed gripper that must open again. Its n-th event is the n-th time the gripper is free:
   at the start of the episode (n = 1), then after each grasp.
+* ``slip_fast`` (stack_three; *recurring*, e.g. worn finger pads): whenever a carried object (as above) moves
+  faster than :data:`SLIP_SPEED` (end-effector speed over the last control step), it slips: the gripper is
+  forced open as for ``open_gripper``. It fires again on every later fast carry (at most once per grasp). With
+  the scripted expert at full speed, carrying a cube to its stack slips (about 0.2 m/s), the pick's lift does not
+  (about 0.16 m/s), and a carry at half speed does not: a lesson to learn, used by the memory benchmark.
 
 Trigger (:class:`PerturbationSpec`): with ``at_step=k`` the perturbation fires at the first step ``>= k`` at which
 its condition holds; otherwise it fires on the ``after_success``-th *event* of its kind (an event is a predicate
@@ -67,7 +72,7 @@ class PerturbableEnv(Protocol):
         ...
 
 #: Every perturbation name; a task supports those in its ``perturbation_names``.
-PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "close_gripper", "pull_from_bin")
+PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "close_gripper", "pull_from_bin", "slip_fast")
 #: Perturbations implemented by the task itself through ``TaskDefinition.perturb``.
 TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin",)
 #: Control steps the gripper is forced open by ``open_gripper``.
@@ -78,6 +83,8 @@ CLOSE_GRIPPER_STEPS = 15
 OPEN_WIDTH = 0.06
 #: Height (m) above the start height at which a grasped object counts as carried.
 CARRY_LIFT = 0.05
+#: End-effector speed (m/s) above which a carried object slips under ``slip_fast``.
+SLIP_SPEED = 0.18
 
 
 @dataclass(frozen=True)
@@ -97,7 +104,7 @@ class PerturbationSpec:
 
 def _event_prefix(name: str) -> str:
     return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried(",
-            "close_gripper": "free("}[name]
+            "close_gripper": "free(", "slip_fast": "carried("}[name]
 
 
 def _args_of(pred: str) -> tuple[str, ...]:
@@ -130,6 +137,9 @@ class Perturber:
         self.grasps = 0  # grasp onsets so far (close_gripper's event counter)
         self.grasping = False
         self.start_z: dict[str, float] | None = None
+        self.prev_eef: np.ndarray | None = None
+        self.slipped: set[str] = set()  # slip_fast: objects that slipped during their current grasp
+        self.n_fired = 0
 
     @staticmethod
     def validate(spec: PerturbationSpec, task_def: TaskDefinition) -> None:
@@ -148,7 +158,9 @@ class Perturber:
         return {"fired": self.fired, "events": self.events, "seen": sorted(self.seen),
                 "force_open_left": self.force_open_left, "force_close_left": self.force_close_left,
                 "grasps": self.grasps, "grasping": self.grasping,
-                "start_z": None if self.start_z is None else dict(self.start_z), "rng": self.rng.bit_generator.state}
+                "start_z": None if self.start_z is None else dict(self.start_z), "rng": self.rng.bit_generator.state,
+                "slipped": sorted(self.slipped), "n_fired": self.n_fired,
+                "prev_eef": None if self.prev_eef is None else self.prev_eef.tolist()}
 
     def set_state(self, st: dict[str, Any]) -> None:
         self.fired, self.events, self.seen = st["fired"], st["events"], set(st["seen"])
@@ -157,6 +169,8 @@ class Perturber:
         self.grasps, self.grasping = st.get("grasps", 0), st.get("grasping", False)
         self.start_z = None if st["start_z"] is None else dict(st["start_z"])
         self.rng.bit_generator.state = st["rng"]
+        self.slipped, self.n_fired = set(st.get("slipped", ())), int(st.get("n_fired", 0))
+        self.prev_eef = None if st.get("prev_eef") is None else np.asarray(st["prev_eef"], dtype=np.float64)
 
     # -- hooks called by the env
     def before_step(self, env: PerturbableEnv, action: np.ndarray) -> np.ndarray:
@@ -180,7 +194,7 @@ class Perturber:
                 self.grasps += 1
             self.grasping = grasping
             return [] if grasping or env.gripper_opening() < OPEN_WIDTH else [f"free({self.grasps})"]
-        if self.spec.name != "open_gripper":
+        if self.spec.name not in ("open_gripper", "slip_fast"):
             return [p for p, v in preds.items() if v and p.startswith(prefix)]
         poses = self.task_def.object_poses(env.rs_env, env.episode)
         if self.start_z is None:
@@ -196,6 +210,8 @@ class Perturber:
 
         ``preds`` are the task predicates of the current state (computed here when None).
         """
+        if self.spec.name == "slip_fast":
+            return self._slip(env, preds)
         if self.start_z is None and self.spec.name == "open_gripper":
             # heights at the first step of the episode (objects settle on the table)
             poses = self.task_def.object_poses(env.rs_env, env.episode)
@@ -222,6 +238,34 @@ class Perturber:
             return None
         self.fired = True
         return {"name": self.spec.name, "step": step, "detail": detail}
+
+    def _slip(self, env: PerturbableEnv, preds: dict[str, bool] | None) -> dict[str, Any] | None:
+        """``slip_fast``: open the gripper when a carried object moves faster than :data:`SLIP_SPEED` (recurring)."""
+        if preds is None:
+            preds = self.task_def.predicates(env.rs_env, env.episode)
+        if self.start_z is None:
+            poses = self.task_def.object_poses(env.rs_env, env.episode)
+            self.start_z = {k: float(v["pos"][2]) for k, v in poses.items()}
+        eef = np.asarray(env.eef_pose()[0], dtype=np.float64)
+        prev, self.prev_eef = self.prev_eef, eef
+        self.slipped = {o for o in self.slipped if preds.get(f"grasped({o})", False)}  # re-armed once released
+        step = env.step_count
+        if prev is None or self.force_open_left > 0 or (self.spec.at_step is not None and step < self.spec.at_step):
+            return None
+        speed = float(np.linalg.norm(eef - prev)) / env.episode.spec.control_dt
+        if speed <= SLIP_SPEED:
+            return None
+        for event in self._current_events(env, preds):
+            obj = _args_of(event)[0]
+            if obj in self.slipped:
+                continue
+            self.slipped.add(obj)
+            self.force_open_left = OPEN_GRIPPER_STEPS
+            self.n_fired += 1
+            self.fired = True
+            return {"name": self.spec.name, "step": step,
+                    "detail": {"object": obj, "speed_mps": round(speed, 3), "n": self.n_fired}}
+        return None
 
     # -- effects
     def _apply(self, env: PerturbableEnv, trigger: str) -> dict[str, Any] | None:

@@ -28,8 +28,10 @@ from tandem.core import dataset_schema as schema
 
 #: The track executor's defaults: the single source of this config's defaults.
 _TRACK = TrackExecutorConfig()
-#: TrackExecutorConfig fields that are not mirrored (free-form metadata, not a hyper-parameter).
-UNMIRRORED_FIELDS: tuple[str, ...] = ("extra",)
+#: TrackExecutorConfig fields that are not mirrored: free-form metadata (``extra``), and the action space, which
+#: stays ``"delta"`` here because lerobot-train's action windows are the recorded controller actions (set-point
+#: executors are trained with ``tandem-train executor=track executor.action_space=setpoint``).
+UNMIRRORED_FIELDS: tuple[str, ...] = ("extra", "action_space", "position_scale_m")
 
 
 @PreTrainedConfig.register_subclass("tandem_track")

@@ -109,7 +109,7 @@ class StackThreeTask(TaskDefinition):
     name = "stack_three"
     skills = ("pick", "stack")
     max_steps = 800
-    perturbation_names = ("knock_top_cube", "open_gripper", "close_gripper")
+    perturbation_names = ("knock_top_cube", "open_gripper", "close_gripper", "slip_fast")
 
     # ---------------------------------------------------------------- episode
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:

@@ -20,7 +20,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from tandem.core.errors import ConfigError
-from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
+from tandem.core.types import Observation, Plan, RetryPolicy, Subgoal, TaskSpec, Verdict
 
 
 @runtime_checkable
@@ -64,26 +64,35 @@ class Env(Protocol):
 class TaskMemory(Protocol):
     """Structured task memory (Goal2Skill / RoboMemory style).
 
-    Records plan progress (done/remaining), attempts per subgoal, failures with their reasons,
-    facts about objects and an event log. Persists as JSONL.
+    Records plan progress (done/remaining), attempts per subgoal, failures with their reasons and causes,
+    facts about objects and an event log; persists to an SQLite store per run directory (and JSONL); learns
+    retry policies and planner hints from earlier episodes. Implementation: ``memory.task_memory.TaskMemoryV1``.
     """
 
     def start_episode(self, task: TaskSpec, meta: dict[str, Any] | None = None) -> None: ...
 
     def record_plan(self, plan: Plan, step: int, source: str) -> None: ...
 
-    def record_attempt(self, subgoal: Subgoal, step: int) -> int:
-        """Mark the start of an attempt at ``subgoal``; returns the attempt number (1-based)."""
+    def record_attempt(self, subgoal: Subgoal, step: int, policy: RetryPolicy | None = None) -> int:
+        """Mark the start of an attempt at ``subgoal`` run under ``policy``; returns the attempt number (1-based)."""
         ...
 
-    def record_verdict(self, subgoal: Subgoal, verdict: Verdict, step: int) -> None: ...
+    def record_verdict(self, subgoal: Subgoal, verdict: Verdict, step: int) -> Any: ...
 
-    def record_fact(self, obj: str, fact: str, step: int) -> None: ...
+    def record_fact(self, obj: str, fact: str, step: int, source: str = "agent") -> None: ...
 
     def record_event(self, kind: str, step: int, **data: Any) -> None: ...
 
+    def record_step(self, step: int, t: float, subgoal_id: str | None, action: Any, proprio: Any) -> None:
+        """One control step (``action`` ``(A,)``, ``proprio`` ``(D,)``), kept where the memory persists."""
+        ...
+
     def attempts(self, subgoal: Subgoal) -> int:
         """Number of attempts so far at a subgoal with the same signature (skill + args)."""
+        ...
+
+    def retry_policy(self, subgoal: Subgoal) -> RetryPolicy:
+        """How to run the next attempt at ``subgoal`` (e.g. slowed down after repeated slips)."""
         ...
 
     def events(self) -> list[dict[str, Any]]:
@@ -91,7 +100,19 @@ class TaskMemory(Protocol):
         ...
 
     def view(self) -> dict[str, Any]:
-        """Compact, JSON-safe view for prompts: ``{"done", "remaining", "failures", "facts", ...}``."""
+        """Compact, bounded, JSON-safe view for prompts: ``{"done", "remaining", "failures", "facts", ...}``."""
+        ...
+
+    def snapshot(self) -> TaskMemory:
+        """An independent read-only copy of the current state, for a planner running in another thread."""
+        ...
+
+    def open_store(self, path: str | Path | None) -> None:
+        """Persist the following episodes to the SQLite store at ``path`` (None: stop persisting)."""
+        ...
+
+    def finish_episode(self, success: bool | None, summary: dict[str, Any] | None = None) -> None:
+        """Mark the episode finished where the memory persists."""
         ...
 
     def save(self, path: str | Path) -> Path: ...

@@ -324,6 +324,27 @@ class Verdict:
                 "source": self.source, "uncertain": bool(self.uncertain)}
 
 
+@dataclass(frozen=True)
+class RetryPolicy:
+    """How the agent should execute one attempt at a subgoal, as decided by task memory (its lessons).
+
+    Attributes:
+        speed_scale: in (0, 1]; the agent multiplies every action component but the last (the gripper, see
+            :data:`OSC_ACTION_LAYOUT`) by it, so a delta-action executor moves slower (1 = unchanged).
+        reason: why, for logs and the attempt record (e.g. ``"2 slips of stack(red,blue) in this episode"``).
+    """
+
+    speed_scale: float = 1.0
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        if not 0.0 < float(self.speed_scale) <= 1.0:
+            raise ValueError(f"RetryPolicy.speed_scale must be in (0, 1], got {self.speed_scale}")
+
+    def to_json(self) -> dict[str, Any]:
+        return {"speed_scale": float(self.speed_scale), "reason": self.reason}
+
+
 @dataclass
 class ActionChunk:
     """A sequence of actions to execute open-loop.

@@ -102,9 +102,10 @@ def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None
         try:
             from tandem.runtime.rollout import run_episode
 
-            meta = {"key": job.key, "variant": job.variant, "config_hash": job.config_hash}
+            meta = {"key": job.key, "variant": job.variant, "config_hash": job.config_hash, "config": job.build}
             result = run_episode(stack.env, stack.agent, seed=job.seed, out_dir=job.video_dir,
-                                 record_video=job.video_dir is not None, max_steps=job.max_steps, meta=meta)
+                                 record_video=job.video_dir is not None, max_steps=job.max_steps, meta=meta,
+                                 memory_db=job.memory_db)
         except Exception as e:  # noqa: BLE001 - outside run_episode's own guard
             _drop_stack(job)
             return failed_row(job, "crash", f"crash outside run_episode: {type(e).__name__}: {e}",

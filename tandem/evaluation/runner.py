@@ -10,7 +10,7 @@ import json
 import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -84,6 +84,7 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
                 load(StackConfig, j.build, f"variants.{j.variant}")
     todo, n_skipped = store.plan_resume(jobs, retry_errors=retry_errors)
     todo.sort(key=lambda j: (j.seed, j.key))  # seed-major: an interrupted run has covered every task evenly
+    todo = [replace(j, memory_db=str(store.root / "memory.sqlite")) for j in todo]  # tandem-replay <out_dir>
     if max_episodes is not None:
         todo = todo[: int(max_episodes)]
     (store.root / "suite.json").write_text(json.dumps({

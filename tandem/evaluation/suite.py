@@ -256,6 +256,8 @@ class EpisodeJob:
         max_steps: episode step cap or None.
         config_hash: fingerprint of everything above that decides the outcome.
         video_dir: when set, the episode is recorded (``episode.mp4`` etc.) into this folder.
+        memory_db: the memory store the episode's task memory is written to (``<out_dir>/memory.sqlite``, shared by
+            all workers; see ``memory.store``); not part of ``config_hash``.
     """
 
     key: str
@@ -270,6 +272,7 @@ class EpisodeJob:
     config_hash: str
     labels: dict[str, str]
     video_dir: str | None = None
+    memory_db: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)

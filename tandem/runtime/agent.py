@@ -20,6 +20,13 @@ rollout (``tandem.runtime.rollout``) and a real robot loop (the ROS 2 bridge). I
 ``Observation.privileged`` itself, and it hands each component whose ``is_oracle`` is False observations with the
 privileged state withheld (:mod:`tandem.core.privileged`): reading it raises ``PrivilegedAccessError`` naming the
 component. :attr:`HierarchicalAgent.privileged` says whether the stack reads simulator truth anywhere.
+
+Each attempt runs under the memory's retry policy (``TaskMemory.retry_policy``: e.g. half speed after repeated
+slips, or from the first attempt where lessons of earlier episodes say so). With
+``AgentConfig.async_planning`` the planner runs in a worker thread (:mod:`tandem.runtime.planning_worker`) and
+``act`` never calls it: it returns the hold action until the first plan, goes on with the current plan's next
+subgoal after a success while the new plan is made, holds after a failure until it arrives, and switches to a plan
+that wants another subgoal at the next chunk boundary (``AgentConfig.plan_switch_steps``).
 """
 
 from __future__ import annotations
@@ -35,11 +42,16 @@ from tandem.core.privileged import observation_for
 from tandem.core.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier, require_protocol
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
 from tandem.runtime.config import AgentConfig
+from tandem.runtime.planning_worker import PlanningWorker
 
 
 @dataclass
 class AgentStatus:
-    """What the agent has done so far in the episode (JSON-safe via ``to_json``)."""
+    """What the agent has done so far in the episode (JSON-safe via ``to_json``).
+
+    ``hold_steps``: control steps the agent returned its hold action while waiting for a plan (async planning);
+    ``plans_discarded``: plans that arrived after a later verdict had made them stale (async planning).
+    """
 
     finished: bool = False
     claims_success: bool = False
@@ -50,6 +62,8 @@ class AgentStatus:
     plans: int = 0
     uncertain_verdicts: int = 0
     verdicts: list[dict[str, Any]] = field(default_factory=list)
+    hold_steps: int = 0
+    plans_discarded: int = 0
     plan_latency_s: list[float] = field(default_factory=list)
     action_latency_s: list[float] = field(default_factory=list)
 
@@ -67,11 +81,17 @@ class HierarchicalAgent:
         memory: structured task memory; every decision is recorded in it.
         goal_producer: fills each subgoal's goal image / trace before execution (optional).
         config: budgets.
+        hold_action: ``float32 (A,)`` action that keeps the robot still, returned while waiting for a plan with
+            ``config.async_planning`` (zeros for robosuite's OSC delta actions: no motion, gripper kept as it is).
 
-    Use: ``reset(task, obs)`` once, then ``act(obs)`` every control step until ``status.finished``.
+    Use: ``reset(task, obs)`` once, then ``act(obs)`` every control step until ``status.finished``; ``close()``
+    at the end (stops the planning worker). Each attempt runs under the memory's ``retry_policy``: its
+    ``speed_scale`` multiplies every action component but the last (the gripper; the
+    :data:`tandem.core.types.OSC_ACTION_LAYOUT` convention).
 
     Raises:
-        ConfigError: a component that lacks a member of its protocol (e.g. ``is_oracle``), named.
+        ConfigError: a component that lacks a member of its protocol (e.g. ``is_oracle``), named;
+            ``config.async_planning`` without a ``hold_action``.
     """
 
     def __init__(
@@ -82,6 +102,7 @@ class HierarchicalAgent:
         memory: TaskMemory,
         goal_producer: GoalProducer | None = None,
         config: AgentConfig | None = None,
+        hold_action: np.ndarray | None = None,
     ):
         for component, protocol, role in ((planner, Planner, "planner"), (verifier, Verifier, "verifier"),
                                           (executor, Executor, "executor"), (memory, TaskMemory, "memory")):
@@ -91,6 +112,17 @@ class HierarchicalAgent:
         self.planner, self.verifier, self.executor, self.memory = planner, verifier, executor, memory
         self.goal_producer = goal_producer
         self.config = config or AgentConfig()
+        # --- asynchronous planning: worker, hold action, plan waiting for a chunk boundary, memory version ---
+        self._worker: PlanningWorker | None = None
+        self._hold = None if hold_action is None else np.asarray(hold_action, dtype=np.float32).copy()
+        if self.config.async_planning:
+            if self._hold is None:
+                raise ConfigError("AgentConfig.async_planning needs a hold_action (the action that keeps the robot "
+                                  "still while no plan is there), e.g. np.zeros(env.action_dim) for OSC delta actions")
+            self._worker = PlanningWorker(planner)
+        self._pending_plan: Plan | None = None
+        self._version = 0
+        self._speed = 1.0
         self.task: TaskSpec | None = None
         self.plan: Plan = Plan()
         self.subgoal: Subgoal | None = None
@@ -118,7 +150,8 @@ class HierarchicalAgent:
 
     # ------------------------------------------------------------------ public API
     def reset(self, task: TaskSpec, observation: Observation, meta: dict[str, Any] | None = None) -> None:
-        """Start an episode: reset executor and memory, make the first plan, start its first subgoal."""
+        """Start an episode: reset executor and memory, make the first plan (or, with async planning, request it),
+        start its first subgoal."""
         self.task = task
         self._budget = self.config.step_budget(task)
         self.status = AgentStatus()
@@ -126,17 +159,26 @@ class HierarchicalAgent:
         self._steps_in_subgoal, self._step = 0, observation.step
         self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
         self.memory.start_episode(task, meta)
-        self.planner.reset(task)
+        self._pending_plan, self._version, self._speed = None, 0, 1.0
+        if self._worker is not None:
+            self._worker.reset(task)  # between episodes: waits for a running request, drops queued ones
+        else:
+            self.planner.reset(task)
         self.verifier.reset(task, self.memory)  # model verifiers log their exchanges to memory
         self.executor.reset()
-        self._replan(observation, after_failure=False)
+        if self._worker is not None:
+            self._request_plan(observation)
+        else:
+            self._replan(observation, after_failure=False)
 
     def act(self, observation: Observation) -> np.ndarray | None:
         """One control step. Returns the ``float32 (A,)`` action to apply, or None once finished.
 
         Verifies the current subgoal when the executor reports it done or its step budget is spent,
-        then replans and starts the next subgoal, all within this call. After an uncertain verdict the subgoal stays
-        active and is verified again ``AgentConfig.recheck_steps`` control steps later.
+        then replans and starts the next subgoal, all within this call (with async planning: requests the plan
+        and collects it on a later call, never waiting; the hold action is returned while no subgoal runs).
+        After an uncertain verdict the subgoal stays active and is verified again ``AgentConfig.recheck_steps``
+        control steps later.
 
         Raises:
             ConfigError: if called before ``reset``.
@@ -145,13 +187,23 @@ class HierarchicalAgent:
         if self.task is None:
             raise ConfigError("HierarchicalAgent.act() called before reset()")
         self._step = observation.step
+        if self._worker is not None:
+            self._poll_plan(observation)
         while not self.status.finished and self.subgoal is not None and self._verification_due():
             self._finish_subgoal(observation)
+        if self._worker is not None and not self.status.finished:
+            self._switch_to_pending(observation)
+            if self.subgoal is None and not self.status.finished:
+                assert self._hold is not None
+                self.status.hold_steps += 1
+                return self._hold.copy()
         if self.status.finished or self.subgoal is None:
             return None
         t0 = time.perf_counter()
-        action = np.asarray(self.executor.select_action(observation_for(self.executor, observation, "executor")),
-                            dtype=np.float32)
+        action = np.array(self.executor.select_action(observation_for(self.executor, observation, "executor")),
+                          dtype=np.float32)
+        if self._speed != 1.0:  # the attempt's retry policy: slower motion, gripper command unchanged
+            action[:-1] *= self._speed
         self.status.action_latency_s.append(time.perf_counter() - t0)
         if not np.all(np.isfinite(action)):
             raise NonFiniteActionError(f"executor returned a non-finite action {action.tolist()} "
@@ -159,6 +211,11 @@ class HierarchicalAgent:
         self._steps_in_subgoal += 1
         self._recheck_wait = max(self._recheck_wait - 1, 0)
         return action
+
+    def close(self) -> None:
+        """Stop the planning worker thread, if any (a running plan finishes in the background)."""
+        if self._worker is not None:
+            self._worker.close()
 
     def record_event(self, kind: str, step: int, **data: Any) -> None:
         """Record an external event (perturbation, env error) in memory."""
@@ -199,6 +256,13 @@ class HierarchicalAgent:
             self._finish(False, f"planner failed: {e}")
             return
         self.status.plan_latency_s.append(time.perf_counter() - t0)
+        nxt = self._adopt(plan, after_failure)
+        if nxt is not None:
+            self._try_start(nxt, observation)
+
+    def _adopt(self, plan: Plan, after_failure: bool) -> Subgoal | None:
+        """Count and record a new plan; returns its next subgoal, or None after ending the episode on a plan with
+        nothing remaining (success only if the planner claims the task complete)."""
         self.status.plans += 1
         self.status.replans += int(after_failure)
         self.plan = plan
@@ -210,7 +274,10 @@ class HierarchicalAgent:
             else:  # an empty plan, or a fallback with nothing left to execute, never counts as success
                 what = "a fallback plan with nothing remaining" if plan.fallback else "an empty plan"
                 self._finish(False, f"planner gave no usable plan ({what}): {plan.rationale[:200]}".rstrip(": "))
-            return
+        return nxt
+
+    def _try_start(self, nxt: Subgoal, observation: Observation) -> None:
+        """Start ``nxt``, or end the episode if it has used up its attempts."""
         attempts = self.memory.attempts(nxt)
         if attempts >= self.config.max_attempts_per_subgoal:
             self._finish(False, f"gave up: {nxt.signature} failed {attempts} times")
@@ -230,27 +297,31 @@ class HierarchicalAgent:
         self._before = observation
         self._steps_in_subgoal = 0
         self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
-        attempt = self.memory.record_attempt(subgoal, self._step)
+        policy = self.memory.retry_policy(subgoal)
+        self._speed = float(policy.speed_scale)
+        attempt = self.memory.record_attempt(subgoal, self._step, policy)
         self.status.attempts += 1
         self.executor.set_subgoal(subgoal, self.task)
         self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
 
-    def _verify_active(self, observation: Observation, at_episode_end: bool = False) -> Verdict | None:
+    def _verify_active(self, observation: Observation, at_episode_end: bool = False,
+                       note: str = "") -> Verdict | None:
         """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal.
 
         An uncertain verdict (``Verdict.uncertain``) with re-checks left is recorded as a ``verdict_uncertain``
         event and deferred: the subgoal stays active, and None is returned. One left after the re-checks (or at the
-        episode's end) becomes a failure.
+        episode's end, or of an attempt interrupted by a new plan: ``note``) becomes a failure.
 
         ``at_episode_end``: the episode was ended from outside (env success, step limit, cap) while the subgoal was
-        active; the verdict is recorded with ``"at_episode_end": True`` (the attempt was cut, not finished)."""
+        active; the verdict is recorded with ``"at_episode_end": True`` (the attempt was cut, not finished).
+        ``note``: prefixed to the verdict's reason (e.g. ``"interrupted by a new plan"``)."""
         subgoal = self.subgoal
         assert subgoal is not None and self._before is not None
         verdict: Verdict = self.verifier.verify(observation_for(self.verifier, self._before, "verifier"),
                                                 observation_for(self.verifier, observation, "verifier"), subgoal)
         if verdict.uncertain:
             self.status.uncertain_verdicts += 1
-            if not at_episode_end and self._rechecks < self.config.verify_rechecks:
+            if not at_episode_end and not note and self._rechecks < self.config.verify_rechecks:
                 self._rechecks += 1
                 self._rechecking, self._recheck_wait = True, self.config.recheck_steps
                 self.memory.record_event("verdict_uncertain", self._step, subgoal=subgoal.signature,
@@ -264,7 +335,11 @@ class HierarchicalAgent:
         if self._steps_in_subgoal >= self._budget and not verdict.success:
             verdict = Verdict(False, verdict.confidence,
                               f"step budget of {self._budget} spent; {verdict.reason}",
-                              verdict.source)
+                              verdict.source, uncertain=verdict.uncertain)
+        if note:
+            verdict = Verdict(verdict.success, verdict.confidence, f"{note}; {verdict.reason}", verdict.source,
+                              uncertain=verdict.uncertain)
+        self._version += 1
         self.memory.record_verdict(subgoal, verdict, self._step)
         self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json(),
                                      "at_episode_end": at_episode_end})
@@ -272,19 +347,94 @@ class HierarchicalAgent:
         if not verdict.success:  # what the verifier saw becomes a fact about each object involved
             for obj in subgoal.args:
                 self.memory.record_fact(obj, f"{subgoal.signature} failed at step {self._step}: {verdict.reason}",
-                                        self._step)
+                                        self._step, source="verifier")
         self.subgoal = None
         return verdict
 
     def _finish_subgoal(self, observation: Observation) -> None:
+        done = self.subgoal
         verdict = self._verify_active(observation)
         if verdict is None:  # uncertain: keep executing the subgoal, verify again later
             return
-        self._replan(observation, after_failure=not verdict.success)
+        if self._worker is None:
+            self._replan(observation, after_failure=not verdict.success)
+            return
+        # --- asynchronous planning: ask for a new plan, keep acting on the current one meanwhile ---
+        self._request_plan(observation)
+        if not verdict.success or done is None:
+            return  # hold until the new plan: the current one is known to be wrong
+        rest = list(self.plan.remaining)
+        for i, s in enumerate(rest):
+            if s.signature == done.signature:
+                del rest[i]
+                break
+        self.plan = Plan(done=[*self.plan.done, done], remaining=rest, rationale=self.plan.rationale)
+        if rest:
+            self._try_start(rest[0], observation)
+
+    def _request_plan(self, observation: Observation) -> None:
+        """Hand the planner (in its worker thread) a request for ``observation`` (privileged state withheld from a
+        non-oracle planner) and a snapshot of memory; returns at once."""
+        assert self._worker is not None
+        self._worker.submit(observation_for(self.planner, observation, "planner"), self.memory.snapshot(),
+                            tag=(self._version, self._last_failed()))
+
+    def _last_failed(self) -> bool:
+        return bool(self.status.verdicts) and not self.status.verdicts[-1]["success"]
+
+    def _poll_plan(self, observation: Observation) -> None:
+        """Collect a finished plan, if any (never blocks); adopt it unless a verdict made it stale."""
+        assert self._worker is not None
+        res = self._worker.poll()
+        if res is None:
+            return
+        res.memory.replay_onto(self.memory)
+        if res.error is not None:
+            if isinstance(res.error, TandemError):  # as in _replan: the last line of defence
+                self.memory.record_event("planner_error", self._step, error=str(res.error))
+                self._finish(False, f"planner failed: {res.error}")
+                return
+            raise res.error
+        self.status.plan_latency_s.append(res.latency_s)
+        version, after_failure = res.tag
+        if version != self._version:  # a verdict came in since the request; a newer request is queued
+            self.status.plans_discarded += 1
+            self.memory.record_event("plan_discarded", self._step, request=res.request_id,
+                                     reason=f"made before {self._version - version} later verdict(s)")
+            if not self._worker.busy:
+                self._request_plan(observation)
+            return
+        if self.status.plans >= self.config.max_plans:
+            self._finish(False, f"gave up: planner called {self.status.plans} times (max_plans)")
+            return
+        assert res.plan is not None
+        nxt = self._adopt(res.plan, after_failure)
+        if nxt is None:
+            return
+        if self.subgoal is None or self.subgoal.signature != nxt.signature:
+            self._pending_plan = res.plan  # switched to at the next chunk boundary (_switch_to_pending)
+        else:
+            self._pending_plan = None  # the running attempt is what the new plan wants next
+
+    def _switch_to_pending(self, observation: Observation) -> None:
+        """Start the pending plan's next subgoal when there is none running or at a chunk boundary."""
+        plan = self._pending_plan
+        if plan is None or (self.subgoal is not None
+                            and self._steps_in_subgoal % self.config.plan_switch_steps != 0):
+            return
+        self._pending_plan = None
+        nxt = plan.next
+        if nxt is not None and self.subgoal is not None and self.subgoal.signature == nxt.signature:
+            return  # the agent got there on its own meanwhile
+        if self.subgoal is not None:  # judge the interrupted attempt, so memory stays consistent
+            self._verify_active(observation, note="interrupted by a new plan")
+        if nxt is not None:
+            self._try_start(nxt, observation)
 
     def _finish(self, claims_success: bool, reason: str) -> None:
         self.status.finished = True
         self.status.claims_success = claims_success
         self.status.end_reason = reason
         self.subgoal = None
+        self._pending_plan = None
         self.memory.record_event("agent_finished", self._step, claims_success=claims_success, reason=reason)

@@ -9,8 +9,8 @@ got [84, 84, 3]``. Non-Hydra callers (the evaluation's variants, tests, benchmar
 same :func:`load`.
 
 Sections of a stack (:class:`StackConfig`): ``task``, ``env``, ``planner``, ``verifier``, ``executor``,
-``goals``, ``perturb``, ``agent``. The component sections (``planner``, ``verifier``, ``executor``, ``goals``)
-are polymorphic: the schema is chosen by the section's ``name`` (``planner=vlm`` -> :class:`VLMPlannerConfig`),
+``goals``, ``perturb``, ``agent``, ``memory``. The component sections (``planner``, ``verifier``, ``executor``,
+``goals``) are polymorphic: the schema is chosen by the section's ``name`` (``planner=vlm`` -> :class:`VLMPlannerConfig`),
 as registered with the builder in :mod:`tandem.runtime.registry`.
 
 How to add a config option, e.g. ``planner=learned`` with a ``checkpoint`` option:
@@ -48,6 +48,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from memory.lessons import RetryRules
 from tandem.core.errors import ConfigError, UnknownNameError
 from tandem.core.types import TaskSpec
 
@@ -168,6 +169,13 @@ class AgentConfig(Schema):
         verify_rechecks: how many times an uncertain verdict (``Verdict.uncertain``) is re-checked before it counts
             as a failure; 0 = never (the first uncertain verdict is a failure).
         recheck_steps: control steps the executor keeps running the subgoal before each re-check, >= 1.
+        async_planning: run the planner in a worker thread (:mod:`tandem.runtime.planning_worker`): ``act`` never
+            calls it. Until the first plan arrives, and after a failed verdict until the new plan arrives, ``act``
+            returns the agent's ``hold_action``; after a success the executor goes on with the current plan's next
+            subgoal while the planner works.
+        plan_switch_steps: with ``async_planning``, a new plan whose next subgoal differs from the running one
+            switches to it only when the running attempt's step count is a multiple of this (the executor's
+            action-chunk length, e.g. 8 for the diffusion executor: the chunk boundary); 1 switches at once.
     """
 
     max_attempts_per_subgoal: int = 3
@@ -175,6 +183,8 @@ class AgentConfig(Schema):
     max_plans: int = 40
     verify_rechecks: int = 2
     recheck_steps: int = 5
+    async_planning: bool = False
+    plan_switch_steps: int = 1
 
     def check(self) -> None:
         if self.max_attempts_per_subgoal < 1:
@@ -188,10 +198,61 @@ class AgentConfig(Schema):
             raise FieldError("verify_rechecks", f"must be >= 0, got {self.verify_rechecks}")
         if self.recheck_steps < 1:
             raise FieldError("recheck_steps", f"must be >= 1 control step, got {self.recheck_steps}")
+        if self.plan_switch_steps < 1:
+            raise FieldError("plan_switch_steps", f"must be >= 1 control step, got {self.plan_switch_steps}")
 
     def step_budget(self, task: TaskSpec) -> int:
         """Control steps per attempt for ``task``: ``subgoal_step_budget``, or ``task.max_steps`` when None."""
         return int(task.max_steps) if self.subgoal_step_budget is None else int(self.subgoal_step_budget)
+
+
+_RETRY_RULES = RetryRules()  # the retry rules' defaults are written once, in memory.lessons.RetryRules
+
+
+@dataclass
+class MemoryConfig(Schema):
+    """``memory``: the task memory (:class:`memory.task_memory.TaskMemoryV1`): lessons across episodes and the
+    retry rules (:class:`memory.lessons.RetryRules`, whose defaults these are). All defaults: no retry policy and
+    no lessons. The memory is persisted to ``<out_dir>/memory.sqlite`` (``tandem-replay <out_dir>``).
+
+    Attributes:
+        lessons: ``null`` (no lessons across episodes), ``store`` (learn from the earlier, ended episodes of the
+            store the episode is written to) or the path of another ``memory.sqlite`` (or its run directory) to
+            learn from, read only.
+        slip_escalation: slips of one subgoal within an episode before its next attempt runs at ``slow_scale``
+            speed; null: never.
+        slow_scale: speed factor of a slowed-down attempt, in (0, 1).
+        min_slip_episodes: earlier episodes with slips of a skill before lessons slow it down from its first attempt.
+        min_slow_attempts: slowed-down retries after a slip in earlier episodes needed to compare the recoveries.
+        max_plain_retry_rate: lessons slow a skill down only if a plain retry after a slip succeeded less often than
+            this, in (0, 1].
+    """
+
+    lessons: str | None = None
+    slip_escalation: int | None = _RETRY_RULES.slip_escalation
+    slow_scale: float = _RETRY_RULES.slow_scale
+    min_slip_episodes: int = _RETRY_RULES.min_slip_episodes
+    min_slow_attempts: int = _RETRY_RULES.min_slow_attempts
+    max_plain_retry_rate: float = _RETRY_RULES.max_plain_retry_rate
+
+    def check(self) -> None:
+        if self.lessons is not None and not str(self.lessons).strip():
+            raise FieldError("lessons", "must be null, store or the path of a memory.sqlite, got ''")
+        for name in ("slip_escalation", "min_slip_episodes", "min_slow_attempts"):
+            v = getattr(self, name)
+            if v is not None and v < 1:
+                raise FieldError(name, f"must be >= 1{' or null' if name == 'slip_escalation' else ''}, got {v}")
+        if not 0.0 < self.slow_scale < 1.0:
+            raise FieldError("slow_scale", f"must be in (0, 1), got {self.slow_scale}")
+        if not 0.0 < self.max_plain_retry_rate <= 1.0:
+            raise FieldError("max_plain_retry_rate", f"must be in (0, 1], got {self.max_plain_retry_rate}")
+
+    def retry_rules(self) -> RetryRules:
+        """These rules as :class:`memory.lessons.RetryRules`."""
+        return RetryRules(slip_escalation=self.slip_escalation, slow_scale=float(self.slow_scale),
+                          min_slip_episodes=int(self.min_slip_episodes),
+                          min_slow_attempts=int(self.min_slow_attempts),
+                          max_plain_retry_rate=float(self.max_plain_retry_rate))
 
 
 # ------------------------------------------------------------------------------------------- components
@@ -596,6 +657,7 @@ class StackConfig(Schema):
     goals: Any = component("goals", "none")
     perturb: PerturbConfig = field(default_factory=PerturbConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
 
 
 @dataclass
@@ -605,7 +667,7 @@ class DemoConfig(StackConfig):
     Attributes:
         seed: episode seed, >= 0.
         video: write ``episode.mp4``.
-        out_dir: where the video, ``episode.jsonl``, ``memory.jsonl`` and ``summary.json`` go.
+        out_dir: where the video, ``episode.jsonl``, ``memory.jsonl``, ``memory.sqlite`` and ``summary.json`` go.
     """
 
     seed: int = 0
@@ -740,7 +802,7 @@ class BridgeRunConfig(Schema):
         planner, verifier, executor: the agent's components.
         goals: the goal producer: only ``none`` builds on a robot (nothing to render); present so that a planner's
             config option that selects it (``planner=learned`` selects ``goals=none``) composes here too.
-        agent: the loop's budgets.
+        agent: the loop's budgets. memory: the task memory's lessons and retry rules.
         episodes: episodes to run, >= 1. seed: first episode seed, >= 0. out_dir: artefacts.
         bridge: the robot side (``bridge.config.BridgeConfig``: transport, topics, action mapping, safety),
             validated by ``bridge.config.bridge_config_from_dict``.
@@ -752,6 +814,7 @@ class BridgeRunConfig(Schema):
     executor: Any = component("executor", "oracle_remote")
     goals: Any = component("goals", "none")
     agent: AgentConfig = field(default_factory=AgentConfig)
+    memory: MemoryConfig = field(default_factory=MemoryConfig)
     episodes: int = 1
     seed: int = 0
     out_dir: str = "outputs/bridge"
@@ -909,7 +972,7 @@ __all__ = [
     "COMPONENT_KINDS", "NOT_IMPLEMENTED", "AgentConfig", "BridgeRunConfig", "CheckpointExecutorConfig", "CollectConfig", "ComponentConfig", "DartConfig",
     "DatasetWriteConfig", "DemoConfig", "DiffusionExecutorConfig", "EnvConfig", "FieldError", "TrackExecutorSection",
     "InstructionPlannerConfig", "LearnedPerceptionConfig", "LearnedPlannerConfig", "LearnedVerifierConfig",
-    "LeRobotExecutorConfig", "NoGoalsConfig", "OracleGoalsConfig",
+    "LeRobotExecutorConfig", "MemoryConfig", "NoGoalsConfig", "OracleGoalsConfig",
     "OraclePlannerConfig", "OracleRemoteExecutorConfig", "OracleTaskVerifierConfig", "OracleVerifierConfig",
     "PerturbConfig", "Schema", "ScriptedExecutorConfig", "SimRobotConfig", "StackConfig", "TaskConfig",
     "VLMClientConfig", "VLMPlannerConfig", "VLMVerifierConfig", "component", "component_names", "component_schema",

@@ -28,6 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from tandem.core.errors import ConfigError
 from tandem.core.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
 from tandem.runtime.agent import HierarchicalAgent
@@ -41,6 +43,7 @@ from tandem.runtime.config import (
     LearnedPlannerConfig,
     LearnedVerifierConfig,
     LeRobotExecutorConfig,
+    MemoryConfig,
     NoGoalsConfig,
     OracleGoalsConfig,
     OraclePlannerConfig,
@@ -515,6 +518,8 @@ class Stack:
     agent: HierarchicalAgent
 
     def close(self) -> None:
+        """Stop the agent's planning worker (with ``agent.async_planning``), then close the env."""
+        self.agent.close()
         self.env.close()
 
 
@@ -534,28 +539,39 @@ def build_sim_env(task: TaskConfig, env: EnvConfig, perturb: PerturbConfig | Non
                         control_freq=int(env.control_freq), render=bool(env.render), perturbation=spec)
 
 
-def build_memory() -> TaskMemory:
-    """A fresh :class:`memory.task_memory.TaskMemoryV1` (the only memory so far)."""
+def build_memory(spec: MemoryConfig | None = None) -> TaskMemory:
+    """A fresh :class:`memory.task_memory.TaskMemoryV1` (the only memory so far) with ``spec``'s lessons and retry
+    rules (:class:`tandem.runtime.config.MemoryConfig`; None: its defaults, i.e. no retry policy, no lessons).
+
+    Raises:
+        MemoryStoreError / MemorySchemaError: a ``lessons`` store that cannot be read (the file is left untouched).
+    """
     from memory.task_memory import TaskMemoryV1
 
-    return TaskMemoryV1()
+    spec = spec if spec is not None else MemoryConfig()
+    return TaskMemoryV1(lessons=spec.lessons, rules=spec.retry_rules())
 
 
 def build_agent(cfg: StackConfig | BridgeRunConfig, ctx: BuildContext, executor: Executor | None = None,
-                goals: bool = True) -> HierarchicalAgent:
+                goals: bool = True, hold_action: np.ndarray | None = None) -> HierarchicalAgent:
     """The HierarchicalAgent of ``cfg``'s planner, verifier, executor (or the given ``executor``, e.g. the one being
-    trained), goal producer (when ``goals``) and budgets, for the env of ``ctx``.
+    trained), goal producer (when ``goals``), memory and budgets, for the env of ``ctx``.
+
+    ``hold_action`` (``float32 (A,)``) is what the agent returns while it waits for a plan with
+    ``agent.async_planning``; without one, ``agent.async_planning=true`` is refused (ConfigError).
 
     Raises:
-        UnknownNameError / ConfigError / CheckpointError: from the builders.
+        UnknownNameError / ConfigError / CheckpointError: from the builders. MemoryStoreError: an unreadable
+            ``memory.lessons`` store.
     """
     return HierarchicalAgent(
         planner=PLANNERS.build(cfg.planner, ctx),
         verifier=VERIFIERS.build(cfg.verifier, ctx),
         executor=executor if executor is not None else EXECUTORS.build(cfg.executor, ctx),
-        memory=build_memory(),
+        memory=build_memory(cfg.memory),
         goal_producer=GOAL_PRODUCERS.build(cfg.goals, ctx) if goals else None,
         config=cfg.agent,
+        hold_action=hold_action,
     )
 
 
@@ -593,7 +609,8 @@ def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
     env = build_sim_env(cfg.task, env_cfg, cfg.perturb)
     try:
         ctx = BuildContext(env=env, simulated=True, task=cfg.task.name, planner=cfg.planner.name)
-        agent = build_agent(cfg, ctx, executor=executor)
+        # OSC delta action zeros: no motion, and robosuite's gripper command 0 keeps the fingers where they are
+        agent = build_agent(cfg, ctx, executor=executor, hold_action=np.zeros(env.action_dim, dtype=np.float32))
     except BaseException:
         env.close()
         raise

@@ -6,6 +6,8 @@ Artefacts written to ``out_dir`` (all optional):
 * ``episode.jsonl``: one row per control step plus one event per plan, attempt, verdict, replan,
   perturbation and error (``tandem.core.types.EpisodeLog``);
 * ``memory.jsonl``: the task memory, loadable with ``memory.task_memory.TaskMemoryV1.load``;
+* ``memory.sqlite``: the memory store (``memory.store``): every record committed as it was made, every control
+  step, the goal images; ``tandem-replay <out_dir>`` reads it (written as the episode runs, so it survives a crash);
 * ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies, and
   ``privileged`` (bool: whether any component of the stack read the simulator's truth; ``oracle_components``
   names them).
@@ -92,6 +94,7 @@ def run_episode(
     meta: dict[str, Any] | None = None,
     on_step: Callable[[StepRecord], None] | None = None,
     stop_on_success: bool = True,
+    memory_db: str | Path | None = None,
 ) -> EpisodeResult:
     """Run one episode to its end and (optionally) write its artefacts.
 
@@ -105,6 +108,13 @@ def run_episode(
         meta: extra metadata stored in the log and summary (config, variant names).
         on_step: callback after every env step with a :class:`StepRecord` (progress display, dataset writing).
         stop_on_success: end as soon as the env reports task success (robosuite/LIBERO convention).
+        memory_db: SQLite memory store the agent's memory writes this episode to (a file, or a run directory
+            holding ``memory.sqlite``); default ``<out_dir>/memory.sqlite`` when ``out_dir`` is given, else the
+            memory's current store (if any).
+
+    Raises:
+        MemoryStoreError / MemorySchemaError: ``memory_db`` is not a usable memory store (before the episode
+            starts; the file is left untouched).
 
     Returns:
         EpisodeResult. Never raises for episode-level failures: they are recorded as failed episodes
@@ -121,6 +131,10 @@ def run_episode(
     success = False
     failure: str | None = None
     perturbations: list[dict[str, Any]] = []
+    if memory_db is None and out is not None:
+        memory_db = out / "memory.sqlite"
+    if memory_db is not None:
+        agent.memory.open_store(memory_db)
     try:
         obs, _info = env.reset(seed=seed)
         spec = env.spec
@@ -139,6 +153,7 @@ def run_episode(
             obs, _r, terminated, truncated, info = env.step(action)
             step += 1
             log.add_step(step=step, t=obs.t, subgoal_id=sg.id if sg else None, action=action, proprio=obs.proprio)
+            agent.memory.record_step(step, obs.t, sg.id if sg else None, action, obs.proprio)
             if info.get("perturbation"):
                 event = {k: v for k, v in info["perturbation"].items() if k != "step"}
                 perturbations.append({"step": step, **event})
@@ -189,7 +204,10 @@ def run_episode(
         plan_latency=_percentiles(status.plan_latency_s),
         action_latency=_percentiles(status.action_latency_s),
         verdicts=status.verdicts,
+        hold_steps=status.hold_steps,
     )
+    agent.memory.finish_episode(bool(success), {k: summary[k] for k in (
+        "seed", "success", "failure", "steps", "subgoals_done", "attempts", "replans", "plans", "wall_time_s")})
     for ev in agent.memory.events():
         log.events.append(dict(ev))
     log.add_event("episode_end", step, success=bool(success), failure=summary["failure"])
@@ -199,6 +217,8 @@ def run_episode(
         out.mkdir(parents=True, exist_ok=True)
         paths["episode"] = str(log.save_jsonl(out / "episode.jsonl"))
         paths["memory"] = str(agent.memory.save(out / "memory.jsonl"))
+        if memory_db is not None:
+            paths["memory_db"] = str(memory_db)
         if writer is not None:
             paths["video"] = str(writer.path)
         summary["paths"] = paths

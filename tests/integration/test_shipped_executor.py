@@ -19,7 +19,7 @@ from tandem.runtime.rollout import run_episode
 pytestmark = [pytest.mark.sim, pytest.mark.integration]
 
 SHIPPED = {  # path under checkpoints/ -> (family, conditioning, size limit MB)
-    "stack_three_diffusion": ("track", "subgoal", 10),
+    **{f"{task}_diffusion": ("track", "subgoal", 10) for task in ("stack_three", "pick_place_bins", "nut_assembly")},
     "image/stack_three_diffusion": ("image", "subgoal", 50),
     "image/stack_three_flat": ("image", "instruction", 50),
 }
@@ -35,7 +35,10 @@ def test_shipped_checkpoint_is_small_and_loads_without_pickle(name):
     assert checkpoint_family(path) == family
     ex = load_executor(path)
     assert ex.cfg.conditioning_source == conditioning
-    assert json.loads((path / "config.json").read_text())["extra"]["step"] > 0  # trained, not initialised
+    extra = json.loads((path / "config.json").read_text())["extra"]
+    assert extra["step"] > 0  # trained, not initialised
+    if family == "track":  # trained on this CPU within the budget, on its own task's demonstrations
+        assert extra["train_minutes"] <= 30 and ex.cfg.tasks == (name.removesuffix("_diffusion"),)
 
 
 def _cfg(planner: str, verifier: str, goals: dict, budget, render: bool):

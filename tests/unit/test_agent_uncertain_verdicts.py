@@ -145,3 +145,27 @@ def test_uncertain_at_episode_end_is_not_deferred():
 def test_recheck_settings_are_validated(key, value):
     with pytest.raises(ConfigError, match=key):
         load(AgentConfig, {key: value}, "agent")
+
+
+def test_uncertain_verdicts_are_rechecked_under_async_planning_too():
+    import time
+
+    verifier = ScriptedVerifier([UNSURE, SURE])
+    ex, memory = CountingExecutor(), TaskMemoryV1()
+    agent = HierarchicalAgent(OnePlanner(), verifier, ex, memory, hold_action=np.zeros(7, np.float32),
+                              config=AgentConfig(max_attempts_per_subgoal=1, verify_rechecks=2, recheck_steps=4,
+                                                 async_planning=True))
+    try:
+        agent.reset(SPEC, obs(0))
+        step, start = 0, None
+        while not agent.status.finished and step < 2000:
+            step += 1
+            agent.act(obs(step))
+            if start is None and agent.subgoal is not None:
+                start = step  # the first plan arrived; its subgoal's first action was this step's
+            time.sleep(0.001)  # let the planning thread run
+        assert start is not None and agent.status.claims_success
+        assert verifier.steps == [start + 3, start + 3 + 4]  # done after 3 actions, re-checked 4 actions later
+        assert ex.actions == 3 + 4 and agent.status.uncertain_verdicts == 1
+    finally:
+        agent.close()

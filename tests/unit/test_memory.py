@@ -1,4 +1,5 @@
-"""TaskMemoryV1: attempts, failures, facts, plan progress, view, JSONL round trip, malformed files."""
+"""TaskMemoryV1: attempts, failures (with causes), facts, plan progress, replans, view, JSONL round trip,
+malformed files."""
 
 from __future__ import annotations
 
@@ -43,7 +44,6 @@ def episode() -> TaskMemoryV1:
     m.record_verdict(PICK_R, OK, 80)
     assert m.record_attempt(STACK_RG, 80) == 1
     m.record_verdict(STACK_RG, fail("on(red,green) is false: red is at (0.12, -0.05, 0.83)"), 150)
-    m.record_event("replan", 150, reason="failure")
     m.record_plan(Plan(done=[PICK_R], remaining=[sg("sg5", "stack", "red", "green"), PICK_B, STACK_BR]), 150, "oracle")
     assert m.record_attempt(STACK_RG, 150) == 2
     m.record_verdict(STACK_RG, OK, 230)
@@ -66,7 +66,8 @@ def test_attempts_are_counted_per_signature():
 def test_failures_keep_reason_step_and_attempt():
     m = episode()
     assert m.failures == [{"subgoal": "stack(red,green)", "text": "stack the red cube on the green cube", "attempt": 1,
-                           "step": 150, "reason": "on(red,green) is false: red is at (0.12, -0.05, 0.83)"}]
+                           "step": 150, "reason": "on(red,green) is false: red is at (0.12, -0.05, 0.83)",
+                           "cause": "unknown"}]
     assert m.last_outcome == {"pick(red)": "success", "stack(red,green)": "success"}
 
 
@@ -79,8 +80,9 @@ def test_view_contents():
     assert v["done"] == ["pick up the red cube", "stack the red cube on the green cube"]
     assert v["remaining"] == ["pick up the blue cube", "stack the blue cube on the red cube"]
     assert v["current"] is None
-    assert v["failures"] == [{"subgoal": "stack(red,green)", "attempt": 1, "step": 150,
+    assert v["failures"] == [{"subgoal": "stack(red,green)", "attempt": 1, "step": 150, "cause": "unknown",
                               "reason": "on(red,green) is false: red is at (0.12, -0.05, 0.83)"}]
+    assert v["last_failure"] == v["failures"][-1] and v["current_attempt"] == 0 and v["hints"] == []
     assert v["facts"] == {"red": ["knocked off green at step 312"]}
     assert v["attempts"] == {"pick(red)": 1, "stack(red,green)": 2}
 
@@ -106,10 +108,13 @@ def test_view_shows_only_the_last_failures():
 def test_event_log_is_append_only_and_complete():
     m = episode()
     kinds = [e["kind"] for e in m.events()]
-    assert kinds == ["episode_start", "plan", "attempt", "verdict", "attempt", "verdict", "replan", "plan",
+    assert kinds == ["episode_start", "plan", "attempt", "verdict", "attempt", "verdict", "failure", "replan", "plan",
                      "attempt", "verdict", "perturbation", "fact"]
     assert all(isinstance(e["step"], int) for e in m.events())
-    pert = m.events()[10]
+    replan = m.events()[7]
+    assert replan["after_failure"] and replan["failed"] == "stack(red,green)"
+    assert replan["reason"] == "after the failure of stack(red,green) (attempt 1)"
+    pert = m.events()[11]
     assert pert["delta"] == pytest.approx([0.1, 0.0, 0.0]) and pert["obj"] == "red"
     assert m.plan_history[1]["remaining"] == ["stack(red,green)", "pick(blue)", "stack(blue,red)"]
     assert m.plan_history[1]["done"] == ["pick(red)"]
@@ -145,11 +150,11 @@ def test_non_strict_load_keeps_valid_lines_and_reports_skipped(tmp_path):
         f.write('{"kind": "attempt", "step": 500, "subgoal": {"id": "x"}}\n')  # lacks signature/attempt
         f.write('{"kind": "fact", "step": 501, "object": "blue", "fact": "fell"}\n')
         f.write('{"kind": "verdict", "step": 5')  # cut off by a crash
-    with pytest.raises(MemoryFileError, match=r":14: 'attempt' event lacks \['signature', 'attempt'\]"):
+    with pytest.raises(MemoryFileError, match=r":15: 'attempt' event lacks \['signature', 'attempt'\]"):
         TaskMemoryV1.load(path)
     with pytest.warns(UserWarning, match="skipped"):
         m2 = TaskMemoryV1.load(path, strict=False)
-    assert [ln for ln, _ in m2.skipped_lines] == [14, 16]
+    assert [ln for ln, _ in m2.skipped_lines] == [15, 17]
     assert m2.events()[:-1] == m.events() and m2.view()["facts"]["blue"] == ["fell at step 501"]
 
 
@@ -158,7 +163,7 @@ def test_semantically_bad_event_is_rejected_without_corrupting_state(tmp_path):
     path = m.save(tmp_path / "m.jsonl")
     with path.open("a") as f:
         f.write('{"kind": "plan", "step": 9, "source": "x", "plan": {"done": [{"id": "a"}], "remaining": []}}\n')
-    with pytest.raises(MemoryFileError, match=r":14: malformed 'plan' event \(KeyError"):
+    with pytest.raises(MemoryFileError, match=r":15: malformed 'plan' event \(KeyError"):
         TaskMemoryV1.load(path)
     with pytest.warns(UserWarning):
         m2 = TaskMemoryV1.load(path, strict=False)

@@ -213,3 +213,47 @@ def test_the_traced_denoiser_samples_the_same_chunk_as_the_eager_one(tmp_path):
     torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-5)
     traced.train()
     assert traced._traced_denoiser is None  # training again must not use frozen weights
+
+
+# ---------------------------------------------------------------- set-point actions
+def test_setpoint_windows_convert_back_to_the_recorded_actions_at_the_recorded_states(synthetic_root):
+    """action_space="setpoint": the P-law (set-point - grip site) / scale, applied at the states the demonstration
+    visited, gives back exactly the delta actions it recorded; past the segment's end the set-point is its last
+    grip site (stay put)."""
+    from executor_vla.track_data import TrackDataset
+
+    scale = 0.05
+    cfg = TrackExecutorConfig(n_obs_steps=2, horizon=16, action_space="setpoint", position_scale_m=scale)
+    ds, delta = TrackDataset(synthetic_root, cfg), TrackDataset(synthetic_root, TrackExecutorConfig())
+    t = 14  # frame 2 of the second segment (frames 12..23): steps 0..9 lie inside it, 10..15 past its end
+    w, d = ds.windows(np.array([t]))["action"][0], delta.windows(np.array([t]))["action"][0]
+    origin = ds.state[t, :3]
+    for j in range(10):
+        np.testing.assert_allclose((origin + w[j, :3] - ds.state[t + j, :3]) / scale, d[j, :3], atol=1e-5)
+    np.testing.assert_allclose(w[10:, :3], np.broadcast_to(ds.state[23, :3] - origin, (6, 3)), atol=1e-6)
+    np.testing.assert_array_equal(w[:, 3:], d[:, 3:])  # rotation and gripper stay as recorded
+    st = ds.stats()  # min/max over the windows' steps, so every training target lies in [-1, 1] once normalised
+    allw = ds.windows(ds.train_index)["action"].reshape(-1, 7)
+    np.testing.assert_allclose(st.action_min, allw.min(0), atol=1e-6)
+    np.testing.assert_allclose(st.action_max, allw.max(0), atol=1e-6)
+
+
+def test_setpoint_executor_servoes_each_step_to_its_setpoint():
+    """Inside a chunk the position action follows the grip site: the same chunk gives a different action when the
+    arm lagged, pointing at the same set-point."""
+    ex = _executor(head="mse", action_space="setpoint", n_action_steps=4, gripper_hysteresis=None)
+    ex.set_subgoal(_subgoal(), TASK)
+    p = _obs().proprio
+    ex.select_action(_obs())
+    target = ex._chunk_origin + ex._queue[0][:3]
+    lagged = p.copy()
+    lagged[0] -= 0.01  # the arm is 1 cm behind where the chunk assumed
+    a = ex.select_action(Observation(images={}, proprio=lagged))
+    np.testing.assert_allclose(a[:3], np.clip((target - lagged[:3]) / 0.05, -1, 1), atol=1e-6)
+
+
+def test_action_space_is_validated():
+    with pytest.raises(ConfigError, match="action_space must be one of"):
+        TrackExecutorConfig(action_space="velocity")
+    with pytest.raises(ConfigError, match="position_scale_m must be > 0"):
+        TrackExecutorConfig(position_scale_m=0.0)
