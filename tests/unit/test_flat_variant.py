@@ -104,7 +104,8 @@ def _ctx(planner: str, env=None) -> registry.BuildContext:
     return registry.BuildContext(env=env, simulated=True, task="stack_three", planner=planner)
 
 
-def test_builders_know_the_new_names():
+def test_builders_know_the_new_names(monkeypatch, tmp_path):
+    monkeypatch.setattr(registry, "SHIPPED_CHECKPOINTS", tmp_path)  # nothing shipped
     ctx = _ctx("instruction")
     assert isinstance(registry.PLANNERS.build({"name": "instruction"}, ctx), InstructionPlanner)
     assert isinstance(registry.VERIFIERS.build({"name": "oracle_task"}, ctx), OracleTaskSuccessVerifier)
