@@ -4,86 +4,22 @@ It reads only the :class:`~tandem.core.types.TaskSpec` and ``observation.privile
 (simulator ground truth, so it is named *oracle*; it cannot run on a real robot). It serves as the
 upper-bound baseline and as the source of plan labels for training.
 
-Algorithm (a goal-regression planner over the task's ordered goal predicates, in the done/remaining
-form of LoHo-Manip):
-
-1. ``reset(task)`` inverts the task's skill templates once: each goal predicate, e.g. ``"on(red,green)"``,
-   is matched against every ``TaskSpec.skills`` template except the grasp skill (``"on({0},{1})"`` ->
-   ``stack(red, green)``). Nothing is hard-coded per task. If the skill takes more args than its
-   predicate names (``place`` -> ``"in_bin({0})"`` but ``place(milk, milk_bin)``), or the task has
-   targets and the predicate names only the object, the missing place is the task target named
-   ``"<object>_..."`` (e.g. ``milk_bin``), or the task's only target.
-2. ``plan()`` walks the goals in order. A goal that holds contributes ``pick(x)`` and its placing
-   subgoal to ``done``. Every goal that does not hold contributes ``pick(x)`` then the placing subgoal
-   to ``remaining``; the pick is put in ``done`` instead when ``grasped(x)`` already holds and it would
-   be the very next subgoal.
-3. Goals that held before (per memory: a success verdict, a ``done`` entry of the memory view, or this
-   planner's previous plan) and are false now reappear in ``remaining`` with a "no longer holds (was
-   done) -> redo" rationale: this is how a knocked-over cube is recovered.
-4. A goal that holds while an earlier goal does not (blue on red, red not on green) is reported in the
-   rationale and kept in ``done``; the earlier goals are still planned. Unstacking is out of scope: the
-   oracle never plans to take a correctly placed object off again.
-
-Subgoal ids (``"sg1"``, ``"sg2"``, ...) are stable per (signature, attempt number): re-planning while an
-attempt is pending or running keeps the id; once the attempt at a signature ended (success or failure
-verdict in memory), the next plan gives that signature a new id; a subgoal listed in ``done`` keeps the
-id it was achieved under, and gets a new one if its goal regresses. The attempt state is read from
-``memory.attempts(subgoal)`` and, when present, ``memory.view()["last_outcome"]`` (``TaskMemoryV1``);
-without it, every recorded attempt is taken as finished. Ids are unique within one planner's episode
-(``reset`` restarts the counter); pass a different ``id_prefix`` when several planners share an episode.
+The symbolic search is :class:`planner_vlm.goal_regression.GoalRegressionPlanner` (goal regression over the
+task's ordered goal predicates, LoHo-Manip's done/remaining form; its docstring describes the algorithm and the
+subgoal ids). The learned planner runs the same search over predicted predicates.
 """
 
 from __future__ import annotations
 
-import re
-import string
-from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from tandem.core.errors import ConfigError, UnknownNameError
+from planner_vlm.goal_regression import GoalRegressionPlanner
+from tandem.core.errors import ConfigError
 from tandem.core.protocols import TaskMemory
-from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
+from tandem.core.types import Observation, Plan
 
 
-@dataclass(frozen=True)
-class _GoalSteps:
-    """How one goal predicate is achieved: optionally grasp ``obj``, then ``skill(*args)``."""
-
-    goal: str
-    obj: str
-    skill: str
-    args: tuple[str, ...]
-
-
-def _template_regex(template: str) -> tuple[re.Pattern[str], int]:
-    """Regex matching a ground instance of a predicate template, and how many args it binds.
-
-    ``"on({0},{1})"`` -> ``^on\\((?P<a0>[^,()\\s]+),(?P<a1>[^,()\\s]+)\\)$``, 2.
-    """
-    parts, seen = ["^"], []
-    for literal, field, _, _ in string.Formatter().parse(template):
-        parts.append(re.escape(literal))
-        if field is None:
-            continue
-        if not field.isdigit():
-            raise ConfigError(f"predicate template {template!r} has a non-positional field {{{field}}}")
-        idx = int(field)
-        parts.append(f"(?P=a{idx})" if idx in seen else f"(?P<a{idx}>[^,()\\s]+)")
-        if idx not in seen:
-            seen.append(idx)
-    if sorted(seen) != list(range(len(seen))):
-        raise ConfigError(f"predicate template {template!r} must use {{0}}..{{n}} without gaps, got {sorted(seen)}")
-    return re.compile("".join(parts) + "$"), len(seen)
-
-
-def _n_placeholders(template: str | None) -> int:
-    if not template:
-        return 0
-    idx = [int(f) for _, f, _, _ in string.Formatter().parse(template) if f is not None and f.isdigit()]
-    return max(idx) + 1 if idx else 0
-
-
-class OraclePlanner:
+class OraclePlanner(GoalRegressionPlanner):
     """Symbolic planner over ``TaskSpec.goals`` and the simulator's predicates (implements ``Planner``).
 
     Args:
@@ -103,65 +39,6 @@ class OraclePlanner:
     is_oracle: ClassVar[bool] = True
     source: ClassVar[str] = "oracle"
 
-    def __init__(self, grasp_skill: str = "pick", id_prefix: str = "sg"):
-        self.grasp_skill = grasp_skill
-        self.id_prefix = id_prefix
-        self.task: TaskSpec | None = None
-        self._steps: list[_GoalSteps] = []
-        self._counter = 0
-        self._ids: dict[tuple[str, int], str] = {}
-        self._latest_id: dict[str, str] = {}
-        self._prev_done: set[str] = set()
-        self._done_ids: set[str] = set()
-
-    # ------------------------------------------------------------------ setup
-    def reset(self, task: TaskSpec) -> None:
-        """Prepare for an episode of ``task``: invert its goal predicates into skills; restart ids.
-
-        Raises:
-            ConfigError: see the class docstring.
-        """
-        if not isinstance(task, TaskSpec):
-            raise ConfigError(f"OraclePlanner.reset needs a TaskSpec, got {type(task).__name__}")
-        self.task = task
-        self._steps = [self._invert(task, g) for g in task.goals]
-        self._counter = 0
-        self._ids, self._latest_id, self._prev_done, self._done_ids = {}, {}, set(), set()
-
-    def _invert(self, task: TaskSpec, goal: str) -> _GoalSteps:
-        """Find the skill and args whose predicate is ``goal`` (see the module docstring, step 1)."""
-        grasp_tpl = task.skills.get(self.grasp_skill)
-        for skill, template in task.skills.items():
-            if skill == self.grasp_skill:
-                continue
-            regex, n_bound = _template_regex(template)
-            m = regex.match(goal)
-            if m is None:
-                continue
-            args = [m.group(f"a{i}") for i in range(n_bound)]
-            n_args = max(n_bound, _n_placeholders(task.skill_texts.get(skill)), 2 if task.targets else 0)
-            while len(args) < n_args:
-                args.append(self._place_of(task, skill, args[0]))
-            return _GoalSteps(goal=goal, obj=args[0], skill=skill, args=tuple(args))
-        if grasp_tpl is not None:
-            regex, _ = _template_regex(grasp_tpl)
-            m = regex.match(goal)
-            if m is not None:
-                return _GoalSteps(goal=goal, obj=m.group("a0"), skill=self.grasp_skill, args=(m.group("a0"),))
-        raise ConfigError(f"goal {goal!r} of task {task.name!r} matches no skill predicate template; "
-                          f"skills: {task.skills}")
-
-    @staticmethod
-    def _place_of(task: TaskSpec, skill: str, obj: str) -> str:
-        named = [t for t in task.targets if t.startswith(f"{obj}_")]
-        if len(named) == 1:
-            return named[0]
-        if len(task.targets) == 1:
-            return task.targets[0]
-        raise ConfigError(f"cannot tell where {skill}({obj}, ...) puts {obj!r}: its predicate names no place and "
-                          f"the task targets {list(task.targets)} have no single '{obj}_*' entry")
-
-    # --------------------------------------------------------------- planning
     def plan(self, observation: Observation, memory: TaskMemory) -> Plan:
         """Return the done/remaining plan for the current ground-truth predicates.
 
@@ -175,62 +52,8 @@ class OraclePlanner:
             UnknownNameError: if a goal or ``grasped(x)`` predicate is missing from the predicates
                 (the message lists the known ones).
         """
-        task = self.task
-        if task is None:
-            raise ConfigError("OraclePlanner.plan called before reset(task)")
-        preds = self._predicates(observation)
-        view = memory.view() or {}
-        outcomes: dict[str, str] = view.get("last_outcome") or {}
-        was_done = set(self._prev_done) | {s for s, o in outcomes.items() if o == "success"}
-        done_texts = set(view.get("done") or [])
-
-        def holds(pred: str) -> bool:
-            if pred not in preds:
-                raise UnknownNameError("predicate", pred, list(preds))
-            return bool(preds[pred])
-
-        def make(skill: str, args: tuple[str, ...], pending: bool) -> Subgoal:
-            sg = Subgoal(id="", skill=skill, args=args, text=task.subgoal_text(skill, args))
-            sg.id = self._id_for(sg, memory, outcomes, pending)
-            return sg
-
-        done: list[Subgoal] = []
-        remaining: list[Subgoal] = []
-        notes: list[str] = []
-        first_unmet: str | None = None
-        for st in self._steps:
-            place = make(st.skill, st.args, pending=False) if holds(st.goal) else None
-            pick_needed = st.skill != self.grasp_skill and self.grasp_skill in task.skills
-            if place is not None:  # the goal holds
-                if pick_needed:
-                    done.append(make(self.grasp_skill, (st.obj,), pending=False))
-                done.append(place)
-                if first_unmet is None:
-                    notes.append(f"{st.goal} holds")
-                else:
-                    notes.append(f"{st.goal} holds but earlier goal {first_unmet} does not; unstacking is out of "
-                                 f"scope, so {st.goal} is left as it is and {first_unmet} is still planned")
-                continue
-            first_unmet = first_unmet or st.goal
-            place_sig = f"{st.skill}({','.join(st.args)})"
-            if place_sig in was_done or task.subgoal_text(st.skill, st.args) in done_texts:
-                notes.append(f"{st.goal} no longer holds (was done) -> redo")
-            else:
-                notes.append(f"{st.goal} does not hold -> {place_sig}")
-            if pick_needed:
-                grasp_pred = task.predicate_for(self.grasp_skill, (st.obj,))
-                if not remaining and holds(grasp_pred):
-                    done.append(make(self.grasp_skill, (st.obj,), pending=False))
-                    notes.append(f"{grasp_pred} holds -> no pick needed")
-                else:
-                    remaining.append(make(self.grasp_skill, (st.obj,), pending=True))
-            remaining.append(make(st.skill, st.args, pending=True))
-
-        notes += self._retry_notes(remaining, memory, outcomes, view)
-        if not remaining:
-            notes.append(f"all {len(self._steps)} goals hold; nothing left to do")
-        self._prev_done = {s.signature for s in done}
-        return Plan(done=done, remaining=remaining, rationale="; ".join(notes))
+        self._require_task()
+        return self.plan_from_predicates(self._predicates(observation), memory)
 
     @staticmethod
     def _predicates(observation: Observation) -> dict[str, Any]:
@@ -243,48 +66,3 @@ class OraclePlanner:
             raise ConfigError("the oracle planner needs simulator ground truth: Observation.privileged has no "
                               f"'predicates' dict (keys: {sorted(priv) if isinstance(priv, dict) else type(priv)})")
         return preds
-
-    def _id_for(self, sg: Subgoal, memory: TaskMemory, outcomes: dict[str, str], pending: bool) -> str:
-        """Stable id per (signature, attempt number); see the module docstring."""
-        sig = sg.signature
-        if not pending:  # achieved: keep the id it was achieved under, or give it one
-            if sig not in self._latest_id:
-                self._latest_id[sig] = self._new_id()
-            self._done_ids.add(self._latest_id[sig])
-            return self._latest_id[sig]
-        n = int(memory.attempts(sg))
-        attempt_no = n if outcomes.get(sig) == "running" and n > 0 else n + 1
-        key = (sig, attempt_no)
-        if key not in self._ids or self._ids[key] in self._done_ids:  # a regressed goal is redone under a new id
-            self._ids[key] = self._new_id()
-        self._latest_id[sig] = self._ids[key]
-        return self._ids[key]
-
-    def _new_id(self) -> str:
-        self._counter += 1
-        return f"{self.id_prefix}{self._counter}"
-
-    @staticmethod
-    def _retry_notes(remaining: list[Subgoal], memory: TaskMemory, outcomes: dict[str, str],
-                     view: dict[str, Any]) -> list[str]:
-        """``"stack(red,green): 1 earlier attempt(s), last failed: <reason>"`` for each remaining subgoal tried before."""
-        last_fail: dict[str, dict[str, Any]] = {}
-        for f in view.get("failures") or []:
-            if isinstance(f, dict) and "subgoal" in f:
-                last_fail[f["subgoal"]] = f
-        notes = []
-        for sg in remaining:
-            n = int(memory.attempts(sg))
-            if n == 0:
-                continue
-            outcome = outcomes.get(sg.signature)
-            if outcome == "success":
-                last = ", last succeeded (since undone)"
-            elif outcome == "running":
-                last = ", one running"
-            elif sg.signature in last_fail:
-                last = f", last failed: {last_fail[sg.signature].get('reason', '')}"
-            else:
-                last = ""
-            notes.append(f"{sg.signature}: {n} earlier attempt(s){last}")
-        return notes

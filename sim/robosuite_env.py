@@ -249,6 +249,24 @@ class RobosuiteEnv:
             raise UnknownNameError("camera", camera, sorted(set(CAMERA_ALIASES) | set(known)))
         return rs_cam
 
+    def camera_calibration(self, camera: str = "agentview", image_size: tuple[int, int] | None = None) -> dict[str, Any]:
+        """The calibration of a fixed camera, as a robot's calibration routine would give it (not privileged state):
+        ``{"camera", "image_size": [H, W], "intrinsics": K (3x3) px, "world_from_camera": (4x4)}``, the camera's pose
+        in the world (m) in OpenCV axes (x right, y down, z forward), so that a world point ``p`` projects to
+        ``K @ R.T @ (p - t)`` in the upright image (the format of ``planner_vlm.learned.camera.CameraCalibration``).
+
+        Args:
+            camera: user camera name (``"agentview"``). image_size: ``(H, W)`` px (default: the env's).
+
+        Raises:
+            UnknownNameError: not a camera of the model.
+        """
+        rs_cam = self.rs_camera_name(camera)
+        size = tuple(int(v) for v in (image_size or self.image_size))
+        return {"camera": camera, "image_size": list(size),
+                "intrinsics": camgeo.intrinsics(self.rs_env.sim, rs_cam, size).tolist(),
+                "world_from_camera": camgeo.extrinsics(self.rs_env.sim, rs_cam).tolist()}
+
     def world_to_pixel(self, points: np.ndarray, camera: str = "agentview") -> np.ndarray:
         """Project world points (m) ``(N, 3)`` into ``camera`` at the env's ``image_size``.
 

@@ -100,6 +100,13 @@ class TaskDefinition(abc.ABC):
         """
         raise NotImplementedError(f"task {self.name!r} does not declare its label vocabulary")
 
+    def object_symmetries(self) -> dict[str, int]:
+        """Object -> order ``m >= 1`` of its rotational symmetry about its vertical axis, as far as a camera and a
+        parallel gripper can tell (a cube with the same texture on every face: 4); its yaw, and the second label
+        keypoint (3 cm along its local x axis), are then defined only modulo ``2 pi / m``. The learned perception
+        models are trained and scored with it. Default: none (every object order 1)."""
+        return {}
+
     def configure_episode(self, rs_env: Any, episode: TaskEpisode) -> None:  # noqa: B027 - optional hook
         """Optional hook before ``reset()`` (e.g. choose which objects are active)."""
 

@@ -310,6 +310,15 @@ class PickPlaceBinsTask(TaskDefinition):
     def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return OBJECTS, tuple(p for o in OBJECTS for p in (f"grasped({o})", f"in_bin({o})"))
 
+    def object_symmetries(self) -> dict[str, int]:
+        """From the grasp symmetries of :data:`_GRASP` (``yaw_sym``; the gripper adds a half turn): milk and bread are
+        grasped alike every quarter turn, cereal every half turn; the can is a cylinder (8 stands for any yaw)."""
+        out = {}
+        for obj in OBJECTS:
+            sym = _GRASP[obj]["yaw_sym"]
+            out[obj] = 8 if sym is None else max(1, round(2 * math.pi / sym))
+        return out
+
     def predicates(self, rs_env: Any, episode: TaskEpisode) -> dict[str, bool]:
         """``grasped(x)`` and ``in_bin(x)`` for all four objects (distractors included).
 

@@ -149,6 +149,10 @@ class StackThreeTask(TaskDefinition):
         preds += tuple(f"on({x},{y})" for x in COLORS for y in COLORS if x != y)
         return COLORS, preds
 
+    def object_symmetries(self) -> dict[str, int]:
+        """The cubes carry the same wood texture on every face: a quarter turn looks the same."""
+        return dict.fromkeys(COLORS, 4)
+
     def mujoco_object(self, rs_env: Any, episode: TaskEpisode, name: str) -> Any:
         if name not in COLORS:
             raise UnknownObjectError(name, list(COLORS))

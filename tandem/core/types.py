@@ -303,12 +303,17 @@ class Verdict:
         confidence: in [0, 1].
         reason: short human-readable reason (recorded in memory and shown to a replanning VLM).
         source: ``"oracle"`` (simulator predicates), ``"vlm"`` or ``"learned"``.
+        uncertain: the verifier could not decide with enough confidence (a calibrated verifier whose confidence is
+            below its threshold). The agent does not take an uncertain verdict as final: it keeps the subgoal
+            active for a few more control steps and verifies again (``AgentConfig.verify_rechecks``); an uncertain
+            verdict left after the re-checks counts as a failure, never as success.
     """
 
     success: bool
     confidence: float
     reason: str
     source: VerdictSource
+    uncertain: bool = False
 
     def __post_init__(self) -> None:
         if not 0.0 <= float(self.confidence) <= 1.0:
@@ -316,7 +321,7 @@ class Verdict:
 
     def to_json(self) -> dict[str, Any]:
         return {"success": bool(self.success), "confidence": float(self.confidence), "reason": self.reason,
-                "source": self.source}
+                "source": self.source, "uncertain": bool(self.uncertain)}
 
 
 @dataclass(frozen=True)

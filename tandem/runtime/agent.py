@@ -7,7 +7,12 @@ This is the only module that knows all four parts. Each subgoal goes through:
 2. a GoalProducer fills in the subgoal's goal image and keypoint trace (VISTA / LoHo-Manip);
 3. the executor is conditioned on the subgoal (its queued actions are dropped) and stepped until it
    reports the subgoal done or the per-subgoal step budget runs out;
-4. the verifier judges the subgoal from the observations before and after it (Goal2Skill);
+4. the verifier judges the subgoal from the observations before and after it (Goal2Skill). A verdict the
+   verifier marks ``uncertain`` (a calibrated verifier below its confidence threshold) is not final: it is recorded
+   in memory as a ``verdict_uncertain`` event, the executor keeps running the same subgoal for
+   ``AgentConfig.recheck_steps`` more control steps, and the subgoal is verified again, up to
+   ``AgentConfig.verify_rechecks`` times; a verdict still uncertain after that counts as a failure, never as a
+   success (the receding-horizon planner then re-perceives the scene and decides what remains);
 5. memory records the verdict; the agent advances, retries or gives up after too many attempts.
 
 The agent is a step-level state machine (``act(obs) -> action``) so the same code drives a simulator
@@ -55,6 +60,7 @@ class AgentStatus:
     attempts: int = 0
     replans: int = 0
     plans: int = 0
+    uncertain_verdicts: int = 0
     verdicts: list[dict[str, Any]] = field(default_factory=list)
     hold_steps: int = 0
     plans_discarded: int = 0
@@ -125,6 +131,9 @@ class HierarchicalAgent:
         self._steps_in_subgoal = 0
         self._step = 0
         self._budget = self.config.subgoal_step_budget or 0
+        self._rechecks = 0  # re-checks of uncertain verdicts spent on the active attempt
+        self._recheck_wait = 0  # control steps left before the next re-check
+        self._rechecking = False  # the active attempt's last verdict was uncertain; verify again after the wait
 
     @property
     def oracle_components(self) -> list[str]:
@@ -148,6 +157,7 @@ class HierarchicalAgent:
         self.status = AgentStatus()
         self.plan, self.subgoal, self._before = Plan(), None, None
         self._steps_in_subgoal, self._step = 0, observation.step
+        self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
         self.memory.start_episode(task, meta)
         self._pending_plan, self._version, self._speed = None, 0, 1.0
         if self._worker is not None:
@@ -167,6 +177,8 @@ class HierarchicalAgent:
         Verifies the current subgoal when the executor reports it done or its step budget is spent,
         then replans and starts the next subgoal, all within this call (with async planning: requests the plan
         and collects it on a later call, never waiting; the hold action is returned while no subgoal runs).
+        After an uncertain verdict the subgoal stays active and is verified again ``AgentConfig.recheck_steps``
+        control steps later.
 
         Raises:
             ConfigError: if called before ``reset``.
@@ -177,10 +189,7 @@ class HierarchicalAgent:
         self._step = observation.step
         if self._worker is not None:
             self._poll_plan(observation)
-        while not self.status.finished and self.subgoal is not None and (
-            self._steps_in_subgoal >= self._budget
-            or (self._steps_in_subgoal > 0 and self.executor.subgoal_done())
-        ):
+        while not self.status.finished and self.subgoal is not None and self._verification_due():
             self._finish_subgoal(observation)
         if self._worker is not None and not self.status.finished:
             self._switch_to_pending(observation)
@@ -200,6 +209,7 @@ class HierarchicalAgent:
             raise NonFiniteActionError(f"executor returned a non-finite action {action.tolist()} "
                                        f"for subgoal {self.subgoal.signature}")
         self._steps_in_subgoal += 1
+        self._recheck_wait = max(self._recheck_wait - 1, 0)
         return action
 
     def close(self) -> None:
@@ -225,6 +235,15 @@ class HierarchicalAgent:
         self.memory.record_event("stop", step, reason=reason)
 
     # ------------------------------------------------------------------ internals
+    def _verification_due(self) -> bool:
+        """Whether the active subgoal is verified now: a re-check whose wait is over, or (no re-check pending) its
+        step budget is spent or the executor reports it done."""
+        if self._recheck_wait > 0:
+            return False
+        if self._rechecking:
+            return True
+        return self._steps_in_subgoal >= self._budget or (self._steps_in_subgoal > 0 and self.executor.subgoal_done())
+
     def _replan(self, observation: Observation, after_failure: bool) -> None:
         if self.status.plans >= self.config.max_plans:
             self._finish(False, f"gave up: planner called {self.status.plans} times (max_plans)")
@@ -277,6 +296,7 @@ class HierarchicalAgent:
         self.subgoal = subgoal
         self._before = observation
         self._steps_in_subgoal = 0
+        self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
         policy = self.memory.retry_policy(subgoal)
         self._speed = float(policy.speed_scale)
         attempt = self.memory.record_attempt(subgoal, self._step, policy)
@@ -284,8 +304,13 @@ class HierarchicalAgent:
         self.executor.set_subgoal(subgoal, self.task)
         self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
 
-    def _verify_active(self, observation: Observation, at_episode_end: bool = False, note: str = "") -> Verdict:
+    def _verify_active(self, observation: Observation, at_episode_end: bool = False,
+                       note: str = "") -> Verdict | None:
         """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal.
+
+        An uncertain verdict (``Verdict.uncertain``) with re-checks left is recorded as a ``verdict_uncertain``
+        event and deferred: the subgoal stays active, and None is returned. One left after the re-checks (or at the
+        episode's end, or of an attempt interrupted by a new plan: ``note``) becomes a failure.
 
         ``at_episode_end``: the episode was ended from outside (env success, step limit, cap) while the subgoal was
         active; the verdict is recorded with ``"at_episode_end": True`` (the attempt was cut, not finished).
@@ -294,12 +319,26 @@ class HierarchicalAgent:
         assert subgoal is not None and self._before is not None
         verdict: Verdict = self.verifier.verify(observation_for(self.verifier, self._before, "verifier"),
                                                 observation_for(self.verifier, observation, "verifier"), subgoal)
+        if verdict.uncertain:
+            self.status.uncertain_verdicts += 1
+            if not at_episode_end and not note and self._rechecks < self.config.verify_rechecks:
+                self._rechecks += 1
+                self._rechecking, self._recheck_wait = True, self.config.recheck_steps
+                self.memory.record_event("verdict_uncertain", self._step, subgoal=subgoal.signature,
+                                         recheck=self._rechecks, of=self.config.verify_rechecks,
+                                         verdict=verdict.to_json(), recheck_in_steps=self.config.recheck_steps)
+                return None
+            verdict = Verdict(False, verdict.confidence,
+                              f"still uncertain after {self._rechecks} re-check(s), not taken as success: "
+                              f"{verdict.reason}", verdict.source, uncertain=True)
+        self._rechecking, self._recheck_wait = False, 0
         if self._steps_in_subgoal >= self._budget and not verdict.success:
             verdict = Verdict(False, verdict.confidence,
                               f"step budget of {self._budget} spent; {verdict.reason}",
-                              verdict.source)
+                              verdict.source, uncertain=verdict.uncertain)
         if note:
-            verdict = Verdict(verdict.success, verdict.confidence, f"{note}; {verdict.reason}", verdict.source)
+            verdict = Verdict(verdict.success, verdict.confidence, f"{note}; {verdict.reason}", verdict.source,
+                              uncertain=verdict.uncertain)
         self._version += 1
         self.memory.record_verdict(subgoal, verdict, self._step)
         self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json(),
@@ -315,6 +354,8 @@ class HierarchicalAgent:
     def _finish_subgoal(self, observation: Observation) -> None:
         done = self.subgoal
         verdict = self._verify_active(observation)
+        if verdict is None:  # uncertain: keep executing the subgoal, verify again later
+            return
         if self._worker is None:
             self._replan(observation, after_failure=not verdict.success)
             return

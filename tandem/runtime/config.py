@@ -166,6 +166,9 @@ class AgentConfig(Schema):
             that runs the task as one subgoal needs.
         max_plans: planner calls per episode (initial plan + replans) before giving up; guards against
             planner-verifier loops (RoboMemory's planner-critic loop guard).
+        verify_rechecks: how many times an uncertain verdict (``Verdict.uncertain``) is re-checked before it counts
+            as a failure; 0 = never (the first uncertain verdict is a failure).
+        recheck_steps: control steps the executor keeps running the subgoal before each re-check, >= 1.
         async_planning: run the planner in a worker thread (:mod:`tandem.runtime.planning_worker`): ``act`` never
             calls it. Until the first plan arrives, and after a failed verdict until the new plan arrives, ``act``
             returns the agent's ``hold_action``; after a success the executor goes on with the current plan's next
@@ -178,6 +181,8 @@ class AgentConfig(Schema):
     max_attempts_per_subgoal: int = 3
     subgoal_step_budget: int | None = 400
     max_plans: int = 40
+    verify_rechecks: int = 2
+    recheck_steps: int = 5
     async_planning: bool = False
     plan_switch_steps: int = 1
 
@@ -189,6 +194,10 @@ class AgentConfig(Schema):
                                                     f"got {self.subgoal_step_budget}")
         if self.max_plans < 1:
             raise FieldError("max_plans", f"must be >= 1, got {self.max_plans}")
+        if self.verify_rechecks < 0:
+            raise FieldError("verify_rechecks", f"must be >= 0, got {self.verify_rechecks}")
+        if self.recheck_steps < 1:
+            raise FieldError("recheck_steps", f"must be >= 1 control step, got {self.recheck_steps}")
         if self.plan_switch_steps < 1:
             raise FieldError("plan_switch_steps", f"must be >= 1 control step, got {self.plan_switch_steps}")
 
@@ -259,7 +268,7 @@ class ComponentConfig(Schema):
 COMPONENT_KINDS: dict[str, str] = {"planner": "planner", "verifier": "verifier", "executor": "executor",
                                    "goals": "goal producer"}
 #: Names of the design (ARCHITECTURE.md) that cannot be built yet; asking for one says so.
-NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {"planner": ("learned",), "verifier": ("learned",)}
+NOT_IMPLEMENTED: dict[str, tuple[str, ...]] = {}
 _SCHEMAS: dict[str, dict[str, type[ComponentConfig]]] = {kind: {} for kind in COMPONENT_KINDS}
 
 def component_schema[C: type](kind: str) -> Callable[[C], C]:
@@ -401,6 +410,79 @@ class VLMPlannerConfig(VLMClientConfig):
         if self.point_frame not in ("auto", "pixels", "resized_pixels", "grid1000", "unit"):
             raise FieldError("point_frame", "must be auto, pixels, resized_pixels, grid1000 or unit, got "
                                             f"{self.point_frame!r}")
+
+
+@dataclass
+class LearnedPerceptionConfig(ComponentConfig):
+    """What the learned planner and verifier share: the state model and the camera it reads.
+
+    Attributes:
+        state_checkpoint: a ``tandem-train-state`` checkpoint directory (None: the shipped
+            ``checkpoints/state/<task>``).
+        camera_calibration: the camera's calibration, overriding both the simulator camera's (injected in
+            simulation) and the checkpoint's: ``{"intrinsics": 3x3 px, "world_from_camera": 4x4 (m, OpenCV axes),
+            "image_size": [H, W], "camera": "agentview"}``; on a robot, its calibration routine's result.
+        torch_threads: ``torch.set_num_threads`` at load (None: torch's default).
+    """
+
+    state_checkpoint: str | None = None
+    camera_calibration: dict[str, Any] | None = None
+    torch_threads: int | None = 1
+
+    def check(self) -> None:
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
+        if self.camera_calibration is not None:
+            missing = [k for k in ("intrinsics", "world_from_camera", "image_size") if k not in self.camera_calibration]
+            if missing:
+                raise FieldError("camera_calibration", f"lacks {missing} (needs intrinsics 3x3, world_from_camera 4x4, "
+                                                       "image_size [H, W])")
+
+
+@component_schema("planner")
+@dataclass
+class LearnedPlannerConfig(LearnedPerceptionConfig):
+    """``planner=learned`` (``planner_vlm.learned.learned_planner.LearnedPlanner``): the symbolic search over the
+    predicates a learned state model reads off the agentview image, with learned 3-D traces. Non-privileged.
+
+    Attributes:
+        trace_checkpoint: a ``tandem-train-trace`` checkpoint directory (None: the shipped ``checkpoints/trace/<task>``).
+        threshold: a predicate holds when its calibrated probability is at least this, in (0, 1).
+        min_object_confidence: at the first plan, an instruction object found with less confidence counts as absent
+            (the instruction is refused), in [0, 1).
+        min_scene_confidence: below this the scene is recorded as unlike the training scenes, in [0, 1].
+    """
+
+    name: str = "learned"
+    trace_checkpoint: str | None = None
+    threshold: float = 0.5
+    min_object_confidence: float = 0.05
+    min_scene_confidence: float = 0.5
+
+    def check(self) -> None:
+        super().check()
+        if not 0.0 < self.threshold < 1.0:
+            raise FieldError("threshold", f"must be in (0, 1), got {self.threshold}")
+        if not 0.0 <= self.min_object_confidence < 1.0:
+            raise FieldError("min_object_confidence", f"must be in [0, 1), got {self.min_object_confidence}")
+        if not 0.0 <= self.min_scene_confidence <= 1.0:
+            raise FieldError("min_scene_confidence", f"must be in [0, 1], got {self.min_scene_confidence}")
+
+
+@component_schema("verifier")
+@dataclass
+class LearnedVerifierConfig(LearnedPerceptionConfig):
+    """``verifier=learned`` (``planner_vlm.learned.learned_verifier.LearnedVerifier``): the state model applied to the
+    observation after the subgoal, temperature-calibrated; verdicts less confident than ``confidence_threshold``
+    (in (0.5, 1]) are uncertain and re-checked (``agent.verify_rechecks``). Non-privileged."""
+
+    name: str = "learned"
+    confidence_threshold: float = 0.9
+
+    def check(self) -> None:
+        super().check()
+        if not 0.5 < self.confidence_threshold <= 1.0:
+            raise FieldError("confidence_threshold", f"must be in (0.5, 1], got {self.confidence_threshold}")
 
 
 @component_schema("verifier")
@@ -717,7 +799,9 @@ class BridgeRunConfig(Schema):
     """``tandem-bridge`` and ``tandem-sim-robot`` (``configs/bridge/*.yaml``).
 
     Attributes:
-        planner, verifier, executor: the agent's components (no goal producer: nothing to render on a robot).
+        planner, verifier, executor: the agent's components.
+        goals: the goal producer: only ``none`` builds on a robot (nothing to render); present so that a planner's
+            config option that selects it (``planner=learned`` selects ``goals=none``) composes here too.
         agent: the loop's budgets. memory: the task memory's lessons and retry rules.
         episodes: episodes to run, >= 1. seed: first episode seed, >= 0. out_dir: artefacts.
         bridge: the robot side (``bridge.config.BridgeConfig``: transport, topics, action mapping, safety),
@@ -728,6 +812,7 @@ class BridgeRunConfig(Schema):
     planner: Any = component("planner", "oracle")
     verifier: Any = component("verifier", "oracle")
     executor: Any = component("executor", "oracle_remote")
+    goals: Any = component("goals", "none")
     agent: AgentConfig = field(default_factory=AgentConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
     episodes: int = 1
@@ -886,7 +971,8 @@ def register_configs() -> None:
 __all__ = [
     "COMPONENT_KINDS", "NOT_IMPLEMENTED", "AgentConfig", "BridgeRunConfig", "CheckpointExecutorConfig", "CollectConfig", "ComponentConfig", "DartConfig",
     "DatasetWriteConfig", "DemoConfig", "DiffusionExecutorConfig", "EnvConfig", "FieldError", "TrackExecutorSection",
-    "InstructionPlannerConfig", "LeRobotExecutorConfig", "MemoryConfig", "NoGoalsConfig", "OracleGoalsConfig",
+    "InstructionPlannerConfig", "LearnedPerceptionConfig", "LearnedPlannerConfig", "LearnedVerifierConfig",
+    "LeRobotExecutorConfig", "MemoryConfig", "NoGoalsConfig", "OracleGoalsConfig",
     "OraclePlannerConfig", "OracleRemoteExecutorConfig", "OracleTaskVerifierConfig", "OracleVerifierConfig",
     "PerturbConfig", "Schema", "ScriptedExecutorConfig", "SimRobotConfig", "StackConfig", "TaskConfig",
     "VLMClientConfig", "VLMPlannerConfig", "VLMVerifierConfig", "component", "component_names", "component_schema",

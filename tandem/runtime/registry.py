@@ -39,6 +39,9 @@ from tandem.runtime.config import (
     ComponentConfig,
     EnvConfig,
     InstructionPlannerConfig,
+    LearnedPerceptionConfig,
+    LearnedPlannerConfig,
+    LearnedVerifierConfig,
     LeRobotExecutorConfig,
     MemoryConfig,
     NoGoalsConfig,
@@ -181,7 +184,114 @@ def _vlm_planner(spec: VLMPlannerConfig, ctx: BuildContext) -> Planner:
     return make_vlm_planner(asdict(spec))
 
 
+# ------------------------------------------------------------------------------------------- learned perception
+#: The commands that train the learned perception models, named by errors about missing checkpoints.
+PERCEPTION_TRAIN_COMMANDS: dict[str, str] = {
+    "state": "tandem-train-state dataset.root=<an image dataset of the task, e.g. datasets/{task}_84>",
+    "trace": "tandem-train-trace dataset.root=<a dataset of the task, e.g. datasets/{task}_lowdim>",
+}
+
+
+def resolve_perception_checkpoint(checkpoint: str | None, task: str, kind: str) -> Path:
+    """The checkpoint directory of a learned perception model: ``checkpoint`` when set (a relative path that does not
+    exist from the working directory is also tried from the project root), else the shipped
+    ``checkpoints/<kind>/<task>`` (``kind``: ``"state"`` or ``"trace"``), as ``checkpoints/image/`` holds the image
+    executors.
+
+    Raises:
+        ConfigError: none given and none shipped for the task (names the command that trains one).
+    """
+    if checkpoint:
+        path = Path(str(checkpoint))
+        if not path.is_absolute() and not path.exists() and (SHIPPED_CHECKPOINTS.parent / path).exists():
+            path = SHIPPED_CHECKPOINTS.parent / path
+        return path
+    path = SHIPPED_CHECKPOINTS / kind / task
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"no shipped {kind} model checkpoint for task {task!r} (checkpoints/{kind}/{task}); train one "
+                          f"with `{PERCEPTION_TRAIN_COMMANDS[kind].format(task=task)}` and pass its checkpoint "
+                          f"directory as {kind}_checkpoint=<dir>/checkpoint")
+    return path
+
+
+def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
+    """``(camera, (H, W) px)`` the learned state model of ``cfg``'s planner or verifier reads, from its checkpoint's
+    ``config.json`` without loading it; None when neither is learned or the checkpoint cannot be read (loading it
+    later raises the real error)."""
+    for section in (cfg.planner, cfg.verifier):
+        if isinstance(section, LearnedPerceptionConfig):
+            try:
+                path = resolve_perception_checkpoint(section.state_checkpoint, cfg.task.name, "state")
+                model = json.loads((path / "config.json").read_text())["model"]
+                return str(model.get("camera", "agentview")), tuple(int(v) for v in model["image_size"])
+            except (ConfigError, OSError, ValueError, KeyError, TypeError):
+                return None
+    return None
+
+
+#: Loaded state models by (checkpoint, calibration): a learned planner and verifier share one network.
+_STATE_MODELS: dict[tuple[str, str], Any] = {}
+
+
+def _state_model(spec: LearnedPerceptionConfig, ctx: BuildContext) -> Any:
+    """The state model of ``spec`` with the camera calibration injected: ``spec.camera_calibration`` if given, else
+    the simulator camera's (in simulation), else the one stored with the checkpoint (a robot without a calibration in
+    its config: logged).
+
+    Raises:
+        ConfigError: no checkpoint (names the training command), a bad calibration. CheckpointError: a bad checkpoint.
+    """
+    from planner_vlm.learned.camera import CameraCalibration
+    from planner_vlm.learned.state_model import StateModel
+
+    set_torch_threads(spec.torch_threads)
+    path = resolve_perception_checkpoint(spec.state_checkpoint, ctx.task, "state")
+    camera = json.loads((path / "config.json").read_text()).get("model", {}).get("camera", "agentview") if (
+        path / "config.json").is_file() else "agentview"
+    if spec.camera_calibration is not None:
+        raw: dict[str, Any] | None = {"camera": camera, **dict(spec.camera_calibration)}
+    elif ctx.simulated:
+        raw = ctx.env.camera_calibration(camera)
+    else:
+        raw = None
+        logger.warning("learned state model on a robot without a camera_calibration in its config: using the "
+                       "calibration stored with %s (the training camera)", path)
+    key = (str(path.resolve()), json.dumps(raw, sort_keys=True))
+    if key not in _STATE_MODELS:
+        _STATE_MODELS.clear()  # one model at a time: a new episode config replaces the previous one
+        _STATE_MODELS[key] = StateModel.from_checkpoint(path, None if raw is None else CameraCalibration.from_json(raw))
+    return _STATE_MODELS[key]
+
+
+@PLANNERS.register("learned")
+def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
+    """The state-tracker planner: learned predicates -> goal regression, learned 3-D traces (non-privileged).
+
+    Raises:
+        ConfigError: a missing checkpoint (names the training command). CheckpointError: a bad checkpoint.
+    """
+    from planner_vlm.learned.learned_planner import LearnedPlanner
+    from planner_vlm.learned.trace_model import TraceModel
+
+    state = _state_model(spec, ctx)
+    trace = TraceModel.from_checkpoint(resolve_perception_checkpoint(spec.trace_checkpoint, ctx.task, "trace"))
+    return LearnedPlanner(state, trace, threshold=spec.threshold, min_object_confidence=spec.min_object_confidence,
+                          min_scene_confidence=spec.min_scene_confidence)
+
+
 # ------------------------------------------------------------------------------------------- verifiers
+@VERIFIERS.register("learned")
+def _learned_verifier(spec: LearnedVerifierConfig, ctx: BuildContext) -> Verifier:
+    """The state model on the observation after each subgoal, temperature-calibrated; low confidence is uncertain.
+
+    Raises:
+        ConfigError: a missing checkpoint. CheckpointError: a bad checkpoint.
+    """
+    from planner_vlm.learned.learned_verifier import LearnedVerifier
+
+    return LearnedVerifier(_state_model(spec, ctx), confidence_threshold=spec.confidence_threshold)
+
+
 @VERIFIERS.register("oracle")
 def _oracle_verifier(spec: OracleVerifierConfig, ctx: BuildContext) -> Verifier:
     """Subgoal predicates from the simulator (privileged)."""
@@ -488,6 +598,14 @@ def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
                     (tuple(env_cfg.cameras), tuple(env_cfg.image_size)), spec)
         env_cfg = EnvConfig(cameras=spec[0], image_size=spec[1], control_freq=env_cfg.control_freq,
                             render=env_cfg.render)
+    seen = perception_camera(cfg)
+    if seen is not None:  # a learned planner/verifier reads this camera: render it (at its size unless an executor
+        camera, size = seen  # checkpoint fixed the size; the state model then resizes)
+        cams = tuple(env_cfg.cameras) if camera in env_cfg.cameras else (*env_cfg.cameras, camera)
+        size = tuple(env_cfg.image_size) if spec is not None else size
+        if (cams, size, True) != (tuple(env_cfg.cameras), tuple(env_cfg.image_size), env_cfg.render):
+            logger.info("env renders %s at %s for the learned state model", cams, size)
+            env_cfg = EnvConfig(cameras=cams, image_size=size, control_freq=env_cfg.control_freq, render=True)
     env = build_sim_env(cfg.task, env_cfg, cfg.perturb)
     try:
         ctx = BuildContext(env=env, simulated=True, task=cfg.task.name, planner=cfg.planner.name)
@@ -521,6 +639,9 @@ def build_bridge_stack(cfg: Any, transport: Any) -> Stack:
     """
     if not isinstance(cfg, BridgeRunConfig):
         cfg = load(BridgeRunConfig, cfg)
+    if cfg.goals.name != "none":
+        raise ConfigError(f"goals={cfg.goals.name} cannot run on a robot: there is no simulator to render goal images "
+                          "or expert traces; use goals=none")
     env = build_robot_env(cfg, transport)
     try:
         ctx = BuildContext(env=env, simulated=False, task=env.spec.name, planner=cfg.planner.name,
@@ -536,5 +657,6 @@ __all__ = [
     "EXECUTORS", "FLAT_PLANNER", "GOAL_PRODUCERS", "PLANNERS", "REGISTRIES", "SHIPPED_CHECKPOINTS", "VERIFIERS",
     "BuildContext", "Registry", "Stack", "build_agent", "build_bridge_stack", "build_memory", "build_robot_env",
     "build_sim_env", "build_stack", "check_executor_conditioning", "checkpoint_conditioning",
-    "executor_observation_spec", "resolve_checkpoint", "set_torch_threads",
+    "executor_observation_spec", "perception_camera", "resolve_checkpoint", "resolve_perception_checkpoint",
+    "set_torch_threads",
 ]

@@ -73,3 +73,11 @@ def test_env_follows_the_checkpoints_cameras_and_image_size(shipped):
     assert registry.executor_observation_spec(cfg()) == (("agentview", "wrist"), (84, 84))
     assert registry.executor_observation_spec(cfg(planner="instruction")) == (("agentview", "wrist"), (64, 64))
     assert registry.executor_observation_spec(cfg(executor="scripted")) is None
+
+
+def test_perception_checkpoints_are_shipped_per_kind_and_task(shipped):
+    state = _fake_checkpoint(shipped / "state", "stack_three")
+    assert registry.resolve_perception_checkpoint(None, "stack_three", "state") == state
+    with pytest.raises(ConfigError, match=r"checkpoints/trace/stack_three\).*tandem-train-trace dataset.root="):
+        registry.resolve_perception_checkpoint(None, "stack_three", "trace")
+    assert registry.resolve_perception_checkpoint(str(state), "nut_assembly", "trace") == state  # given wins

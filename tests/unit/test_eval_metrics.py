@@ -116,8 +116,8 @@ def test_expand_suite_keys_hashes_and_order():
 def test_variant_validation_names_unknown_components():
     with pytest.raises(UnknownNameError, match="unknown executor 'flat_diffusion'; known executors: diffusion"):
         Variant.from_config("flat", {"executor": {"name": "flat_diffusion"}}).validate()
-    with pytest.raises(UnknownNameError, match="planner 'learned'"):
-        Variant.from_config("l", {"planner": "learned"}).validate()
+    with pytest.raises(UnknownNameError, match="planner 'learnt'"):
+        Variant.from_config("l", {"planner": "learnt"}).validate()
     with pytest.raises(ConfigError, match="checkpoint"):
         Variant.from_config("d", {"executor": {"name": "lerobot"}}).validate()
     # a diffusion executor without a checkpoint means the shipped checkpoints/<task>_diffusion

@@ -15,7 +15,7 @@ from test_executor_policy import make
 from memory.task_memory import TaskMemoryV1
 from planner_vlm.instruction_planner import TASK_SKILL, InstructionPlanner
 from planner_vlm.oracle_task_verifier import OracleTaskSuccessVerifier
-from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.errors import ConfigError
 from tandem.core.protocols import Planner, Verifier
 from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
 from tandem.evaluation.suite import Variant
@@ -104,16 +104,16 @@ def _ctx(planner: str, env=None) -> registry.BuildContext:
     return registry.BuildContext(env=env, simulated=True, task="stack_three", planner=planner)
 
 
-def test_builders_know_the_new_names():
+def test_builders_know_the_new_names(monkeypatch, tmp_path):
+    monkeypatch.setattr(registry, "SHIPPED_CHECKPOINTS", tmp_path)  # nothing shipped
     ctx = _ctx("instruction")
     assert isinstance(registry.PLANNERS.build({"name": "instruction"}, ctx), InstructionPlanner)
     assert isinstance(registry.VERIFIERS.build({"name": "oracle_task"}, ctx), OracleTaskSuccessVerifier)
     assert {"instruction"} <= set(registry.PLANNERS.names()) and {"oracle_task"} <= set(registry.VERIFIERS.names())
     assert "lerobot" in registry.EXECUTORS.names()
-    with pytest.raises(UnknownNameError, match="planner 'learned' is not implemented yet"):
-        registry.PLANNERS.build({"name": "learned"}, ctx)
-    with pytest.raises(UnknownNameError, match="verifier 'learned' is not implemented yet"):
-        Variant.from_config("l", {"verifier": "learned"}).validate()
+    with pytest.raises(ConfigError, match="no shipped state model checkpoint for task 'stack_three'.*tandem-train-state"):
+        registry.PLANNERS.build({"name": "learned", "state_checkpoint": None}, ctx)
+    Variant.from_config("l", {"verifier": "learned"}).validate()
     with pytest.raises(ConfigError, match="executor=lerobot needs executor.checkpoint"):
         registry.EXECUTORS.build({"name": "lerobot"}, ctx)
     with pytest.raises(ConfigError, match="checkpoint"):
@@ -163,8 +163,9 @@ def test_eval_yaml_variants_validate(ckpts):
     assert (lr["planner"]["name"], lr["verifier"]["name"], lr["executor"]["name"]) == (
         "instruction", "oracle_task", "lerobot")
     Variant.from_config("lerobot", {**lr, "executor": {**lr["executor"], "checkpoint": "somewhere"}}).validate()
-    with pytest.raises(UnknownNameError, match="not implemented yet"):
-        Variant.from_config("learned", variants["learned"]).validate()
+    learned = Variant.from_config("learned_track", variants["learned_track"])
+    assert (learned.planner["name"], learned.verifier["name"], learned.goals["name"]) == ("learned", "learned", "none")
+    learned.validate()
 
 
 def test_build_executor_refuses_mismatched_conditioning(ckpts):

@@ -101,11 +101,10 @@ def test_a_bad_demo_config_is_refused_naming_the_key(data, message):
         load(DemoConfig, data)
 
 
-def test_unknown_and_placeholder_component_names():
-    with pytest.raises(UnknownNameError, match="unknown planner 'nope'; known planners: instruction, oracle, vlm"):
+def test_unknown_component_names():
+    with pytest.raises(UnknownNameError, match="unknown planner 'nope'; known planners: instruction, learned, oracle, vlm"):
         load(StackConfig, {"planner": "nope"})
-    with pytest.raises(UnknownNameError, match="verifier 'learned' is not implemented yet"):
-        load(StackConfig, {"verifier": {"name": "learned"}})
+    assert load(StackConfig, {"verifier": {"name": "learned"}}).verifier.confidence_threshold == 0.9
 
 
 def test_component_sections_are_typed_by_their_name_with_defaults():

@@ -1,0 +1,177 @@
+"""``planner=learned``: the symbolic goal-regression search over the scene state a learned model reads off the image.
+
+A state-tracker planner in the style of CES (a learned state tracker separate from the coordinator that plans):
+
+1. the state model (:class:`~planner_vlm.learned.state_model.StateModel`) reads the agentview image and the proprio
+   and gives every ground predicate of the task's vocabulary a calibrated probability, and every object two
+   keypoints in 3-D with a confidence;
+2. the oracle planner's search (:class:`~planner_vlm.goal_regression.GoalRegressionPlanner`, shared, not copied)
+   runs over the predicted truth values (``p >= threshold``) and gives the done/remaining plan;
+3. the next subgoal gets its 3-D trace from the trace model (:class:`~planner_vlm.learned.trace_model.TraceModel`)
+   and, for videos, its projection into the camera (the 2-D trace). Only ``remaining[0]`` gets a trace: the agent
+   replans after every verdict (receding horizon), so later subgoals are given theirs from the state they start in.
+
+Memory records, with every plan, the predicted goal and grasp predicates with their probabilities (as facts about
+their first object) and a ``scene_state`` event (3-D origins, object and scene confidences). A scene whose
+confidence is below ``min_scene_confidence`` (unlike the training scenes) is recorded as a ``low_scene_confidence``
+event and said in the rationale.
+
+Bad input: an instruction naming an object that is not in the state model's vocabulary, or (at the episode's first
+plan) one the model cannot find in the image (object confidence below ``min_object_confidence``), is refused: the
+plan is empty (so the agent ends the episode without claiming success), the refusal is recorded in memory as a
+``refused`` event and a fact about each missing object, and nothing is planned around it.
+
+It never reads ``Observation.privileged`` (``is_oracle = False``; the runtime withholds it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from planner_vlm.goal_regression import GoalRegressionPlanner
+from planner_vlm.learned.scene_state import SceneState
+from tandem.core.errors import ConfigError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec
+
+
+class LearnedPlanner(GoalRegressionPlanner):
+    """State-model predicates -> goal regression -> subgoals with learned traces (see the module docstring).
+
+    Args:
+        state_model: anything with ``cfg.objects``, ``cfg.predicates``, ``cfg.camera``, ``calibration`` and
+            ``predict(observation) -> SceneState`` (a :class:`~planner_vlm.learned.state_model.StateModel`).
+        trace_model: anything with ``cfg.skills``, ``cfg.arg_names`` and ``predict(keypoints_3d, proprio, skill,
+            args) -> Trace3D`` (a :class:`~planner_vlm.learned.trace_model.TraceModel`), or None for no traces.
+        threshold: a predicate holds when its probability is at least this.
+        min_object_confidence: at the first plan, an instruction object found with less confidence is absent.
+        min_scene_confidence: below this, the scene is recorded as unlike the training scenes.
+        grasp_skill, id_prefix: as :class:`~planner_vlm.goal_regression.GoalRegressionPlanner`.
+
+    Attributes:
+        is_oracle: False. source: ``"learned"``. last_state: the latest :class:`SceneState` (for logs and tests).
+    """
+
+    is_oracle: ClassVar[bool] = False
+    source: ClassVar[str] = "learned"
+
+    def __init__(self, state_model: Any, trace_model: Any = None, threshold: float = 0.5,
+                 min_object_confidence: float = 0.05, min_scene_confidence: float = 0.5, grasp_skill: str = "pick",
+                 id_prefix: str = "sg"):
+        super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
+        if not 0.0 < threshold < 1.0:
+            raise ConfigError(f"learned planner threshold must be in (0, 1), got {threshold}")
+        self.state_model, self.trace_model = state_model, trace_model
+        self.threshold = float(threshold)
+        self.min_object_confidence = float(min_object_confidence)
+        self.min_scene_confidence = float(min_scene_confidence)
+        self.last_state: SceneState | None = None
+        self._refusal: str | None = None
+        self._missing: list[str] = []
+        self._plans = 0
+
+    # ------------------------------------------------------------------ setup
+    def reset(self, task: TaskSpec) -> None:
+        """Prepare for ``task``: invert its goals, check the models' vocabularies.
+
+        An object of the goals outside the state model's vocabulary makes the episode's plans refusals (see the
+        module docstring); it is not an error.
+
+        Raises:
+            ConfigError: from the goal inversion; or a state model that lacks a goal or grasp predicate of objects it
+                knows, or a trace model that lacks a skill or argument of the task (a checkpoint of another task).
+        """
+        super().reset(task)
+        self._plans, self._refusal, self._missing, self.last_state = 0, None, [], None
+        known = set(self.state_model.cfg.objects)
+        goal_objects = [a for _, _, _, args in self.goal_steps() for a in args if a in task.objects]
+        self._missing = sorted({o for o in goal_objects if o not in known})
+        if self._missing:
+            self._refusal = (f"the instruction names {', '.join(self._missing)}, which the learned state model does not "
+                             f"know (its objects: {', '.join(self.state_model.cfg.objects)})")
+            return
+        lacking = [p for p in self.predicates_needed() if p not in self.state_model.cfg.predicates]
+        if lacking:
+            raise ConfigError(f"the learned state model does not predict {lacking} needed by task {task.name!r} "
+                              "(a checkpoint trained on another task?)")
+        if self.trace_model is not None:
+            tm = self.trace_model.cfg
+            skills = {s for _, _, s, _ in self.goal_steps()} | ({self.grasp_skill} & set(task.skills))
+            args = {a for _, _, _, aa in self.goal_steps() for a in aa}
+            bad = sorted(skills - set(tm.skills)) + sorted(args - set(tm.arg_names))
+            if bad:
+                raise ConfigError(f"the learned trace model does not know {bad} of task {task.name!r} (its skills "
+                                  f"{list(tm.skills)}, arguments {list(tm.arg_names)}: a checkpoint of another task?)")
+
+    # --------------------------------------------------------------- planning
+    def plan(self, observation: Observation, memory: TaskMemory) -> Plan:
+        """The done/remaining plan for the predicted scene state (see the module docstring).
+
+        Raises:
+            ConfigError: ``reset`` was not called, or the observation lacks the state model's camera.
+        """
+        task = self._require_task()
+        self._plans += 1
+        first = self._plans == 1
+        if self._refusal is not None:
+            return self._refuse(memory, observation.step, first)
+        state = self.state_model.predict(observation)
+        self.last_state = state
+        if first:
+            absent = [o for o in self._goal_objects(task) if state.object_confidence[state.object_index(o)]
+                      < self.min_object_confidence]
+            if absent:
+                self._missing = absent
+                conf = ", ".join(f"{o} {state.object_confidence[state.object_index(o)]:.2f}" for o in absent)
+                self._refusal = (f"the instruction names {', '.join(absent)}, which the learned state model cannot find "
+                                 f"in the image (object confidence {conf} < {self.min_object_confidence})")
+                return self._refuse(memory, observation.step, first)
+        self._record(state, memory, observation.step)
+        plan = self.plan_from_predicates(state.truth(self.threshold), memory)
+        probs = "; ".join(f"p({p})={state.probability(p):.2f}" for p in self.predicates_needed())
+        notes = [f"learned state: {probs}"]
+        if state.scene_confidence < self.min_scene_confidence:
+            notes.append(f"LOW SCENE CONFIDENCE {state.scene_confidence:.2f}: the image is unlike the training scenes")
+        plan.rationale = "; ".join([*notes, plan.rationale]) if plan.rationale else "; ".join(notes)
+        if plan.remaining:
+            plan.remaining[0] = self._with_traces(plan.remaining[0], state, observation)
+        return plan
+
+    def _goal_objects(self, task: TaskSpec) -> list[str]:
+        return list(dict.fromkeys(a for _, _, _, args in self.goal_steps() for a in args if a in task.objects))
+
+    def _refuse(self, memory: TaskMemory, step: int, first: bool) -> Plan:
+        if first:
+            memory.record_event("refused", step, reason=self._refusal, objects=list(self._missing))
+            for obj in self._missing:
+                memory.record_fact(obj, f"absent: {self._refusal}", step)
+        return Plan(rationale=f"refused: {self._refusal}; nothing is planned around a missing object")
+
+    def _record(self, state: SceneState, memory: TaskMemory, step: int) -> None:
+        for pred in self.predicates_needed():
+            obj = pred.partition("(")[2].split(",")[0].rstrip(")")
+            p = state.probability(pred)
+            memory.record_fact(obj, f"{pred} {'holds' if p >= self.threshold else 'does not hold'} (p={p:.2f}, "
+                                    f"learned state model)", step)
+        memory.record_event("scene_state", step, **state.to_json())
+        if state.scene_confidence < self.min_scene_confidence:
+            memory.record_event("low_scene_confidence", step, scene_confidence=round(state.scene_confidence, 3),
+                                threshold=self.min_scene_confidence)
+
+    def _with_traces(self, sg: Subgoal, state: SceneState, observation: Observation) -> Subgoal:
+        """``sg`` with its 3-D trace (trace model) and its 2-D projection in the state model's camera."""
+        if self.trace_model is None:
+            return sg
+        trace = self.trace_model.predict(state.keypoints_3d, observation.proprio, sg.skill, sg.args)
+        sg.trace_3d = trace
+        cam = self.state_model.cfg.camera
+        image = observation.images.get(cam)
+        size = tuple(image.shape[:2]) if image is not None else tuple(self.state_model.calibration.image_size)
+        px = self.state_model.calibration.resized(size).project(trace.points)
+        h, w = size
+        px = np.where(np.isfinite(px), px, np.array([w / 2.0, h / 2.0]))
+        px = np.clip(px, [0.0, 0.0], [w - 1.0, h - 1.0])
+        sg.trace = KeypointTrace(camera=cam, points=px.astype(np.float32), image_size=size)
+        return sg

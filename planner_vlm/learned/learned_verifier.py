@@ -1,0 +1,114 @@
+"""``verifier=learned``: the learned state model applied to the observation after the subgoal, calibrated.
+
+The verdict is the calibrated probability ``p`` of the subgoal's predicate (``TaskSpec.predicate_for``, e.g.
+``on(red,green)`` for ``stack(red,green)``) in the observation after the attempt
+(:class:`~planner_vlm.learned.state_model.StateModel`, temperature-scaled on held-out frames): success iff
+``p >= 0.5``, confidence ``max(p, 1 - p)`` times the scene confidence (how much the image looks like the training
+scenes: a calibrated probability on an image unlike them is not to be trusted). A verdict whose confidence is below
+``confidence_threshold`` is marked ``uncertain``: the agent keeps executing and verifies again on later frames
+(``AgentConfig.verify_rechecks``), and never takes it as a success (:mod:`tandem.runtime.agent`). Frames right after
+a release are the typical case: the cube has not settled yet.
+
+The reason says where the object is (its 3-D origin keypoint, m, world frame), how far from the second argument
+and from the gripper, and whether it still seems held, for a replanning planner. It never reads
+``Observation.privileged``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+import numpy as np
+
+from tandem.core.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
+from tandem.core.protocols import TaskMemory
+from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
+
+
+class LearnedVerifier:
+    """Calibrated verdicts from the learned state model (implements ``tandem.core.protocols.Verifier``).
+
+    Args:
+        state_model: a :class:`~planner_vlm.learned.state_model.StateModel` (or anything with ``cfg.predicates``
+            and ``predict(observation) -> SceneState``).
+        confidence_threshold: verdicts less confident than this are uncertain, in (0.5, 1].
+        grasp_skill: the skill whose predicate says an object is held (for reasons).
+
+    Attributes:
+        is_oracle: False. source: ``"learned"``.
+    """
+
+    is_oracle: ClassVar[bool] = False
+    source: ClassVar[str] = "learned"
+
+    def __init__(self, state_model: Any, confidence_threshold: float = 0.9, grasp_skill: str = "pick"):
+        if not 0.5 < confidence_threshold <= 1.0:
+            raise ConfigError(f"learned verifier confidence_threshold must be in (0.5, 1], got {confidence_threshold}")
+        self.state_model = state_model
+        self.confidence_threshold = float(confidence_threshold)
+        self.grasp_skill = grasp_skill
+        self.task: TaskSpec | None = None
+
+    def reset(self, task: TaskSpec, memory: TaskMemory | None = None) -> None:
+        """Use ``task``'s skill templates for the following verdicts.
+
+        Raises:
+            ConfigError: ``task`` is not a TaskSpec.
+        """
+        if not isinstance(task, TaskSpec):
+            raise ConfigError(f"LearnedVerifier.reset needs a TaskSpec, got {type(task).__name__}")
+        self.task = task
+
+    def verify(self, before: Observation, after: Observation, subgoal: Subgoal) -> Verdict:
+        """Judge ``subgoal`` from the observation ``after`` it (``before`` is not needed).
+
+        Returns:
+            ``Verdict(success=p >= 0.5, confidence=max(p, 1 - p) * scene confidence, reason, "learned",
+            uncertain=confidence < confidence_threshold)``.
+
+        Raises:
+            ConfigError: ``reset`` was not called. UnknownSkillError: a skill outside the task.
+            SubgoalSchemaError: too few arguments for the skill's predicate. UnknownNameError: a predicate outside
+            the state model's vocabulary (a checkpoint of another task).
+        """
+        if self.task is None:
+            raise ConfigError("LearnedVerifier.verify called before reset(task)")
+        if subgoal.skill not in self.task.skills:
+            raise UnknownSkillError(subgoal.skill, list(self.task.skills))
+        try:
+            pred = self.task.predicate_for(subgoal.skill, subgoal.args)
+        except IndexError as e:
+            raise SubgoalSchemaError(f"subgoal {subgoal.signature} has too few args for the predicate template "
+                                     f"{self.task.skills[subgoal.skill]!r}") from e
+        if pred not in self.state_model.cfg.predicates:
+            raise UnknownNameError("predicate of the learned state model", pred, list(self.state_model.cfg.predicates))
+        state = self.state_model.predict(after)
+        p = state.probability(pred)
+        confidence = max(p, 1.0 - p) * float(state.scene_confidence)
+        success = p >= 0.5
+        reason = f"{pred} {'holds' if success else 'is false'}: p={p:.2f} (calibrated), scene confidence " \
+                 f"{state.scene_confidence:.2f}"
+        reason += self._where(state, subgoal, after)
+        uncertain = confidence < self.confidence_threshold
+        if uncertain:
+            reason += f"; UNCERTAIN (confidence {confidence:.2f} < {self.confidence_threshold})"
+        return Verdict(success=success, confidence=float(np.clip(confidence, 0.0, 1.0)), reason=reason,
+                       source="learned", uncertain=uncertain)
+
+    def _where(self, state: Any, sg: Subgoal, after: Observation) -> str:
+        """``": red at (x, y, z), 0.05 m from green, 0.02 m from the gripper, still held (p=0.9)"``."""
+        if not sg.args or sg.args[0] not in state.objects:
+            return ""
+        obj = sg.args[0]
+        pos = state.position(obj)
+        parts = [f"{obj} at ({', '.join(f'{v:.2f}' for v in pos)})"]
+        if len(sg.args) > 1 and sg.args[1] in state.objects:
+            d = pos - state.position(sg.args[1])
+            parts.append(f"{np.linalg.norm(d):.2f} m from {sg.args[1]} (height {d[2]:+.2f} m)")
+        if after.proprio.shape[0] >= 3:
+            parts.append(f"{np.linalg.norm(pos - after.proprio[:3].astype(np.float64)):.2f} m from the gripper")
+        if sg.skill != self.grasp_skill and self.grasp_skill in self.task.skills:
+            gp = self.task.predicate_for(self.grasp_skill, (obj,))
+            if gp in state.predicates and state.probability(gp) >= 0.5:
+                parts.append(f"still held (p={state.probability(gp):.2f})")
+        return ": " + ", ".join(parts)

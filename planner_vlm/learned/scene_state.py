@@ -1,0 +1,83 @@
+"""What the learned state model says about one observation: predicates with probabilities, keypoints, confidence.
+
+numpy only: the planner, the verifier and the trace model read a :class:`SceneState`, never the network.
+
+Conventions: keypoints are two per object in the order of :attr:`SceneState.objects` (the object's origin, then the
+point 3 cm along its local x axis: :func:`tandem.core.dataset_schema.object_keypoints`); pixels ``(x, y)`` in the
+model camera's image at the model's image size (x right, y down, origin top-left); 3-D points in m, world frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from tandem.core.errors import UnknownNameError
+
+
+@dataclass
+class SceneState:
+    """The state model's reading of one observation.
+
+    Attributes:
+        objects: object names, in the model's vocabulary order (O).
+        predicates: ground predicate names, in the vocabulary order (P).
+        probabilities: ``float64 (P,)`` calibrated probability that each predicate holds (temperature-scaled).
+        keypoints_px: ``float64 (O, 2, 2)`` px, ``(x, y)``.
+        keypoints_3d: ``float64 (O, 2, 3)`` m, world frame.
+        object_confidence: ``float64 (O,)`` in [0, 1]: how sharply the model located each object (heatmap peak
+            sharpness compared with the training scenes; 1 = as sharp as in training, 0 = not found).
+        scene_confidence: in [0, 1]: how much the whole image looks like the training scenes (the least sharp
+            keypoint heatmap against the training distribution); low under a shift (new table, light, colours).
+        heatmap_entropy: ``float64 (O, 2)`` nats, the raw signal behind the confidences.
+    """
+
+    objects: tuple[str, ...]
+    predicates: tuple[str, ...]
+    probabilities: np.ndarray
+    keypoints_px: np.ndarray
+    keypoints_3d: np.ndarray
+    object_confidence: np.ndarray
+    scene_confidence: float
+    heatmap_entropy: np.ndarray
+
+    def probability(self, predicate: str) -> float:
+        """Calibrated ``p(predicate holds)``.
+
+        Raises:
+            UnknownNameError: a predicate outside the model's vocabulary (lists the known ones).
+        """
+        if predicate not in self.predicates:
+            raise UnknownNameError("predicate", predicate, list(self.predicates))
+        return float(self.probabilities[self.predicates.index(predicate)])
+
+    def truth(self, threshold: float = 0.5) -> dict[str, bool]:
+        """Predicate -> ``probability >= threshold`` (the state the symbolic planner searches over)."""
+        return {p: bool(v >= threshold) for p, v in zip(self.predicates, self.probabilities)}
+
+    def object_index(self, obj: str) -> int:
+        """Index of ``obj`` in :attr:`objects`.
+
+        Raises:
+            UnknownNameError: an object outside the vocabulary.
+        """
+        if obj not in self.objects:
+            raise UnknownNameError("object", obj, list(self.objects))
+        return self.objects.index(obj)
+
+    def position(self, obj: str) -> np.ndarray:
+        """``(3,)`` m, world frame: the object's origin keypoint."""
+        return self.keypoints_3d[self.object_index(obj), 0].copy()
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-safe summary: probabilities, 3-D origins and confidences (rounded), for logs and memory."""
+        return {
+            "predicates": {p: round(float(v), 4) for p, v in zip(self.predicates, self.probabilities)},
+            "objects": {o: {"pos": np.round(self.keypoints_3d[i, 0], 4).tolist(),
+                            "px": np.round(self.keypoints_px[i, 0], 2).tolist(),
+                            "confidence": round(float(self.object_confidence[i]), 3)}
+                        for i, o in enumerate(self.objects)},
+            "scene_confidence": round(float(self.scene_confidence), 3),
+        }

@@ -1,0 +1,226 @@
+"""The learned state model: one agentview image (+ proprio) -> a :class:`~planner_vlm.learned.scene_state.SceneState`.
+
+It wraps :class:`~planner_vlm.learned.state_net.StateNet` with what a trained model carries besides its weights:
+
+* the **camera calibration** (:class:`~planner_vlm.learned.camera.CameraCalibration`) that lifts the predicted
+  pixels to 3-D at the predicted heights; it is stored with the checkpoint and can be overridden for a real robot
+  (the runtime injects the simulator camera's);
+* the **temperature** of the predicate logits (temperature scaling, Guo et al., ICML 2017 "On Calibration of Modern
+  Neural Networks"), fitted on held-out frames, so that ``p(predicate)`` is a calibrated probability;
+* the **entropy reference** of each keypoint heatmap on held-out training-distribution frames (median and 99th
+  percentile): the confidence signal. A scene unlike the training scenes (another table, light, unseen colours)
+  gives diffuse heatmaps; a keypoint's confidence is ``exp(-max(0, H - H99) / max(H99 - H50, 0.1))``, 1 within the
+  training range and falling with every further spread beyond it. :attr:`SceneState.scene_confidence` is the least
+  confident keypoint's, an object's confidence its least confident keypoint's.
+
+Checkpoints are directories (safetensors + JSON, never pickle), like the executor's::
+
+    model.safetensors   # StateNet weights and buffers
+    config.json         # {"format": "tandem-state-model/1", "model": StateModelConfig, "calibration": {...},
+                        #  "temperature": T, "entropy_reference": {"p50": [K], "p99": [K]}, "metrics": {...}}
+    command.txt         # the command that produced it
+
+It never reads ``Observation.privileged``: it works from the image and the proprio, as on a robot.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from planner_vlm.learned.camera import CameraCalibration
+from planner_vlm.learned.proprio import proprio_features
+from planner_vlm.learned.scene_state import SceneState
+from planner_vlm.learned.state_config import StateModelConfig
+from planner_vlm.learned.state_net import StateNet
+from tandem.core.errors import CheckpointError, ConfigError
+from tandem.core.types import Observation
+
+FORMAT = "tandem-state-model/1"
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+COMMAND = "command.txt"
+#: Floor (nats) of the entropy spread ``H99 - H50`` used by the confidence.
+MIN_ENTROPY_SPREAD = 0.1
+
+
+def resize_image(image: np.ndarray, size: tuple[int, int]) -> np.ndarray:
+    """``uint8 (H, W, 3)`` image resized to ``size = (H', W')`` (area interpolation; unchanged if equal)."""
+    if image.shape[:2] == tuple(size):
+        return image
+    import cv2
+
+    return cv2.resize(image, (int(size[1]), int(size[0])), interpolation=cv2.INTER_AREA)
+
+
+def camera_geometry(cal: CameraCalibration) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(k_inv (3, 3), rot (3, 3), pos (3,))`` float32 tensors of ``cal`` (for
+    :func:`planner_vlm.learned.state_net.lift_to_height`)."""
+    return (torch.tensor(np.linalg.inv(cal.intrinsics), dtype=torch.float32),
+            torch.tensor(cal.rotation, dtype=torch.float32), torch.tensor(cal.position, dtype=torch.float32))
+
+
+def keypoint_confidence(entropy: np.ndarray, p50: np.ndarray, p99: np.ndarray) -> np.ndarray:
+    """Per-keypoint confidence in [0, 1] from heatmap entropies ``(..., K)`` and the training references ``(K,)``
+    (see the module docstring)."""
+    spread = np.maximum(np.asarray(p99) - np.asarray(p50), MIN_ENTROPY_SPREAD)
+    return np.exp(-np.maximum(np.asarray(entropy) - np.asarray(p99), 0.0) / spread)
+
+
+class StateModel:
+    """A trained state model ready to read observations (see the module docstring).
+
+    Args:
+        cfg: the network's config (vocabulary, image size, camera).
+        calibration: the camera's calibration (at any image size; rescaled to ``cfg.image_size``).
+        net: the network (a fresh one when None).
+        temperature: predicate logit temperature (> 0).
+        entropy_p50, entropy_p99: ``(K,)`` nats, the heatmap entropy reference (None: every keypoint confident).
+        metrics: held-out metrics recorded at training time (JSON-safe).
+
+    Raises:
+        ConfigError: a calibration for another camera, or a non-positive temperature.
+    """
+
+    #: Not an oracle: it reads images and proprio only.
+    is_oracle = False
+
+    def __init__(self, cfg: StateModelConfig, calibration: CameraCalibration, net: StateNet | None = None,
+                 temperature: float = 1.0, entropy_p50: np.ndarray | None = None,
+                 entropy_p99: np.ndarray | None = None, metrics: dict[str, Any] | None = None):
+        if calibration.camera != cfg.camera:
+            raise ConfigError(f"the state model reads camera {cfg.camera!r}, the calibration is for "
+                              f"{calibration.camera!r}")
+        if not temperature > 0:
+            raise ConfigError(f"state model temperature must be > 0, got {temperature}")
+        self.cfg = cfg
+        self.net = net if net is not None else StateNet(cfg)
+        self.net.eval()
+        self.temperature = float(temperature)
+        k = cfg.num_keypoints
+        self.entropy_p50 = np.zeros(k) if entropy_p50 is None else np.asarray(entropy_p50, np.float64)
+        self.entropy_p99 = np.full(k, np.inf) if entropy_p99 is None else np.asarray(entropy_p99, np.float64)
+        self.metrics = dict(metrics or {})
+        self.command = ""
+        self.set_calibration(calibration)
+
+    # ------------------------------------------------------------------ calibration
+    def set_calibration(self, calibration: CameraCalibration) -> None:
+        """Use ``calibration`` (rescaled to the model's image size) to lift pixels to 3-D."""
+        self.calibration = calibration.resized(self.cfg.image_size)
+
+    def geometry(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """``(k_inv, rot, pos)`` float32 tensors of the calibration, for :class:`StateNet`."""
+        return camera_geometry(self.calibration)
+
+    # ------------------------------------------------------------------ inference
+    @torch.no_grad()
+    def predict_arrays(self, images: np.ndarray, proprio: np.ndarray) -> dict[str, np.ndarray]:
+        """Raw predictions for a batch.
+
+        Args:
+            images: ``uint8 (B, H, W, 3)`` RGB of the model's camera (resized to ``cfg.image_size`` if needed).
+            proprio: ``(B, 8)`` as :data:`tandem.core.types.PROPRIO_LAYOUT`.
+
+        Returns:
+            ``{"px": (B, K, 2) px, "z": (B, K) m, "keypoints_3d": (B, K, 3) m, "logits": (B, P) (before the
+            temperature), "probabilities": (B, P) calibrated, "entropy": (B, K) nats, "confidence": (B, K)}``.
+
+        Raises:
+            ValueError: images that are not ``uint8 (B, H, W, 3)``, or a batch-size mismatch.
+        """
+        imgs = np.asarray(images)
+        if imgs.dtype != np.uint8 or imgs.ndim != 4 or imgs.shape[-1] != 3:
+            raise ValueError(f"state model images must be uint8 (B, H, W, 3), got {imgs.dtype} {imgs.shape}")
+        if len(np.atleast_2d(proprio)) != len(imgs):
+            raise ValueError(f"{len(imgs)} images but {len(np.atleast_2d(proprio))} proprio rows")
+        imgs = np.stack([resize_image(i, self.cfg.image_size) for i in imgs])
+        x = torch.from_numpy(imgs).permute(0, 3, 1, 2).float().div_(255.0)
+        pf = torch.from_numpy(proprio_features(proprio))
+        out = self.net(x, pf, self.geometry())
+        p3d = out["keypoints_3d"]
+        logits = out["predicate_logits"].double().numpy()
+        entropy = out["entropy"].double().numpy()
+        return {"px": out["px"].double().numpy(), "z": out["z"].double().numpy(),
+                "keypoints_3d": p3d.double().numpy(), "logits": logits,
+                "probabilities": 1.0 / (1.0 + np.exp(-logits / self.temperature)), "entropy": entropy,
+                "confidence": keypoint_confidence(entropy, self.entropy_p50, self.entropy_p99)}
+
+    def predict(self, observation: Observation) -> SceneState:
+        """The scene state of one observation (its ``cfg.camera`` image and proprio; never ``privileged``).
+
+        Raises:
+            ConfigError: the observation has no image of the model's camera (names the cameras it has).
+        """
+        image = observation.images.get(self.cfg.camera)
+        if image is None:
+            raise ConfigError(f"the learned state model reads the {self.cfg.camera!r} camera, but the observation has "
+                              f"{sorted(observation.images) or 'no images'} (render it: env.render=true, env.cameras)")
+        out = self.predict_arrays(image[None], np.asarray(observation.proprio)[None])
+        o = len(self.cfg.objects)
+        conf = out["confidence"][0].reshape(o, 2)
+        return SceneState(objects=self.cfg.objects, predicates=self.cfg.predicates,
+                          probabilities=out["probabilities"][0], keypoints_px=out["px"][0].reshape(o, 2, 2),
+                          keypoints_3d=out["keypoints_3d"][0].reshape(o, 2, 3), object_confidence=conf.min(axis=1),
+                          scene_confidence=float(conf.min()) if conf.size else 1.0,
+                          heatmap_entropy=out["entropy"][0].reshape(o, 2))
+
+    # ------------------------------------------------------------------ checkpoints
+    def save(self, path: str | Path, command: str = "", extra: dict[str, Any] | None = None) -> Path:
+        """Write the checkpoint directory ``path`` (see the module docstring); returns it."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        sd = {k: v.detach().cpu().contiguous().clone() for k, v in self.net.state_dict().items()}
+        save_file(sd, str(path / WEIGHTS), metadata={"format": FORMAT})
+        cfg = {"format": FORMAT, "model": self.cfg.to_dict(), "calibration": self.calibration.to_json(),
+               "temperature": self.temperature,
+               "entropy_reference": {"p50": self.entropy_p50.tolist(),
+                                     "p99": [float(v) if np.isfinite(v) else None for v in self.entropy_p99]},
+               "metrics": self.metrics, "extra": extra or {}}
+        (path / CONFIG).write_text(json.dumps(cfg, indent=2))
+        (path / COMMAND).write_text((command or self.command or "(unknown)").strip() + "\n")
+        return path
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path, calibration: CameraCalibration | None = None) -> StateModel:
+        """Load a checkpoint directory; ``calibration`` overrides the stored one (a real robot's camera).
+
+        Raises:
+            CheckpointError: a missing file, another format, an invalid config, or weights that do not match.
+        """
+        path = Path(path)
+        cfg_path, w_path = path / CONFIG, path / WEIGHTS
+        for p in (cfg_path, w_path):
+            if not p.is_file():
+                raise CheckpointError(f"state model checkpoint file missing: {p}")
+        try:
+            raw = json.loads(cfg_path.read_text())
+        except json.JSONDecodeError as e:
+            raise CheckpointError(f"{cfg_path} is not valid JSON: {e}") from e
+        if raw.get("format") != FORMAT:
+            raise CheckpointError(f"{cfg_path}: format {raw.get('format')!r}, expected {FORMAT!r}")
+        try:
+            cfg = StateModelConfig.from_dict(raw["model"])
+            stored = CameraCalibration.from_json(raw["calibration"])
+            ref = raw.get("entropy_reference") or {}
+            p99 = None if ref.get("p99") is None else np.array([np.inf if v is None else v for v in ref["p99"]])
+            net = StateNet(cfg)
+            weights = load_file(str(w_path))
+            expected = net.state_dict()
+            bad = sorted(set(expected) ^ set(weights)) + sorted(
+                k for k in set(expected) & set(weights) if tuple(expected[k].shape) != tuple(weights[k].shape))
+            if bad:
+                raise CheckpointError(f"{w_path} does not match the state model config: keys {bad[:10]}")
+            net.load_state_dict(weights)
+            model = cls(cfg, calibration if calibration is not None else stored, net=net,
+                        temperature=float(raw.get("temperature", 1.0)), entropy_p50=ref.get("p50"),
+                        entropy_p99=p99, metrics=raw.get("metrics"))
+        except (ConfigError, KeyError, TypeError, ValueError) as e:
+            raise CheckpointError(f"{path}: invalid state model checkpoint: {e}") from e
+        model.command = (path / COMMAND).read_text().strip() if (path / COMMAND).is_file() else ""
+        return model

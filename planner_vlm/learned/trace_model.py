@@ -1,0 +1,310 @@
+"""The learned trace model: (object keypoints in 3-D, proprio, subgoal) -> the subgoal's 3-D trace for the executor.
+
+LoHo-Manip's manager predicts the next subgoal's trace from demonstrations; here a small MLP predicts the rows of
+``subgoal.trace_3d`` (:class:`tandem.core.types.Trace3D`: points, yaw, gripper command, and how many points) from
+what the state model reads off the image: two keypoints per object in metres (:mod:`planner_vlm.learned.state_model`),
+the robot's proprio and the subgoal's skill and arguments as one-hots over the task's vocabulary. It trains on the
+low-dimensional datasets in a minute or two (:mod:`planner_vlm.learned.trace_train`), with noise on the keypoints
+as large as the state model's errors.
+
+Geometry is built in, so that the network learns a few weights instead of a workspace (the lesson of issue 11:
+geometry beats memorising):
+
+* **Points as weighted anchors.** Each trace point, relative to the gripper, is ``sum_a W_ka * (anchor_a - eef) +
+  b_k`` with per-axis weights ``W`` and an offset ``b`` predicted by the MLP; the anchors are the first argument's
+  origin keypoint (the object to pick), the second argument's (the object to stack on) and the world origin (fixed
+  targets: bins, pegs). "Above the cube" is ``W = 1`` on the first anchor and ``b = +10 cm`` in z; a release point
+  over another cube carrying a held one is ``+1`` on the second anchor and ``-1`` on the first. Translation
+  equivariance and millimetre accuracy come for free.
+* **Yaw against references, up to symmetry, as a decision.** The gripper is symmetric under a half turn, so the
+  yaw's difference ``d`` to the gripper's yaw now is first predicted modulo a half turn: a classifier picks one of
+  six candidates, each of three references (the gripper itself and the two arguments' yaws, from their keypoint
+  pair, taken modulo the object's symmetry ``2 pi / m`` at the representative nearest the gripper's yaw) plus 0 or
+  a quarter turn (a cube is grasped across either pair of faces), and a bounded correction (within +-45 deg) is
+  regressed for it. A classification picks one mode where a regression would average two grasps into a diagonal
+  one. A second classifier adds the whole half turns (``k pi``, ``k in {-1, 0, 1}``) the expert takes to keep
+  the wrist off its limit.
+* **The trace starts at the gripper** (the convention of the oracle traces: row 0 is the grip site and yaw now).
+
+Checkpoints: a directory with ``model.safetensors``, ``config.json`` (``{"format": "tandem-trace-model/1", "model":
+TraceModelConfig, "metrics"}``) and ``command.txt``, never pickle.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+from torch import Tensor, nn
+
+from planner_vlm.learned.proprio import gripper_yaw, proprio_features
+from planner_vlm.learned.trace_config import TraceModelConfig
+from tandem.core.errors import CheckpointError, ConfigError, UnknownNameError, UnknownSkillError
+from tandem.core.types import Trace3D
+
+FORMAT = "tandem-trace-model/1"
+WEIGHTS = "model.safetensors"
+CONFIG = "config.json"
+COMMAND = "command.txt"
+#: Anchors of the point decoding: argument 0, argument 1, world origin.
+N_ANCHORS = 3
+#: Yaw references: the gripper, argument 0, argument 1.
+N_REFS = 3
+#: Yaw candidates: each reference plus 0 or a quarter turn.
+N_YAW = 2 * N_REFS
+#: Outputs per trace point: anchor weights (3 x 3), offset (3), yaw candidate logits (6), corrections (6), turn
+#: logits (3), gripper logit (1), mask logit (1).
+POINT_OUTPUTS = N_ANCHORS * 3 + 3 + 2 * N_YAW + 3 + 1 + 1
+#: Offsets are predicted in units of this many metres.
+OFFSET_SCALE_M = 0.1
+#: Per-object input features: origin relative to the gripper (3), origin height (1), canonical yaw difference as
+#: (d, sin m d, cos m d) (3).
+OBJECT_FEATURES = 7
+
+
+def object_yaw_offsets(keypoints_3d: np.ndarray, yaw_now: float | np.ndarray, orders: np.ndarray) -> np.ndarray:
+    """Each object's yaw relative to the gripper's, modulo its symmetry: ``(..., O)`` rad in ``[-pi/m, pi/m)``.
+
+    Args:
+        keypoints_3d: ``(..., O, 2, 3)`` m (origin, x-axis point) per object.
+        yaw_now: the gripper's yaw (rad), broadcastable to ``(...)``.
+        orders: ``(O,)`` symmetry orders ``m``.
+    """
+    d = keypoints_3d[..., 1, :2] - keypoints_3d[..., 0, :2]
+    theta = np.arctan2(d[..., 1], d[..., 0])
+    period = 2.0 * np.pi / orders
+    rel = theta - np.asarray(yaw_now)[..., None]
+    return (rel + period / 2) % period - period / 2
+
+
+def encode_subgoal(cfg: TraceModelConfig, skill: str, args: tuple[str, ...]) -> tuple[int, np.ndarray]:
+    """``(skill index, argument indices (2,) with -1 for none)`` of a subgoal (at most 2 arguments are used).
+
+    Raises:
+        UnknownSkillError / UnknownNameError: a skill or an argument outside the vocabulary.
+    """
+    if skill not in cfg.skills:
+        raise UnknownSkillError(skill, list(cfg.skills))
+    idx = np.full(2, -1, np.int64)
+    for j, a in enumerate(tuple(args)[:2]):
+        if a not in cfg.arg_names:
+            raise UnknownNameError("subgoal argument", a, list(cfg.arg_names))
+        idx[j] = cfg.arg_names.index(a)
+    return cfg.skills.index(skill), idx
+
+
+def trace_inputs(cfg: TraceModelConfig, keypoints_3d: np.ndarray, proprio: np.ndarray, skill: np.ndarray,
+                 args: np.ndarray) -> dict[str, np.ndarray]:
+    """The model's inputs for a batch of subgoal starts (the one featurisation of training and inference).
+
+    Args:
+        cfg: the vocabulary.
+        keypoints_3d: ``(B, O, 2, 3)`` m, world frame, in ``cfg.objects`` order (or ``(B, O * 6)``).
+        proprio: ``(B, 8)`` as :data:`tandem.core.types.PROPRIO_LAYOUT`.
+        skill: ``(B,)`` skill indices. args: ``(B, 2)`` argument indices, -1 for none (:func:`encode_subgoal`).
+
+    Returns:
+        ``{"features": (B, F), "anchors": (B, 3, 3) m (anchor - eef), "refs": (B, 3) rad, "eef": (B, 3),
+        "yaw": (B,) rad}`` (float32).
+
+    Raises:
+        ValueError: keypoints of the wrong size or non-finite inputs.
+    """
+    o = len(cfg.objects)
+    kp = np.asarray(keypoints_3d, np.float64)
+    b = len(kp)
+    kp = kp.reshape(b, o, 2, 3)
+    if not np.all(np.isfinite(kp)):
+        raise ValueError("trace model keypoints contain NaN or inf")
+    p = np.asarray(proprio, np.float64).reshape(b, -1)
+    eef, yaw = p[:, :3], gripper_yaw(p).reshape(b)
+    orders = np.array([cfg.symmetry(x) for x in cfg.objects], np.float64)
+    dyaw = object_yaw_offsets(kp, yaw, orders)  # (B, O)
+    per_obj = np.concatenate([kp[:, :, 0] - eef[:, None], kp[:, :, 0, 2:3], dyaw[..., None],
+                              np.sin(orders * dyaw)[..., None], np.cos(orders * dyaw)[..., None]], axis=2)
+    obj_of_arg = np.array([cfg.objects.index(a) if a in cfg.objects else -1 for a in cfg.arg_names] + [-1], np.int64)
+    args = np.asarray(args, np.int64).reshape(b, 2)
+    rows = np.arange(b)
+    anchors, refs, slots = np.zeros((b, N_ANCHORS, 3)), np.zeros((b, N_REFS)), []
+    anchors[:, 2] = -eef
+    for j in range(2):
+        onehot = np.zeros((b, len(cfg.arg_names) + 1))
+        onehot[rows, np.where(args[:, j] >= 0, args[:, j], len(cfg.arg_names))] = 1.0
+        obj = obj_of_arg[np.where(args[:, j] >= 0, args[:, j], len(cfg.arg_names))]
+        has = obj >= 0
+        safe = np.where(has, obj, 0)
+        slots += [onehot[:, :-1], np.where(has[:, None], per_obj[rows, safe], 0.0)]
+        anchors[:, j] = np.where(has[:, None], kp[rows, safe, 0] - eef, 0.0)
+        refs[:, 1 + j] = np.where(has, dyaw[rows, safe], 0.0)
+    skill_hot = np.zeros((b, len(cfg.skills)))
+    skill_hot[rows, np.asarray(skill, np.int64).reshape(b)] = 1.0
+    feats = np.concatenate([proprio_features(p[:, :8]), np.sin(yaw)[:, None], np.cos(yaw)[:, None], skill_hot, *slots,
+                            per_obj.reshape(b, -1)], axis=1)
+    f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
+    return {"features": f32(feats), "anchors": f32(anchors), "refs": f32(refs), "eef": f32(eef), "yaw": f32(yaw)}
+
+
+def feature_dim(cfg: TraceModelConfig) -> int:
+    """Length of :func:`trace_inputs`' feature vector."""
+    return 10 + 2 + len(cfg.skills) + 2 * (len(cfg.arg_names) + OBJECT_FEATURES) + OBJECT_FEATURES * len(cfg.objects)
+
+
+class TraceNet(nn.Module):
+    """MLP from the features to per-point decoding parameters, and the decoding (see the module docstring)."""
+
+    def __init__(self, cfg: TraceModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        f = feature_dim(cfg)
+        layers: list[nn.Module] = []
+        width = f
+        for _ in range(cfg.layers):
+            layers += [nn.Linear(width, cfg.hidden), nn.SiLU()]
+            width = cfg.hidden
+        self.body = nn.Sequential(*layers)
+        self.out = nn.Linear(width, cfg.trace_len * POINT_OUTPUTS)
+        nn.init.zeros_(self.out.bias)
+        nn.init.normal_(self.out.weight, std=1e-3)
+        self.register_buffer("feature_mean", torch.zeros(f))
+        self.register_buffer("feature_std", torch.ones(f))
+
+    def forward(self, features: Tensor, anchors: Tensor, refs: Tensor) -> dict[str, Tensor]:
+        """Decode a batch.
+
+        Args:
+            features: ``(B, F)``. anchors: ``(B, 3, 3)`` m relative to the gripper. refs: ``(B, 3)`` rad.
+
+        Returns:
+            ``{"rel": (B, K, 3) m point - eef, "yaw_logits": (B, K, 6), "yaw_candidates": (B, 6) rad,
+            "yaw_corrections": (B, K, 6) rad, "turn_logits": (B, K, 3), "gripper_logit": (B, K), "mask_logit":
+            (B, K)}``; row 0 is the gripper (rel 0, candidate 0 without correction).
+        """
+        b = len(features)
+        h = self.body((features - self.feature_mean) / self.feature_std)
+        o = self.out(h).view(b, self.cfg.trace_len, POINT_OUTPUTS)
+        w = o[..., : 3 * N_ANCHORS].view(b, -1, N_ANCHORS, 3)
+        off = o[..., 3 * N_ANCHORS: 3 * N_ANCHORS + 3] * OFFSET_SCALE_M
+        rel = (w * anchors[:, None]).sum(2) + off
+        rel = torch.cat([torch.zeros_like(rel[:, :1]), rel[:, 1:]], dim=1)
+        i = 3 * N_ANCHORS + 3
+        logits, corr = o[..., i:i + N_YAW], torch.tanh(o[..., i + N_YAW:i + 2 * N_YAW]) * (math.pi / 4)
+        first = torch.full((b, 1, N_YAW), -20.0)
+        first[..., 0] = 20.0
+        logits = torch.cat([first, logits[:, 1:]], dim=1)
+        corr = torch.cat([torch.zeros_like(corr[:, :1]), corr[:, 1:]], dim=1)
+        cand = torch.cat([refs, refs + math.pi / 2], dim=1)  # (B, 6): references, then each + a quarter turn
+        j = i + 2 * N_YAW
+        turn = torch.cat([torch.tensor([-20.0, 20.0, -20.0]).expand(b, 1, 3), o[:, 1:, j:j + 3]], dim=1)
+        mask = torch.cat([torch.full((b, 1), 20.0), o[:, 1:, j + 4]], dim=1)
+        return {"rel": rel, "yaw_logits": logits, "yaw_candidates": cand, "yaw_corrections": corr,
+                "turn_logits": turn, "gripper_logit": o[..., j + 3], "mask_logit": mask}
+
+
+def axial(angle: np.ndarray | Tensor) -> np.ndarray | Tensor:
+    """``angle`` (rad) wrapped modulo a half turn into ``[-pi/2, pi/2)``."""
+    return (angle + math.pi / 2) % math.pi - math.pi / 2
+
+
+def decode_rows(out: dict[str, Tensor], eef: np.ndarray, yaw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows (B, K, 5), mask (B, K))`` of :data:`tandem.core.dataset_schema.TRACE_3D_COLUMNS` from network
+    outputs, the gripper positions ``eef (B, 3)`` and yaws ``yaw (B,)``; the mask is the first contiguous run of
+    points with ``sigmoid(mask_logit) >= 0.5`` (at least row 0)."""
+    rel = out["rel"].detach().double().numpy()
+    pick = out["yaw_logits"].detach().argmax(-1).numpy()[..., None]  # (B, K, 1)
+    cand = np.broadcast_to(out["yaw_candidates"].detach().double().numpy()[:, None], pick.shape[:2] + (N_YAW,))
+    corr = out["yaw_corrections"].detach().double().numpy()
+    d_axial = axial(np.take_along_axis(cand, pick, -1)[..., 0] + np.take_along_axis(corr, pick, -1)[..., 0])
+    d = d_axial + (out["turn_logits"].detach().argmax(-1).numpy() - 1) * np.pi
+    rows = np.concatenate([rel + np.asarray(eef, np.float64)[:, None], (np.asarray(yaw, np.float64)[:, None] + d)[..., None],
+                           np.where(out["gripper_logit"].detach().numpy() >= 0, 1.0, -1.0)[..., None]], axis=-1)
+    valid = out["mask_logit"].detach().numpy() >= 0
+    valid[:, 0] = True
+    mask = np.cumprod(valid, axis=1).astype(np.float32)
+    return rows.astype(np.float32), mask
+
+
+class TraceModel:
+    """A trained trace model: predict a subgoal's :class:`~tandem.core.types.Trace3D` (see the module docstring).
+
+    Args:
+        cfg: vocabulary and network. net: the network (fresh when None). metrics: held-out metrics (JSON-safe).
+    """
+
+    def __init__(self, cfg: TraceModelConfig, net: TraceNet | None = None, metrics: dict[str, Any] | None = None):
+        self.cfg = cfg
+        self.net = net if net is not None else TraceNet(cfg)
+        self.net.eval()
+        self.metrics = dict(metrics or {})
+        self.command = ""
+
+    @torch.no_grad()
+    def predict(self, keypoints_3d: np.ndarray, proprio: np.ndarray, skill: str, args: tuple[str, ...]) -> Trace3D:
+        """The trace of ``skill(*args)`` from this state.
+
+        Args:
+            keypoints_3d: ``(O, 2, 3)`` m, world frame, objects in ``cfg.objects`` order.
+            proprio: ``(8,)`` (grip-site position m, quaternion wxyz, gripper opening m).
+            skill, args: the subgoal.
+
+        Returns:
+            the trace: row 0 is the grip site now; points in m (world frame), yaw in rad continuous from the
+            gripper's current yaw, gripper -1 open / +1 closed.
+
+        Raises:
+            UnknownSkillError / UnknownNameError: from :func:`encode_subgoal`. ValueError: from :func:`trace_inputs`.
+        """
+        s, a = encode_subgoal(self.cfg, skill, tuple(args))
+        x = trace_inputs(self.cfg, np.asarray(keypoints_3d)[None], np.asarray(proprio)[None], np.array([s]), a[None])
+        out = self.net(torch.from_numpy(x["features"]), torch.from_numpy(x["anchors"]), torch.from_numpy(x["refs"]))
+        rows, mask = decode_rows(out, x["eef"], x["yaw"])
+        n = int(mask[0].sum())
+        return Trace3D(points=rows[0, :n, :3], yaw=rows[0, :n, 3], gripper=rows[0, :n, 4])
+
+    def save(self, path: str | Path, command: str = "", extra: dict[str, Any] | None = None) -> Path:
+        """Write the checkpoint directory ``path``; returns it."""
+        path = Path(path)
+        path.mkdir(parents=True, exist_ok=True)
+        sd = {k: v.detach().cpu().contiguous().clone() for k, v in self.net.state_dict().items()}
+        save_file(sd, str(path / WEIGHTS), metadata={"format": FORMAT})
+        (path / CONFIG).write_text(json.dumps({"format": FORMAT, "model": self.cfg.to_dict(), "metrics": self.metrics,
+                                               "extra": extra or {}}, indent=2))
+        (path / COMMAND).write_text((command or self.command or "(unknown)").strip() + "\n")
+        return path
+
+    @classmethod
+    def from_checkpoint(cls, path: str | Path) -> TraceModel:
+        """Load a checkpoint directory.
+
+        Raises:
+            CheckpointError: a missing file, another format, an invalid config or mismatched weights.
+        """
+        path = Path(path)
+        for p in (path / CONFIG, path / WEIGHTS):
+            if not p.is_file():
+                raise CheckpointError(f"trace model checkpoint file missing: {p}")
+        try:
+            raw = json.loads((path / CONFIG).read_text())
+        except json.JSONDecodeError as e:
+            raise CheckpointError(f"{path / CONFIG} is not valid JSON: {e}") from e
+        if raw.get("format") != FORMAT:
+            raise CheckpointError(f"{path / CONFIG}: format {raw.get('format')!r}, expected {FORMAT!r}")
+        try:
+            cfg = TraceModelConfig.from_dict(raw["model"])
+        except (ConfigError, KeyError, TypeError) as e:
+            raise CheckpointError(f"{path}: invalid trace model config: {e}") from e
+        net = TraceNet(cfg)
+        weights = load_file(str(path / WEIGHTS))
+        expected = net.state_dict()
+        bad = sorted(set(expected) ^ set(weights)) + sorted(
+            k for k in set(expected) & set(weights) if tuple(expected[k].shape) != tuple(weights[k].shape))
+        if bad:
+            raise CheckpointError(f"{path / WEIGHTS} does not match the trace model config: keys {bad[:10]}")
+        net.load_state_dict(weights)
+        model = cls(cfg, net, metrics=raw.get("metrics"))
+        model.command = (path / COMMAND).read_text().strip() if (path / COMMAND).is_file() else ""
+        return model

@@ -1,0 +1,184 @@
+"""Train the learned trace model on subgoal starts (:class:`~planner_vlm.learned.trace_data.TraceDataset`).
+
+Losses per real trace point (the mask of ``subgoal.trace_3d``): Huber (delta 1 cm) on the point relative to the
+gripper; for the yaw modulo a half turn, cross-entropy of the candidate nearest the target (winner takes all) and
+Huber of that candidate's correction (delta 1 deg); cross-entropy of the whole turns, binary cross-entropy of the
+gripper command; and, over all K3 rows, binary cross-entropy of the mask (how many points the
+trace has). Inputs get Gaussian keypoint noise (``keypoint_noise_m``) every step, as large as the state model's
+errors. AdamW, cosine learning rate, 1 torch thread: a minute or two on one core.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
+from planner_vlm.learned.trace_data import TraceDataset
+from planner_vlm.learned.trace_model import TraceModel, axial, decode_rows, trace_inputs
+from tandem.core.errors import ConfigError
+
+
+def trace_targets(rows: np.ndarray, mask: np.ndarray, eef: np.ndarray, yaw: np.ndarray, refs: np.ndarray
+                  ) -> dict[str, torch.Tensor]:
+    """Training targets of traces ``rows (B, K, 5)`` / ``mask (B, K)`` seen from grippers at ``eef (B, 3)``, ``yaw
+    (B,)`` with yaw references ``refs (B, 3)``: ``{"rel" (B, K, 3) m, "yaw_class" (B, K) the nearest candidate
+    modulo a half turn, "yaw_correction" (B, K) rad from it, "turn" (B, K) in {0, 1, 2} (= -1, 0, +1 half turns),
+    "grip" (B, K) 0/1, "mask" (B, K)}``."""
+    d = rows[..., 3] - yaw[:, None]
+    d_axial = axial(d)
+    turn = np.clip(np.round((d - d_axial) / np.pi), -1, 1) + 1
+    cand = np.concatenate([refs, refs + np.pi / 2], axis=1)  # (B, 6)
+    gap = axial(d[..., None] - cand[:, None, :])  # (B, K, 6)
+    cls = np.abs(gap).argmin(-1)
+    t = lambda a, dt=torch.float32: torch.as_tensor(np.asarray(a), dtype=dt)  # noqa: E731
+    return {"rel": t(rows[..., :3] - eef[:, None]), "yaw_class": t(cls, torch.int64),
+            "yaw_correction": t(np.take_along_axis(gap, cls[..., None], -1)[..., 0]),
+            "turn": t(turn, torch.int64), "grip": t(rows[..., 4] > 0), "mask": t(mask)}
+
+
+def trace_losses(out: dict[str, torch.Tensor], tgt: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """``{"loss", "points", "yaw", "turn", "gripper", "mask"}`` of one batch (see the module docstring)."""
+    m = tgt["mask"]
+    n = m.sum().clamp_min(1.0)
+    pts = (F.huber_loss(out["rel"] * 100, tgt["rel"] * 100, delta=1.0, reduction="none").mean(-1) * m).sum() / n
+    cls = F.cross_entropy(out["yaw_logits"].flatten(0, 1), tgt["yaw_class"].flatten(), reduction="none")
+    corr = torch.take_along_dim(out["yaw_corrections"], tgt["yaw_class"][..., None], dim=-1)[..., 0]
+    yaw = ((cls.view_as(m) + F.huber_loss(torch.rad2deg(corr), torch.rad2deg(tgt["yaw_correction"]), delta=1.0,
+                                         reduction="none") * 0.1) * m).sum() / n
+    turn = (F.cross_entropy(out["turn_logits"].flatten(0, 1), tgt["turn"].flatten(), reduction="none")
+            * m.flatten()).sum() / n
+    grip = (F.binary_cross_entropy_with_logits(out["gripper_logit"], tgt["grip"], reduction="none") * m).sum() / n
+    mask = F.binary_cross_entropy_with_logits(out["mask_logit"], m)
+    loss = pts + yaw + 0.2 * turn + 0.5 * grip + 0.5 * mask
+    return {"loss": loss, "points": pts, "yaw": yaw, "turn": turn, "gripper": grip, "mask": mask}
+
+
+def _inputs(cfg: TraceModelConfig, data: TraceDataset, idx: np.ndarray, noise: float, rng: np.random.Generator
+            ) -> tuple[dict[str, np.ndarray], dict[str, torch.Tensor]]:
+    kp = data.keypoints_3d[idx].astype(np.float64)
+    if noise > 0:
+        kp = kp + rng.normal(0.0, noise, kp.shape)
+    x = trace_inputs(cfg, kp, data.proprio[idx], data.skill[idx], data.args[idx])
+    return x, trace_targets(data.rows[idx].astype(np.float64), data.mask[idx], x["eef"].astype(np.float64),
+                            x["yaw"].astype(np.float64), x["refs"].astype(np.float64))
+
+
+def _forward(model: TraceModel, x: dict[str, np.ndarray]) -> dict[str, torch.Tensor]:
+    return model.net(torch.from_numpy(x["features"]), torch.from_numpy(x["anchors"]), torch.from_numpy(x["refs"]))
+
+
+@torch.no_grad()
+def evaluate_traces(model: TraceModel, data: TraceDataset, index: np.ndarray, noise: float = 0.0,
+                    seed: int = 0) -> dict[str, Any]:
+    """Held-out metrics of ``model`` on samples ``index`` (inputs with ``noise`` m of keypoint noise).
+
+    Returns:
+        JSON-safe ``{"samples", "point_error_cm": {"median", "p90", "max"}, "last_point_error_cm_median",
+        "yaw_error_deg": {"median", "p90"} (over real points, modulo a half turn), "turn_accuracy",
+        "gripper_accuracy", "length_accuracy", "per_skill": {skill: point median cm}}``.
+    """
+    if len(index) == 0:
+        return {"samples": 0}
+    x, _ = _inputs(model.cfg, data, index, noise, np.random.default_rng(seed))
+    rows, mask = decode_rows(_forward(model, x), x["eef"], x["yaw"])
+    true_rows, true_mask = data.rows[index], data.mask[index]
+    both = (mask > 0) & (true_mask > 0)
+    err = np.linalg.norm(rows[..., :3] - true_rows[..., :3], axis=-1) * 100.0
+    dy = rows[..., 3] - true_rows[..., 3]
+    axial_err = np.abs(np.degrees(axial(dy)))
+    full = np.abs(np.degrees(np.arctan2(np.sin(dy), np.cos(dy))))
+    last = np.maximum(true_mask.sum(1).astype(int) - 1, 0)
+    r = np.arange(len(index))
+    per_skill = {}
+    for s, name in enumerate(model.cfg.skills):
+        sel = data.skill[index] == s
+        if sel.any():
+            per_skill[name] = float(np.median(err[sel][both[sel]]))
+    return {
+        "samples": int(len(index)),
+        "point_error_cm": {"median": float(np.median(err[both])), "p90": float(np.percentile(err[both], 90)),
+                           "max": float(err[both].max())},
+        "last_point_error_cm_median": float(np.median(err[r, last])),
+        "yaw_error_deg": {"median": float(np.median(axial_err[both])), "p90": float(np.percentile(axial_err[both], 90))},
+        "turn_accuracy": float(np.mean(full[both] < 90.0)),
+        "gripper_accuracy": float(np.mean(rows[..., 4][both] == true_rows[..., 4][both])),
+        "length_accuracy": float(np.mean(mask.sum(1) == true_mask.sum(1))),
+        "per_skill": per_skill,
+    }
+
+
+def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrainConfig, out_dir: str | Path,
+                      command: str = "", log: Any = print) -> tuple[TraceModel, dict[str, Any]]:
+    """Train a trace model; write ``<out_dir>/checkpoint`` and return ``(model, summary)``.
+
+    Returns:
+        the model (the best held-out snapshot) and a JSON-safe summary: steps, minutes, first/last loss, held-out
+        metrics with clean and with noisy keypoints, the checkpoint path.
+
+    Raises:
+        ConfigError: a vocabulary that differs from the dataset's.
+    """
+    if cfg.objects != data.objects:
+        raise ConfigError(f"trace model objects {list(cfg.objects)} differ from the dataset's {list(data.objects)}")
+    data.set_vocabulary(cfg.skills, cfg.arg_names)
+    torch.manual_seed(tcfg.seed)
+    rng = np.random.default_rng(tcfg.seed)
+    model = TraceModel(cfg)
+    net = model.net
+    x_all, _ = _inputs(cfg, data, data.train_index, 0.0, rng)
+    net.feature_mean.copy_(torch.from_numpy(x_all["features"].mean(0)))
+    net.feature_std.copy_(torch.from_numpy(np.maximum(x_all["features"].std(0), 1e-2)))
+    opt = torch.optim.AdamW(net.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
+    val = data.val_index if len(data.val_index) else data.train_index
+    t0, step, first, last, history = time.perf_counter(), 0, None, {}, []
+    cpu0 = time.process_time()
+    best: tuple[float, dict[str, torch.Tensor], int] | None = None
+    while step < tcfg.steps and time.perf_counter() - t0 < tcfg.max_minutes * 60:
+        frac = step / tcfg.steps
+        for g in opt.param_groups:
+            g["lr"] = tcfg.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
+        idx = rng.choice(data.train_index, size=tcfg.batch_size, replace=len(data.train_index) < tcfg.batch_size)
+        x, tgt = _inputs(cfg, data, idx, tcfg.keypoint_noise_m, rng)
+        net.train()
+        losses = trace_losses(_forward(model, x), tgt)
+        opt.zero_grad(set_to_none=True)
+        losses["loss"].backward()
+        torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
+        opt.step()
+        step += 1
+        last = {k: float(v.detach()) for k, v in losses.items()}
+        first = last["loss"] if first is None else first
+        if step % tcfg.eval_every == 0 or step == tcfg.steps:
+            net.eval()
+            with torch.no_grad():
+                xv, tv = _inputs(cfg, data, val, tcfg.keypoint_noise_m, np.random.default_rng(1))
+                vloss = float(trace_losses(_forward(model, xv), tv)["loss"])
+            history.append({"step": step, "loss": last["loss"], "val_loss": vloss})
+            log(f"step {step}: loss {last['loss']:.4f} (points {last['points']:.3f} cm-Huber, yaw {last['yaw']:.4f}, "
+                f"mask {last['mask']:.4f}), held-out {vloss:.4f}")
+            if best is None or vloss < best[0]:
+                best = (vloss, copy.deepcopy(net.state_dict()), step)
+    if best is not None:
+        net.load_state_dict(best[1])
+    net.eval()
+    clean = evaluate_traces(model, data, val)
+    noisy = evaluate_traces(model, data, val, noise=tcfg.keypoint_noise_m)
+    model.metrics = {"held_out": clean, "held_out_noisy_keypoints": noisy, "keypoint_noise_m": tcfg.keypoint_noise_m,
+                     "split": "val" if len(data.val_index) else "train (no held-out episodes)"}
+    summary = {"steps": step, "best_step": best[2] if best else step,
+               "train_minutes": round((time.perf_counter() - t0) / 60, 2),
+               "train_cpu_minutes": round((time.process_time() - cpu0) / 60, 2), "first_loss": first,
+               "last_loss": last.get("loss"), "held_out": clean, "held_out_noisy_keypoints": noisy,
+               "samples": {"train": int(len(data.train_index)), "val": int(len(data.val_index))}, "history": history}
+    ckpt = model.save(Path(out_dir) / "checkpoint", command=command,
+                      extra={"summary": {k: v for k, v in summary.items() if k != "history"}})
+    summary["checkpoint"] = str(ckpt)
+    return model, summary

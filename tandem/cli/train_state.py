@@ -1,0 +1,234 @@
+"""``tandem-train-state``: train the learned state model (``planner=learned``, ``verifier=learned``) on one CPU core.
+
+Examples::
+
+    tandem-train-state dataset.root=datasets/stack_three_84                 # 30 min, 1 thread (the recipe)
+    tandem-train-state dataset.root=datasets/stack_three_84 train.max_minutes=5
+    tandem-train-state state_train=debug                                     # CI: a tiny synthetic problem
+
+The dataset must have the camera's images (``observation.images.agentview``) and the ``labels.*`` features
+(``tandem-collect ... 'env.image_size=[84,84]'``). The network's vocabulary is the dataset's; the objects' visual
+symmetry orders come from the dataset's task (``TaskDefinition.object_symmetries``) unless ``model.symmetries``
+names them. The checkpoint (``<output_dir>/checkpoint``: safetensors + JSON + the command) records the camera
+calibration fitted from the labels, the predicate temperature and the confidence reference; ``summary.json`` the
+held-out metrics (keypoint px and 3-D errors, predicate accuracy, ECE) and the training time.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime
+from tandem.runtime.config import FieldError, Schema, deferred_checks
+
+prepare_runtime()
+
+
+@dataclass
+class SyntheticSection(Schema):
+    """``dataset.synthetic``: a generated dataset (:mod:`planner_vlm.learned.synthetic`): episodes, frames per episode,
+    ``[H, W]`` px."""
+
+    episodes: int = 6
+    frames: int = 40
+    image_size: tuple[int, int] = (48, 48)
+
+    def check(self) -> None:
+        if self.episodes < 1 or self.frames < 2 or len(self.image_size) != 2 or min(self.image_size) < 8:
+            raise FieldError("synthetic", f"needs episodes >= 1, frames >= 2, image_size [H, W] >= 8, got "
+                                          f"{self.episodes}, {self.frames}, {list(self.image_size)}")
+
+
+@dataclass
+class StateDatasetSection(Schema):
+    """``dataset``: where the frames come from.
+
+    Attributes:
+        root: a tandem dataset with images and labels. synthetic: generate one instead (CI).
+        camera: the camera the model reads. frame_stride: keep every n-th frame. episodes: episode indices (null:
+        all). val_episodes: the last N are held out. max_frames: cap on frames (evenly spaced).
+    """
+
+    root: str | None = None
+    synthetic: SyntheticSection | None = None
+    camera: str = "agentview"
+    frame_stride: int = 2
+    episodes: list[int] | None = None
+    val_episodes: int = 10
+    max_frames: int | None = None
+
+    def check(self) -> None:
+        if self.root is None and self.synthetic is None:
+            raise FieldError("root", "is not set: pass dataset.root=<tandem dataset with images and labels> "
+                                     "(or state_train=debug)")
+        if self.frame_stride < 1 or self.val_episodes < 0:
+            raise FieldError("frame_stride", f"must be >= 1 (and val_episodes >= 0), got {self.frame_stride}, "
+                                             f"{self.val_episodes}")
+
+
+@dataclass
+class StateModelSection(Schema):
+    """``model``: the network (``planner_vlm.learned.state_config.StateModelConfig`` without the vocabulary, which is
+    the dataset's). ``symmetries``: object -> order (null: the dataset task's ``object_symmetries``)."""
+
+    channels: tuple[int, int, int, int] = (16, 16, 32, 48)
+    head_hidden: int = 128
+    use_proprio: bool = True
+    heatmap_stride: int = 2
+    symmetries: dict[str, int] | None = None
+
+
+@dataclass
+class StateTrainSection(Schema):
+    """``train``: the fields of ``planner_vlm.learned.state_config.StateTrainConfig`` (validated by it)."""
+
+    batch_size: int = 32
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    max_minutes: float = 30.0
+    max_steps: int | None = None
+    clock: str = "wall"
+    eval_every: int = 500
+    frame_stride: int | None = None
+    val_episodes: int | None = None
+    seed: int = 0
+    px_weight: float = 1.0
+    heatmap_weight: float = 0.5
+    metric_weight: float = 0.5
+    predicate_weight: float = 2.0
+    brightness: float = 0.15
+    contrast: float = 0.15
+    val_frames: int = 2000
+
+    def check(self) -> None:
+        from planner_vlm.learned.state_config import StateTrainConfig
+
+        try:
+            StateTrainConfig(**self.fields())
+        except Exception as e:  # noqa: BLE001 - its ConfigError names the field
+            raise FieldError("train", str(e)) from e
+
+    def fields(self) -> dict[str, Any]:
+        """The StateTrainConfig fields (frame_stride / val_episodes live in ``dataset``)."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k not in ("frame_stride", "val_episodes")}
+        return d
+
+
+@dataclass
+class TrainStateRunConfig(Schema):
+    """``tandem-train-state`` (``configs/train_state.yaml``): ``dataset``, ``model``, ``train``, ``output_dir``,
+    ``torch_threads`` (1: one core, as the recipe)."""
+
+    dataset: StateDatasetSection = field(default_factory=StateDatasetSection)
+    model: StateModelSection = field(default_factory=StateModelSection)
+    train: StateTrainSection = field(default_factory=StateTrainSection)
+    output_dir: str = "outputs/train_state"
+    torch_threads: int = 1
+
+    def check(self) -> None:
+        if self.torch_threads < 1:
+            raise FieldError("torch_threads", f"must be >= 1, got {self.torch_threads}")
+
+
+def dataset_task(root: str | Path) -> str | None:
+    """The task name recorded in a tandem dataset's collector journal (its first episode's), or None."""
+    p = Path(root) / "meta" / "tandem_collect.json"
+    try:
+        eps = json.loads(p.read_text()).get("episodes") or []
+    except (OSError, ValueError):
+        return None
+    return str(eps[0].get("task")) if eps and eps[0].get("task") else None
+
+
+def task_symmetries(root: str | Path, given: dict[str, int] | None) -> dict[str, int]:
+    """``given`` if set, else the symmetry orders of the dataset's task (``TaskDefinition.object_symmetries``; none
+    for a task the simulator does not know, e.g. a robot's or the synthetic one)."""
+    if given is not None:
+        return {str(k): int(v) for k, v in dict(given).items()}
+    task = dataset_task(root)
+    from sim.tasks.registry import make_task, task_names
+
+    return make_task(task).object_symmetries() if task in task_names() else {}
+
+
+def command_line(name: str) -> str:
+    """The command that is running, for checkpoints (``name`` + the Hydra overrides)."""
+    return " ".join(shlex.quote(a) for a in [name, *sys.argv[1:]])
+
+
+def run(cfg: Any) -> dict[str, Any]:
+    """Validate ``cfg``, load the frames, train, calibrate; write the checkpoint and ``summary.json``; return the
+    summary.
+
+    Raises:
+        ConfigError: bad input (named), before any data is read. DatasetSchemaError: a dataset without images or labels.
+    """
+    import torch
+
+    from planner_vlm.learned.state_config import StateModelConfig, StateTrainConfig
+    from planner_vlm.learned.state_data import StateDataset
+    from planner_vlm.learned.state_train import train_state_model
+    from planner_vlm.learned.synthetic import make_synthetic_dataset
+
+    c = load_config(TrainStateRunConfig, cfg)
+    torch.set_num_threads(int(c.torch_threads))
+    out = Path(c.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    d = c.dataset
+    root = d.root
+    if d.synthetic is not None:
+        root = str(out / "synthetic_dataset")
+        if not Path(root, "meta", "info.json").exists():
+            make_synthetic_dataset(root, episodes=d.synthetic.episodes, frames=d.synthetic.frames,
+                                   image_size=tuple(d.synthetic.image_size))
+    data = StateDataset(root, camera=d.camera, frame_stride=d.frame_stride, episodes=d.episodes,
+                        val_episodes=d.val_episodes, max_frames=d.max_frames)
+    m = c.model
+    model_cfg = StateModelConfig(objects=data.objects, predicates=data.predicates,
+                                 symmetries=task_symmetries(root, m.symmetries), camera=d.camera,
+                                 image_size=data.image_size, channels=tuple(m.channels), head_hidden=m.head_hidden,
+                                 use_proprio=m.use_proprio, heatmap_stride=m.heatmap_stride)
+    tcfg = StateTrainConfig(**c.train.fields(), frame_stride=d.frame_stride, val_episodes=d.val_episodes)
+    print(f"state model: {len(data)} frames ({len(data.train_index)} train, {len(data.val_index)} held out) of {root}, "
+          f"{data.image_size[1]}x{data.image_size[0]} px, {len(data.objects)} objects, {len(data.predicates)} predicates, "
+          f"symmetries {model_cfg.symmetries}", flush=True)
+    _, summary = train_state_model(data, model_cfg, tcfg, out, command=command_line("tandem-train-state"),
+                                   log=lambda line: print(line, flush=True))
+    summary["dataset"] = {"root": str(root), "frames": len(data), "episodes": len(data.episodes)}
+    (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    held = summary["held_out"]
+    print(json.dumps({"checkpoint": summary["checkpoint"], "train_minutes": summary["train_minutes"],
+                      "train_cpu_minutes": summary["train_cpu_minutes"],
+                      "px_median": round(held["px_median"], 3), "m3d_median": round(held["m3d_median"], 4),
+                      "predicate_accuracy": round(held["predicate_accuracy"], 4),
+                      "frame_accuracy": round(held["frame_accuracy"], 4), "ece": round(held["ece"], 4)}, indent=2))
+    return summary
+
+
+def _register() -> None:
+    from hydra.core.config_store import ConfigStore
+
+    with deferred_checks():
+        ConfigStore.instance().store(name="train_state_schema", node=TrainStateRunConfig)
+
+
+def _run(cfg: Any) -> None:
+    try:
+        run(cfg)
+    except Exception as e:  # noqa: BLE001 - one clear line for tandem errors
+        fail(e)
+
+
+def main() -> None:
+    """Entry point: compose ``configs/train_state.yaml`` (exit status 2 on bad input), then train."""
+    _register()
+    hydra_main(config_name="train_state")(_run)()
+
+
+if __name__ == "__main__":
+    main()

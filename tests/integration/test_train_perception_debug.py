@@ -1,0 +1,58 @@
+"""``tandem-train-state state_train=debug`` and ``tandem-train-trace trace_train=debug``: each learns its tiny
+synthetic problem on one thread and writes a loadable checkpoint with the command that made it."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(module: str, *args: str, timeout: int = 600) -> subprocess.CompletedProcess:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": "1",
+           "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    return subprocess.run([sys.executable, "-m", module, *args], capture_output=True, text=True, timeout=timeout,
+                          env=env, cwd=ROOT)
+
+
+def test_state_model_debug_config_learns_the_synthetic_scene(tmp_path):
+    out = tmp_path / "state"
+    proc = _run("tandem.cli.train_state", "state_train=debug", f"output_dir={out}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    held = summary["held_out"]
+    assert summary["steps"] == 120 and summary["last_loss"] < 0.5 * summary["first_loss"]
+    assert held["px_median"] < 3.0 and held["m3d_median"] < 0.05  # 48 px images; chance is > 8 px
+    assert summary["train_minutes"] < 3.0
+    ckpt = Path(summary["checkpoint"])
+    assert (ckpt / "command.txt").read_text().startswith("tandem-train-state state_train=debug")
+    from planner_vlm.learned.state_model import StateModel
+
+    model = StateModel.from_checkpoint(ckpt)
+    assert model.cfg.objects == ("red", "blue") and model.cfg.symmetries == {"red": 4, "blue": 4}
+
+
+def test_trace_model_debug_config_learns_the_synthetic_traces(tmp_path):
+    out = tmp_path / "trace"
+    proc = _run("tandem.cli.train_trace", "trace_train=debug", f"output_dir={out}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["steps"] == 800
+    assert summary["held_out"]["point_error_cm"]["median"] < 2.0  # a trace staying at the gripper: ~16 cm
+    from planner_vlm.learned.trace_model import TraceModel
+
+    model = TraceModel.from_checkpoint(summary["checkpoint"])
+    assert model.cfg.skills == ("pick", "stack")
+
+
+@pytest.mark.parametrize("module", ["tandem.cli.train_state", "tandem.cli.train_trace"])
+def test_a_missing_dataset_is_one_clear_line(module, tmp_path):
+    proc = _run(module, f"output_dir={tmp_path / 'x'}", timeout=300)
+    assert proc.returncode == 2
+    assert "dataset.root is not set" in proc.stderr

@@ -1,0 +1,240 @@
+"""LearnedPlanner and LearnedVerifier over a scripted state model: plans from predicted predicates, learned traces,
+facts with confidence, refusals of absent objects, calibrated and uncertain verdicts; privileged state never read."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pytest
+
+from memory import TaskMemoryV1
+from planner_vlm.learned.learned_planner import LearnedPlanner
+from planner_vlm.learned.learned_verifier import LearnedVerifier
+from planner_vlm.learned.scene_state import SceneState
+from planner_vlm.learned.synthetic import synthetic_calibration
+from tandem.core.errors import ConfigError, PrivilegedAccessError, UnknownNameError
+from tandem.core.privileged import observation_for
+from tandem.core.protocols import Planner, Verifier
+from tandem.core.types import Observation, Subgoal, TaskSpec, Trace3D
+
+OBJECTS = ("red", "green", "blue")
+PREDICATES = tuple(f"grasped({o})" for o in OBJECTS) + tuple(f"on({x},{y})" for x in OBJECTS for y in OBJECTS
+                                                             if x != y)
+STACK = TaskSpec(
+    name="stack_three", instruction="stack red on green, then blue on red", objects=OBJECTS, max_steps=900,
+    skills={"pick": "grasped({0})", "stack": "on({0},{1})"}, goals=("on(red,green)", "on(blue,red)"),
+    skill_texts={"pick": "pick up the {0} cube", "stack": "stack the {0} cube on the {1} cube"},
+)
+
+
+@dataclass(frozen=True)
+class _Cfg:
+    objects: tuple[str, ...] = OBJECTS
+    predicates: tuple[str, ...] = PREDICATES
+    camera: str = "agentview"
+
+
+class ScriptedStateModel:
+    """Returns the scene state it is told to (probabilities per predicate, object confidences)."""
+
+    is_oracle = False
+
+    def __init__(self):
+        self.cfg = _Cfg()
+        self.calibration = synthetic_calibration((84, 84))
+        self.probs = dict.fromkeys(PREDICATES, 0.01)
+        self.object_confidence = np.ones(len(OBJECTS))
+        self.scene_confidence = 1.0
+        self.seen: list[Observation] = []
+
+    def predict(self, observation: Observation) -> SceneState:
+        self.seen.append(observation)
+        kp = np.zeros((3, 2, 3))
+        for i in range(3):
+            kp[i, 0] = [0.0, -0.1 + 0.1 * i, 0.83]
+            kp[i, 1] = kp[i, 0] + [0.03, 0.0, 0.0]
+        return SceneState(objects=OBJECTS, predicates=PREDICATES,
+                          probabilities=np.array([self.probs[p] for p in PREDICATES]),
+                          keypoints_px=self.calibration.project(kp.reshape(-1, 3)).reshape(3, 2, 2), keypoints_3d=kp,
+                          object_confidence=self.object_confidence.copy(), scene_confidence=self.scene_confidence,
+                          heatmap_entropy=np.zeros((3, 2)))
+
+
+@dataclass(frozen=True)
+class _TraceCfg:
+    skills: tuple[str, ...] = ("pick", "stack")
+    arg_names: tuple[str, ...] = OBJECTS
+
+
+class StraightDownTraceModel:
+    """A trace from the gripper to 10 cm above the first argument's origin, then onto it."""
+
+    cfg = _TraceCfg()
+
+    def __init__(self):
+        self.calls: list[tuple[str, tuple[str, ...]]] = []
+
+    def predict(self, keypoints_3d, proprio, skill, args):
+        self.calls.append((skill, tuple(args)))
+        target = keypoints_3d[OBJECTS.index(args[0]), 0]
+        pts = np.stack([proprio[:3], target + [0, 0, 0.1], target])
+        return Trace3D(points=pts, yaw=np.zeros(3), gripper=np.array([-1.0, -1.0, 1.0]))
+
+
+def _obs(step: int = 0) -> Observation:
+    proprio = np.array([0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.08])
+    return Observation(images={"agentview": np.zeros((84, 84, 3), np.uint8)}, proprio=proprio, step=step,
+                       privileged={"predicates": {"on(red,green)": True}, "objects": {}})
+
+
+def _setup(trace: bool = True):
+    sm = ScriptedStateModel()
+    tm = StraightDownTraceModel() if trace else None
+    planner = LearnedPlanner(sm, tm)
+    memory = TaskMemoryV1()
+    planner.reset(STACK)
+    memory.start_episode(STACK)
+    return sm, tm, planner, memory
+
+
+def test_protocols_and_not_an_oracle():
+    sm, _, planner, _ = _setup()
+    assert isinstance(planner, Planner) and planner.is_oracle is False
+    verifier = LearnedVerifier(sm)
+    assert isinstance(verifier, Verifier) and verifier.is_oracle is False
+
+
+def test_plans_from_the_predicted_predicates_with_a_learned_trace():
+    sm, tm, planner, memory = _setup()
+    plan = planner.plan(observation_for(planner, _obs(), "planner"), memory)
+    assert [s.signature for s in plan.remaining] == ["pick(red)", "stack(red,green)", "pick(blue)",
+                                                     "stack(blue,red)"]
+    first = plan.remaining[0]
+    assert tm.calls == [("pick", ("red",))]  # only the next subgoal gets a trace (receding horizon)
+    assert first.trace_3d is not None and plan.remaining[1].trace_3d is None
+    np.testing.assert_allclose(first.trace_3d.points[-1], [0.0, -0.1, 0.83])
+    # the 2-D trace is the 3-D one projected into the state model's camera at the image's size
+    assert first.trace.camera == "agentview" and first.trace.image_size == (84, 84)
+    np.testing.assert_allclose(first.trace.points[-1], sm.calibration.project(first.trace_3d.points[-1:])[0], atol=1e-3)
+    assert "p(on(red,green))=0.01" in plan.rationale
+    # the privileged predicates (on(red,green) true) were never read: the model's say it is false
+    with pytest.raises(PrivilegedAccessError):
+        sm.seen[0].privileged.get("predicates")
+
+    # the model now sees red on green: that goal moves to done
+    sm.probs["on(red,green)"] = 0.97
+    plan = planner.plan(_obs(40), memory)
+    assert [s.signature for s in plan.done] == ["pick(red)", "stack(red,green)"]
+    assert [s.signature for s in plan.remaining] == ["pick(blue)", "stack(blue,red)"]
+    assert tm.calls[-1] == ("pick", ("blue",))
+
+
+def test_memory_records_predicted_facts_with_their_probability():
+    sm, _, planner, memory = _setup()
+    sm.probs["grasped(red)"] = 0.88
+    planner.plan(_obs(7), memory)
+    facts = memory.view()["facts"]
+    assert any("grasped(red) holds (p=0.88" in f for f in facts["red"])
+    assert any("on(red,green) does not hold (p=0.01" in f for f in facts["red"])
+    scene = [e for e in memory.events() if e["kind"] == "scene_state"]
+    assert len(scene) == 1 and scene[0]["step"] == 7
+    assert scene[0]["objects"]["blue"]["pos"] == [0.0, 0.1, 0.83]
+
+
+def test_a_held_object_skips_its_pick():
+    sm, _, planner, memory = _setup()
+    sm.probs["grasped(red)"] = 0.9
+    plan = planner.plan(_obs(), memory)
+    assert [s.signature for s in plan.done] == ["pick(red)"]
+    assert plan.remaining[0].signature == "stack(red,green)"
+
+
+def test_an_object_the_model_cannot_find_is_refused_and_recorded():
+    sm, tm, planner, memory = _setup()
+    sm.object_confidence = np.array([1.0, 0.01, 1.0])  # green not found at the first plan
+    plan = planner.plan(_obs(), memory)
+    assert plan.remaining == [] and plan.done == [] and plan.rationale.startswith("refused")
+    assert "green" in plan.rationale and tm.calls == []
+    events = [e for e in memory.events() if e["kind"] == "refused"]
+    assert len(events) == 1 and events[0]["objects"] == ["green"]
+    assert any("absent" in f for f in memory.view()["facts"]["green"])
+    # it stays refused for the episode, recorded once
+    assert planner.plan(_obs(5), memory).remaining == []
+    assert len([e for e in memory.events() if e["kind"] == "refused"]) == 1
+
+
+def test_an_object_outside_the_vocabulary_is_refused():
+    sm = ScriptedStateModel()
+    planner, memory = LearnedPlanner(sm), TaskMemoryV1()
+    task = TaskSpec(name="stack_three", instruction="stack purple on green", objects=("purple", "green"),
+                    max_steps=900, skills=dict(STACK.skills), goals=("on(purple,green)",),
+                    skill_texts=dict(STACK.skill_texts))
+    planner.reset(task)
+    memory.start_episode(task)
+    plan = planner.plan(_obs(), memory)
+    assert plan.remaining == [] and "purple" in plan.rationale
+    assert sm.seen == []  # not even looked at
+
+
+def test_low_scene_confidence_is_recorded_not_hidden():
+    sm, _, planner, memory = _setup()
+    sm.scene_confidence = 0.2
+    plan = planner.plan(_obs(), memory)
+    assert "LOW SCENE CONFIDENCE 0.20" in plan.rationale
+    assert [e["scene_confidence"] for e in memory.events() if e["kind"] == "low_scene_confidence"] == [0.2]
+
+
+def test_a_trace_model_of_another_task_is_refused():
+    sm = ScriptedStateModel()
+    tm = StraightDownTraceModel()
+    tm.cfg = _TraceCfg(skills=("pick", "place"))
+    with pytest.raises(ConfigError, match="stack"):
+        LearnedPlanner(sm, tm).reset(STACK)
+    with pytest.raises(ConfigError, match="threshold"):
+        LearnedPlanner(sm, threshold=1.0)
+
+
+def _stack_sg() -> Subgoal:
+    return Subgoal(id="sg2", skill="stack", args=("red", "green"), text="stack the red cube on the green cube")
+
+
+def test_verifier_calibrated_verdicts_and_uncertainty():
+    sm = ScriptedStateModel()
+    v = LearnedVerifier(sm, confidence_threshold=0.9)
+    v.reset(STACK)
+    sm.probs["on(red,green)"] = 0.97
+    verdict = v.verify(_obs(), _obs(), _stack_sg())
+    assert verdict.success and not verdict.uncertain and verdict.source == "learned"
+    assert verdict.confidence == pytest.approx(0.97)
+    assert "red at (0.00, -0.10, 0.83)" in verdict.reason and "0.10 m from green" in verdict.reason
+    sm.probs["on(red,green)"] = 0.02
+    verdict = v.verify(_obs(), _obs(), _stack_sg())
+    assert not verdict.success and not verdict.uncertain and verdict.confidence == pytest.approx(0.98)
+    # an undecided probability is uncertain, whatever its side
+    sm.probs["on(red,green)"] = 0.7
+    verdict = v.verify(_obs(), _obs(), _stack_sg())
+    assert verdict.success and verdict.uncertain and "UNCERTAIN" in verdict.reason
+    # a confident probability on a scene unlike the training scenes is uncertain too
+    sm.probs["on(red,green)"] = 0.99
+    sm.scene_confidence = 0.5
+    verdict = v.verify(_obs(), _obs(), _stack_sg())
+    assert verdict.uncertain and verdict.confidence == pytest.approx(0.495)
+    # still held after a stack: said in the reason
+    sm.scene_confidence, sm.probs["grasped(red)"] = 1.0, 0.9
+    assert "still held (p=0.90)" in v.verify(_obs(), _obs(), _stack_sg()).reason
+
+
+def test_verifier_bad_input():
+    sm = ScriptedStateModel()
+    v = LearnedVerifier(sm)
+    with pytest.raises(ConfigError, match="before reset"):
+        v.verify(_obs(), _obs(), _stack_sg())
+    with pytest.raises(ConfigError, match="confidence_threshold"):
+        LearnedVerifier(sm, confidence_threshold=0.5)
+    task = TaskSpec(name="t", instruction="x", objects=("red", "green"), max_steps=10,
+                    skills={"pick": "grasped({0})", "stack": "on({0},{1})", "place": "in_bin({0})"},
+                    goals=("in_bin(red)",), skill_texts={"place": "place {0}"})
+    v.reset(task)
+    with pytest.raises(UnknownNameError, match="in_bin"):
+        v.verify(_obs(), _obs(), Subgoal(id="a", skill="place", args=("red",), text="place red"))

@@ -1,0 +1,116 @@
+"""The learned state model learns a tiny synthetic scene; its checkpoint round-trips; bad input is named."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from planner_vlm.learned.camera import CameraCalibration
+from planner_vlm.learned.state_config import StateModelConfig, StateTrainConfig
+from planner_vlm.learned.state_data import StateDataset
+from planner_vlm.learned.state_model import StateModel
+from planner_vlm.learned.state_train import evaluate, train_state_model
+from planner_vlm.learned.synthetic import make_synthetic_dataset, synthetic_calibration
+from tandem.core.errors import CheckpointError, ConfigError, DatasetSchemaError, PrivilegedAccessError
+from tandem.core.privileged import observation_for
+from tandem.core.types import Observation
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = make_synthetic_dataset(tmp_path_factory.mktemp("syn") / "ds", episodes=5, frames=30, image_size=(48, 48))
+    data = StateDataset(root, val_episodes=1)
+    cfg = StateModelConfig(objects=data.objects, predicates=data.predicates, symmetries={"red": 4, "blue": 4},
+                           image_size=(48, 48), channels=(8, 8, 16, 16), head_hidden=32)
+    tcfg = StateTrainConfig(batch_size=16, max_minutes=3, max_steps=110, eval_every=55, val_frames=30)
+    out = tmp_path_factory.mktemp("out")
+    model, summary = train_state_model(data, cfg, tcfg, out, command="pytest", log=lambda _: None)
+    return data, model, summary, out
+
+
+def test_the_calibration_is_fitted_from_the_labels(trained):
+    data = trained[0]
+    assert data.calibration_rms_px < 1e-3
+    np.testing.assert_allclose(data.calibration.intrinsics, synthetic_calibration((48, 48)).intrinsics, atol=1e-4)
+    assert data.images.dtype == np.uint8 and data.images.shape[1:] == (48, 48, 3)
+    assert data.keypoints_px.shape == (len(data), 4, 2) and data.predicate_labels.shape == (len(data), 4)
+
+
+def test_something_is_learned(trained):
+    data, model, summary, _ = trained
+    assert summary["last_loss"] < 0.5 * summary["first_loss"]
+    held = summary["held_out"]
+    chance_px = np.median(np.linalg.norm(data.keypoints_px[data.val_index] - data.keypoints_px[data.val_index][::-1],
+                                         axis=-1))
+    assert chance_px > 8.0
+    assert held["px_median"] < 3.0 < chance_px  # sub-3 px on a 48 px image after ~100 steps
+    assert held["m3d_median"] < 0.05
+    majority = max(float(np.mean(data.predicate_labels[data.val_index] < 0.5)), 0.5)
+    assert held["predicate_accuracy"] >= majority
+    assert 0.05 < model.temperature < 20 and np.all(np.isfinite(model.entropy_p99))
+
+
+def test_checkpoint_round_trip_and_calibration_override(trained):
+    data, model, _, out = trained
+    ckpt = out / "checkpoint"
+    assert json.loads((ckpt / "config.json").read_text())["format"] == "tandem-state-model/1"
+    assert (ckpt / "command.txt").read_text().strip() == "pytest"
+    loaded = StateModel.from_checkpoint(ckpt)
+    idx = data.val_index[:4]
+    a, b = model.predict_arrays(data.images[idx], data.proprio[idx]), loaded.predict_arrays(data.images[idx],
+                                                                                            data.proprio[idx])
+    for k in a:
+        np.testing.assert_allclose(a[k], b[k], atol=1e-6)
+    assert loaded.temperature == model.temperature
+    # a robot's calibration overrides the stored one: the pixels stay, the 3-D points follow the new camera
+    cal = synthetic_calibration((48, 48))
+    pose = cal.world_from_camera.copy()
+    pose[:3, 3] += [0.0, 0.0, 0.1]
+    moved = StateModel.from_checkpoint(ckpt, CameraCalibration(cal.intrinsics, pose, (48, 48)))
+    c = moved.predict_arrays(data.images[idx], data.proprio[idx])
+    np.testing.assert_allclose(c["px"], a["px"], atol=1e-6)
+    assert not np.allclose(c["keypoints_3d"], a["keypoints_3d"], atol=1e-3)
+    metrics = evaluate(loaded, data, data.val_index)
+    assert metrics["frames"] == len(data.val_index) and 0 <= metrics["ece"] <= 1
+
+
+def test_bad_checkpoints_are_refused_by_name(trained, tmp_path):
+    _, model, _, out = trained
+    with pytest.raises(CheckpointError, match="missing"):
+        StateModel.from_checkpoint(tmp_path)
+    bad = model.save(tmp_path / "bad")
+    raw = json.loads((bad / "config.json").read_text())
+    raw["model"]["objects"] = ["red", "blue", "green"]  # another vocabulary than the weights
+    (bad / "config.json").write_text(json.dumps(raw))
+    with pytest.raises(CheckpointError, match="does not match"):
+        StateModel.from_checkpoint(bad)
+    raw["format"] = "tandem-executor/1"
+    (bad / "config.json").write_text(json.dumps(raw))
+    with pytest.raises(CheckpointError, match="format"):
+        StateModel.from_checkpoint(bad)
+
+
+def test_predict_reads_the_image_and_proprio_only(trained):
+    data, model, _, _ = trained
+    i = int(data.val_index[0])
+    obs = Observation(images={"agentview": data.images[i]}, proprio=data.proprio[i], privileged={"predicates": {}})
+    state = model.predict(observation_for(model, obs, "state model"))  # privileged withheld: reading it would raise
+    assert state.keypoints_3d.shape == (2, 2, 3) and 0.0 <= state.scene_confidence <= 1.0
+    assert set(state.truth()) == set(data.predicates)
+    with pytest.raises(PrivilegedAccessError):
+        observation_for(model, obs, "state model").privileged.get("predicates")
+    with pytest.raises(ConfigError, match="agentview"):
+        model.predict(Observation(images={"wrist": data.images[i]}, proprio=data.proprio[i]))
+    big = Observation(images={"agentview": np.repeat(np.repeat(data.images[i], 2, 0), 2, 1)}, proprio=data.proprio[i])
+    np.testing.assert_allclose(model.predict(big).keypoints_px, state.keypoints_px, atol=1.5)  # resized to 48 px
+
+
+def test_a_dataset_without_images_or_labels_is_refused(tmp_path):
+    (tmp_path / "meta").mkdir()
+    (tmp_path / "meta" / "info.json").write_text(json.dumps({"features": {"observation.state": {}}}))
+    with pytest.raises(DatasetSchemaError, match="observation.images.agentview"):
+        StateDataset(tmp_path)

@@ -1,0 +1,93 @@
+"""The learned trace model learns the synthetic scene's subgoal traces; its checkpoint round-trips; bad input is named."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from planner_vlm.learned.synthetic import make_synthetic_dataset
+from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
+from planner_vlm.learned.trace_data import TraceDataset, parse_signature
+from planner_vlm.learned.trace_model import TraceModel
+from planner_vlm.learned.trace_train import train_trace_model
+from tandem.core.errors import (
+    CheckpointError,
+    ConfigError,
+    DatasetSchemaError,
+    UnknownNameError,
+    UnknownSkillError,
+)
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    torch.set_num_threads(1)
+    root = make_synthetic_dataset(tmp_path_factory.mktemp("syn") / "ds", episodes=80, frames=2, image_size=(16, 16))
+    data = TraceDataset(root, val_episodes=16)
+    cfg = TraceModelConfig(objects=data.objects, skills=data.skills, arg_names=data.arg_names,
+                           symmetries={"red": 4, "blue": 4}, hidden=64, layers=2)
+    tcfg = TraceTrainConfig(batch_size=32, steps=400, max_minutes=3, eval_every=200, keypoint_noise_m=0.002,
+                            val_episodes=16)
+    out = tmp_path_factory.mktemp("out")
+    model, summary = train_trace_model(data, cfg, tcfg, out, command="pytest", log=lambda _: None)
+    return data, model, summary, out
+
+
+def test_the_dataset_reads_one_sample_per_attempt(trained):
+    data = trained[0]
+    assert len(data) == 160 and data.skills == ("pick", "stack") and data.arg_names == ("blue", "red")
+    assert data.keypoints_3d.shape == (160, 2, 2, 3) and data.rows.shape == (160, 16, 5)
+    assert len(data.val_index) == 32 and set(data.episode[data.val_index]) == set(range(64, 80))
+    assert data.mask[:, :5].all() and not data.mask[:, 5:].any()  # five real points per synthetic trace
+
+
+def test_traces_are_learned(trained):
+    data, _, summary, _ = trained
+    v = data.val_index
+    stay = np.linalg.norm(data.rows[v][..., :3] - data.proprio[v][:, None, :3], axis=-1)[data.mask[v] > 0] * 100
+    held = summary["held_out"]
+    assert np.median(stay) > 8.0  # a trace that stays at the gripper is off by about 16 cm
+    assert held["point_error_cm"]["median"] < 2.0
+    assert held["yaw_error_deg"]["median"] < 5.0  # the grasp yaw modulo the cube's quarter turn
+    assert held["gripper_accuracy"] >= 0.95 and held["length_accuracy"] >= 0.9
+    assert summary["held_out_noisy_keypoints"]["point_error_cm"]["median"] < 3.0
+    assert summary["last_loss"] < 0.5 * summary["first_loss"]
+
+
+def test_checkpoint_round_trip_and_prediction(trained, tmp_path):
+    data, model, _, out = trained
+    ckpt = out / "checkpoint"
+    assert json.loads((ckpt / "config.json").read_text())["format"] == "tandem-trace-model/1"
+    loaded = TraceModel.from_checkpoint(ckpt)
+    i = int(data.val_index[0])
+    skill, args = parse_signature(data.signature[i])
+    a = model.predict(data.keypoints_3d[i], data.proprio[i], skill, args)
+    b = loaded.predict(data.keypoints_3d[i], data.proprio[i], skill, args)
+    np.testing.assert_allclose(a.points, b.points, atol=1e-6)
+    np.testing.assert_allclose(a.points[0], data.proprio[i, :3], atol=0.02)  # a trace starts at the gripper
+    n = int(data.mask[i].sum())
+    assert len(a.points) == n and set(np.unique(a.gripper)) <= {-1.0, 1.0}
+    with pytest.raises(UnknownSkillError):
+        model.predict(data.keypoints_3d[i], data.proprio[i], "insert", args)
+    with pytest.raises(UnknownNameError, match="purple"):
+        model.predict(data.keypoints_3d[i], data.proprio[i], "pick", ("purple",))
+    with pytest.raises(ValueError, match="NaN"):
+        model.predict(np.full_like(data.keypoints_3d[i], np.nan), data.proprio[i], skill, args)
+    with pytest.raises(CheckpointError, match="missing"):
+        TraceModel.from_checkpoint(tmp_path)
+
+
+def test_bad_configs_and_datasets_are_refused(tmp_path):
+    with pytest.raises(ConfigError, match="arg_names"):
+        TraceModelConfig(objects=("red",), skills=("pick",), arg_names=("blue",))
+    with pytest.raises(ConfigError, match="skill"):
+        TraceModelConfig(objects=("red",), skills=(), arg_names=("red",))
+    with pytest.raises(DatasetSchemaError, match="skill"):
+        parse_signature("pick red")
+    (tmp_path / "meta").mkdir()
+    (tmp_path / "meta" / "info.json").write_text(json.dumps({"features": {}}))
+    with pytest.raises(DatasetSchemaError, match="subgoal.trace_3d"):
+        TraceDataset(tmp_path)
