@@ -3,7 +3,9 @@
 Track executor (the CPU design: proprio + 3-D trace + text; ``--track-checkpoint`` or random weights), median wall
 time of one new chunk through ``select_action`` (features, normalisation, sampling, clipping included):
 
-* ``track_ddim10`` / ``track_ddim5``: diffusion head, DDIM with 10 / 5 steps; ``track_mse``: one forward pass;
+* ``track_ddim10`` / ``track_ddim5``: diffusion head, DDIM with 10 / 5 steps, through the fused DDIM loop the
+  loaded executor uses (:mod:`executor_vla.fused_mlp_ddim`); ``track_ddim10_module_path``: the same chunk module by
+  module (as in training mode), the fused loop's peer; ``track_mse``: one forward pass;
 * ``lerobot_lowdim``: LeRobot's DiffusionPolicy on the same low-dimensional inputs (``observation.state`` and the
   trace features as ``observation.environment_state``, as LeRobot's Push-T keypoint policies), at our horizon
   16 and U-Net (64, 128, 256), DDIM-10: the peer, measured in the same run.
@@ -161,8 +163,12 @@ def _track_subgoal():
                    trace_3d=Trace3D(points=pts, yaw=np.full(5, 0.4), gripper=np.array([-1, -1, -1, 1, 1.0])))
 
 
-def bench_track(repeats: int, checkpoint: str | None, **overrides) -> dict:
+def bench_track(repeats: int, checkpoint: str | None, fused: bool = True, **overrides) -> dict:
     ex = track_executor(checkpoint, **overrides)
+    if fused:
+        ex.optimize_for_inference()
+    else:
+        ex._fused = None  # the module-by-module path (nn.Module dispatch per layer), as in training mode
     ex.cfg = type(ex.cfg).from_dict({**ex.cfg.to_dict(), "tasks": [], "objects": []})  # any subgoal is fine here
     ex.set_subgoal(_track_subgoal())
     obs = Observation_from(np.array([0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.08], np.float32))
@@ -174,6 +180,7 @@ def bench_track(repeats: int, checkpoint: str | None, **overrides) -> dict:
     res = _timeit(chunk, repeats, warmup=5)
     res["params_M"] = sum(p.numel() for p in ex.parameters()) / 1e6
     res["config"] = {"head": ex.cfg.head, "num_inference_steps": ex.cfg.num_inference_steps,
+                     "fused_ddim": ex._fused is not None,
                      "horizon": ex.cfg.horizon, "n_action_steps": ex.cfg.n_action_steps, "hidden_dim": ex.cfg.hidden_dim}
     res["amortised_ms_per_step"] = res["median_ms"] / ex.cfg.n_action_steps
     return res
@@ -317,12 +324,16 @@ def main() -> None:
     for th in args.threads:
         torch.set_num_threads(th)
         tr: dict = {"track_ddim10": bench_track(args.repeats, args.track_checkpoint, num_inference_steps=10),
+                    "track_ddim10_module_path": bench_track(args.repeats, args.track_checkpoint, fused=False,
+                                                            num_inference_steps=10),
                     "track_ddim5": bench_track(args.repeats, args.track_checkpoint, num_inference_steps=5)}
         if args.track_checkpoint is None:
             tr["track_mse"] = bench_track(args.repeats, None, head="mse")
         env_dim = 2 * (track_executor(args.track_checkpoint).obs_dim - 10)  # the trace features of To = 2 frames
         tr["lerobot_lowdim"] = bench_lerobot_lowdim(args.repeats, env_dim // 2)
-        tr["ratios"] = {"lerobot_lowdim/track_ddim10": tr["lerobot_lowdim"]["median_ms"] / tr["track_ddim10"]["median_ms"]}
+        tr["ratios"] = {"lerobot_lowdim/track_ddim10": tr["lerobot_lowdim"]["median_ms"] / tr["track_ddim10"]["median_ms"],
+                        "module_path/fused": (tr["track_ddim10_module_path"]["median_ms"]
+                                              / tr["track_ddim10"]["median_ms"])}
         result.setdefault("track_by_threads", {})[str(th)] = tr
         print(json.dumps({th: {k: (v["median_ms"] if isinstance(v, dict) and "median_ms" in v else v)
                                for k, v in tr.items()}}), flush=True)

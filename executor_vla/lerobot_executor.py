@@ -29,7 +29,7 @@ agent's step budget ends each subgoal (run flat: one subgoal, ``agent.subgoal_st
 whole subgoal, keeps its own observation history and has a done head. LeRobot's single-frame batch carries none of
 that, so for these types the loaded policy's executor is driven directly: ``set_subgoal`` / ``select_action`` /
 ``subgoal_done`` are the executor's (its processors are identity normalisation plus the device step, which it does
-itself). A track executor is traced for batch-1 sampling at load (``TrackExecutor.optimize_for_inference``), as
+itself). A track executor samples with the fused DDIM loop at load (``TrackExecutor.optimize_for_inference``), as
 tandem's own loader does. Its text is chosen by its ``conditioning_source``;
 ``task_text`` must name the same (``subgoal`` or ``instruction``) or loading raises ConfigError.
 """
@@ -167,7 +167,7 @@ class LeRobotPolicyExecutor:
                                   f"{type(e).__name__}: {e}") from e
         policy.eval()
         if policy_type == TANDEM_TRACK_POLICY_TYPE:
-            policy.executor.optimize_for_inference()  # as TrackExecutor.from_checkpoint: ~3x faster chunks on a CPU
+            policy.executor.optimize_for_inference()  # as TrackExecutor.from_checkpoint: the fused DDIM loop
         return cls(policy, pre, post, task_text=task_text, camera_map=camera_map, action_low=action_low,
                    action_high=action_high)
 

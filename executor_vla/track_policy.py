@@ -28,11 +28,12 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
+from executor_vla.fused_mlp_ddim import FusedMLPDDIM
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.track_config import TrackExecutorConfig
 from executor_vla.track_data import TrackStats
 from executor_vla.track_features import config_feature_dim, frame_features
-from executor_vla.track_net import TrackNet
+from executor_vla.track_net import MLPDenoiser, TrackNet
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
 from tandem.core.types import Observation, Subgoal, TaskSpec
@@ -77,7 +78,8 @@ class TrackExecutor(nn.Module):
         self.train_scheduler = make_train_scheduler(cfg.num_train_timesteps, cfg.beta_schedule, cfg.prediction_type,
                                                     cfg.clip_sample)
         self.command = ""
-        self._traced_denoiser: Any = None
+        self._fast_sampling = False  # optimize_for_inference() turns on the fused DDIM loop (FusedMLPDDIM)
+        self._fused: FusedMLPDDIM | None = None
         self.reset()
 
     # ------------------------------------------------------------------ normalisation
@@ -192,33 +194,29 @@ class TrackExecutor(nn.Module):
         b = cond.shape[0]
         if cfg.head == "mse":
             x = self.net.regress(cond)
+        elif self._fused is not None and not self.training:
+            x = self._fused.sample(cond, generator)
         else:
-            denoiser = self._traced_denoiser if (self._traced_denoiser is not None and b == 1) else self.net.denoiser
-            x = self._chunk_sampler.sample(lambda x_t, t: denoiser(x_t, t, cond),
+            x = self._chunk_sampler.sample(lambda x_t, t: self.net.denoiser(x_t, t, cond),
                                            (b, cfg.horizon, cfg.action_dim), generator, cond.device)
         return self.unnormalize_action(x), self.net.progress(cond)
 
-    @torch.no_grad()
     def optimize_for_inference(self) -> TrackExecutor:
-        """Trace the denoiser with TorchScript for batch-1 sampling (``torch.jit.trace`` + ``freeze``): the MLP is
-        small enough that Python dispatch dominates its cost, and the traced one makes a DDIM-10 chunk about 3x
-        faster on one CPU core (``benchmarks/executor_latency.py``). The weights are frozen into the trace, so
-        this is for a loaded, evaluation-only executor; returns ``self``."""
-        if self.cfg.head != "diffusion" or self.net.denoiser is None:
-            return self
-        self.eval()
-        cond = torch.zeros(1, self.cfg.cond_dim, device=self.device)
-        x = torch.zeros(1, self.cfg.horizon, self.cfg.action_dim, device=self.device)
-        t = torch.zeros(1, dtype=torch.long, device=self.device)
-        traced = torch.jit.trace(self.net.denoiser, (x, t, cond), check_trace=False)
-        self._traced_denoiser = torch.jit.freeze(traced.eval())
+        """Sample evaluation-mode chunks with the fused DDIM loop (:class:`executor_vla.fused_mlp_ddim.FusedMLPDDIM`)
+        where it applies (diffusion head, MLP denoiser, DDIM): the same chunks to float rounding, without the
+        ``nn.Module`` dispatch that dominates a 1 M-parameter MLP at batch 1 on a CPU (``benchmarks/
+        executor_latency.py`` measures both). It reads the live weights, so training afterwards stays correct (and
+        uses the module path while in training mode). Returns ``self``."""
+        self._fast_sampling = True
+        self._fused = self._fused_sampler()
         return self
 
-    def train(self, mode: bool = True) -> TrackExecutor:
-        """``nn.Module.train``; leaving evaluation mode drops the traced denoiser (its weights would go stale)."""
-        if mode:
-            self._traced_denoiser = None
-        return super().train(mode)
+    def _fused_sampler(self) -> FusedMLPDDIM | None:
+        cfg = self.cfg
+        if (not self._fast_sampling or cfg.head != "diffusion" or cfg.denoiser != "mlp"
+                or cfg.inference_scheduler != "DDIM" or not isinstance(self.net.denoiser, MLPDenoiser)):
+            return None
+        return FusedMLPDDIM(self.net.denoiser, self._chunk_sampler)
 
     # ------------------------------------------------------------------ Executor protocol
     def reset(self) -> None:
@@ -232,6 +230,7 @@ class TrackExecutor(nn.Module):
         self._gripper: float | None = None  # binarised gripper state (None until the first action)
         self.last_progress: float | None = None
         self._chunk_sampler = self._sampler()
+        self._fused = self._fused_sampler()
 
     def _check_vocabulary(self, subgoal: Subgoal, task: TaskSpec | None) -> None:
         cfg = self.cfg
