@@ -18,8 +18,8 @@ from tandem.core.errors import ConfigError
 ROLES = {"scene": TaskScene, "predicates": TaskPredicates, "expert": TaskExpert, "perturbations": TaskPerturbations}
 
 
-def test_the_three_tasks_are_registered():
-    assert task_names() == ["nut_assembly", "pick_place_bins", "stack_three"]
+def test_the_shipped_tasks_are_registered():
+    assert {"nut_assembly", "pick_place_bins", "stack_three"} <= set(task_names())
 
 
 @pytest.mark.parametrize("name", task_names())
