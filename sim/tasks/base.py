@@ -1,14 +1,18 @@
-"""The contract every long-horizon task in ``sim/tasks`` implements.
+"""The contract every long-horizon task in ``sim/tasks`` fulfils: a :class:`TaskDefinition` composed of four parts.
 
-A task owns everything that is specific to it:
+A task owns everything that is specific to it, split into the four roles of :mod:`sim.tasks.roles`, one file
+each in the task's package:
 
-* which robosuite environment to build (``make_robosuite_env``),
-* how an episode's goal is drawn per seed (``sample_spec``: instruction + ordered goal predicates),
-* the ground predicates it can evaluate from simulator state (``predicates``),
-* the privileged ground truth exposed in ``Observation.privileged`` (``privileged``),
-* how subgoals are worded (``TaskSpec.skill_texts``, filled in ``sample_spec``),
-* the scripted expert's end-effector waypoints for each skill (``expert_waypoints``),
-* which perturbations apply to it (``perturbations``).
+* the scene (``scene.py``, :class:`~sim.tasks.roles.TaskScene`): which robosuite environment to build
+  (``make_robosuite_env``), how an episode's goal is drawn per seed (``sample_spec``: instruction + ordered goal
+  predicates + subgoal wording ``TaskSpec.skill_texts``), the object names and symmetries, and the privileged
+  object poses exposed in ``Observation.privileged`` (``object_poses``);
+* the predicates (``predicates.py``, :class:`~sim.tasks.roles.TaskPredicates`): the ground predicates it can
+  evaluate from simulator state (``predicates``) and their label vocabulary;
+* the expert (``expert.py``, :class:`~sim.tasks.roles.TaskExpert`): the scripted expert's end-effector
+  waypoints for each skill (``expert_waypoints``) and the object poses once a skill succeeded (``goal_poses``);
+* the perturbations (``perturbations.py``, :class:`~sim.tasks.roles.TaskPerturbations`): which perturbations
+  apply to it (``perturbation_names``) and its own ones (``perturb``).
 
 The generic parts (rendering, seeding, save/restore, projection, waypoint tracking) live in
 ``sim/robosuite_env.py``, ``sim/cameras.py`` and ``sim/experts.py``.
@@ -18,154 +22,142 @@ Conventions: positions in m, world frame; quaternions wxyz; yaw in rad about wor
 
 from __future__ import annotations
 
-import abc
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from tandem.core.types import TaskSpec
+from sim.tasks.roles import TaskExpert, TaskPerturbations, TaskPredicates, TaskScene
+from sim.tasks.types import SKILL_PREDICATES, TaskEpisode, Waypoint
+from tandem.core.errors import ConfigError
 
-#: Skill name -> predicate template shared by all tasks (``{0}``, ``{1}`` are the subgoal args).
-SKILL_PREDICATES: dict[str, str] = {
-    "pick": "grasped({0})",
-    "place": "in_bin({0})",
-    "stack": "on({0},{1})",
-    "insert": "on_peg({0},{1})",
-}
+__all__ = [
+    "SKILL_PREDICATES",
+    "TaskDefinition",
+    "TaskEpisode",
+    "TaskExpert",
+    "TaskParts",
+    "TaskPerturbations",
+    "TaskPredicates",
+    "TaskScene",
+    "Waypoint",
+]
 
 
 @dataclass(frozen=True)
-class Waypoint:
-    """One target of the scripted expert's waypoint tracker.
+class TaskParts:
+    """The four parts of one task, one per role of :mod:`sim.tasks.roles`.
+
+    Raises:
+        ConfigError: a part is not an instance of its role (names the role, the class expected and the one given).
+    """
+
+    scene: TaskScene
+    predicates: TaskPredicates
+    expert: TaskExpert
+    perturbations: TaskPerturbations
+
+    def __post_init__(self) -> None:
+        for role, cls in (("scene", TaskScene), ("predicates", TaskPredicates), ("expert", TaskExpert),
+                          ("perturbations", TaskPerturbations)):
+            part = getattr(self, role)
+            if not isinstance(part, cls):
+                raise ConfigError(f"task part {role!r} must be a {cls.__name__} (sim.tasks.roles), "
+                                  f"got {type(part).__name__}")
+
+
+class TaskDefinition:
+    """One long-horizon task, composed of its four parts. Each task subclasses it in ``sim/tasks/<task>/__init__.py``
+    (which only wires the parts together) and is registered in ``sim.tasks.registry``.
+
+    The rest of tandem uses only the members below; each one delegates to the part that owns it (its docstring is
+    there), except :meth:`reference_subgoals` and :meth:`success`, which are derived from the others.
+
+    Args:
+        scene / predicates / expert / perturbations: the task's parts (see :mod:`sim.tasks.roles`).
 
     Attributes:
-        pos: ``float64 (3,)`` target position of the grip site (m, world frame).
-        yaw: target gripper yaw about world +z (rad); the gripper is held pointing straight down.
-        gripper: -1.0 open, +1.0 closed (robosuite OSC gripper convention).
-        tol: position tolerance (m) at which the waypoint counts as reached.
-        max_step: maximum translation per control step (m); small values descend slowly.
-        hold: extra control steps to stay at the waypoint once reached (e.g. to let the gripper close).
-        label: what this waypoint is for (``"above"``, ``"grasp"``, ``"lift"``...), for logs and traces.
+        parts: the four parts (:class:`TaskParts`), for task-specific helpers (e.g. ``parts.scene.peg_pos``).
+
+    Raises:
+        ConfigError: a part is not an instance of its role.
     """
 
-    pos: np.ndarray
-    yaw: float = 0.0
-    gripper: float = -1.0
-    tol: float = 0.01
-    max_step: float = 0.05
-    hold: int = 0
-    label: str = ""
+    def __init__(self, scene: TaskScene, predicates: TaskPredicates, expert: TaskExpert,
+                 perturbations: TaskPerturbations) -> None:
+        self.parts = TaskParts(scene=scene, predicates=predicates, expert=expert, perturbations=perturbations)
 
+    # ---- the scene
+    @property
+    def name(self) -> str:
+        """Registry name (:attr:`TaskScene.name`)."""
+        return self.parts.scene.name
 
-@dataclass
-class TaskEpisode:
-    """What ``sample_spec`` draws for one seed: the spec plus task-private choices (e.g. object subset)."""
+    @property
+    def skills(self) -> tuple[str, ...]:
+        """The skills this task uses (:attr:`TaskScene.skills`)."""
+        return self.parts.scene.skills
 
-    spec: TaskSpec
-    choices: dict[str, Any] = field(default_factory=dict)
+    @property
+    def max_steps(self) -> int:
+        """Whole-episode control-step budget at 20 Hz (:attr:`TaskScene.max_steps`)."""
+        return self.parts.scene.max_steps
 
-
-class TaskDefinition(abc.ABC):
-    """One long-horizon task. Subclasses are registered in ``sim.tasks.registry``.
-
-    Class attributes:
-        name: registry name.
-        skills: the skills this task uses (subset of :data:`SKILL_PREDICATES`).
-        max_steps: whole-episode control-step budget at 20 Hz.
-        perturbation_names: perturbations supported by this task (see ``sim/perturbations.py``).
-    """
-
-    name: str = ""
-    skills: tuple[str, ...] = ()
-    max_steps: int = 1000
-    perturbation_names: tuple[str, ...] = ()
-
-    @abc.abstractmethod
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
-        """Draw the episode's goal (instruction + ordered goal predicates) for a seed's rng."""
+        """See :meth:`TaskScene.sample_spec`."""
+        return self.parts.scene.sample_spec(rng)
 
-    @abc.abstractmethod
     def make_robosuite_env(self, **env_kwargs: Any) -> Any:
-        """Build the robosuite env (Panda, OSC_POSE). ``env_kwargs`` come from the adapter
-        (cameras, image size, ``hard_reset=False``, ...). Called once per adapter, not per episode."""
+        """See :meth:`TaskScene.make_robosuite_env`."""
+        return self.parts.scene.make_robosuite_env(**env_kwargs)
 
-    def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        """``(objects, predicates)``: every object :meth:`object_poses` reports and every ground predicate
-        :meth:`predicates` reports, whatever the episode, in a fixed order. Datasets label each frame over this
-        vocabulary (``labels.*`` features), so that state models have fixed-size targets.
+    def configure_episode(self, rs_env: Any, episode: TaskEpisode) -> None:
+        """See :meth:`TaskScene.configure_episode`."""
+        self.parts.scene.configure_episode(rs_env, episode)
 
-        Default: the graspable objects of :meth:`object_names` of an empty episode and each skill's predicate over
-        them; tasks whose predicates take targets (bins, pegs) override it.
-        """
-        raise NotImplementedError(f"task {self.name!r} does not declare its label vocabulary")
+    def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
+        """See :meth:`TaskScene.object_names`."""
+        return self.parts.scene.object_names(episode)
 
     def object_symmetries(self) -> dict[str, int]:
-        """Object -> order ``m >= 1`` of its rotational symmetry about its vertical axis, as far as a camera and a
-        parallel gripper can tell (a cube with the same texture on every face: 4); its yaw, and the second label
-        keypoint (3 cm along its local x axis), are then defined only modulo ``2 pi / m``. The learned perception
-        models are trained and scored with it. Default: none (every object order 1)."""
-        return {}
+        """See :meth:`TaskScene.object_symmetries`."""
+        return self.parts.scene.object_symmetries()
 
-    def configure_episode(self, rs_env: Any, episode: TaskEpisode) -> None:  # noqa: B027 - optional hook
-        """Optional hook before ``reset()`` (e.g. choose which objects are active)."""
-
-    @abc.abstractmethod
-    def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
-        """Graspable object names used in this episode's instruction, e.g. ``("red", "green", "blue")``."""
-
-    @abc.abstractmethod
-    def predicates(self, rs_env: Any, episode: TaskEpisode) -> dict[str, bool]:
-        """All ground predicates of this episode, e.g. ``{"grasped(red)": False, "on(red,green)": True}``.
-
-        ``on``/``in_bin``/``on_peg`` must require the object released and settled (not grasped).
-        """
-
-    @abc.abstractmethod
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
-        """Object name -> ``{"pos": [x, y, z] (m, world), "quat": [w, x, y, z]}``."""
-
-    @abc.abstractmethod
-    def expert_waypoints(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> list[Waypoint]:
-        """Waypoints of the scripted expert for ``skill(*args)`` from the current state.
-
-        Raises:
-            UnknownSkillError / UnknownObjectError: for names this task does not know.
-        """
-
-    @abc.abstractmethod
-    def goal_poses(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """Object poses once ``skill(*args)`` has succeeded, for the oracle goal image (teleport-render-restore).
-
-        Returns object name -> ``(pos (3,) m world, quat (4,) wxyz)`` for the objects that move.
-        """
-
-    # ---- optional hooks with generic defaults (added by the sim core; override where the default does not fit) ----
+        """See :meth:`TaskScene.object_poses`."""
+        return self.parts.scene.object_poses(rs_env, episode)
 
     def mujoco_object(self, rs_env: Any, episode: TaskEpisode, name: str) -> Any:
-        """The robosuite ``MujocoObject`` behind object ``name`` (used by ``teleport`` and perturbations).
+        """See :meth:`TaskScene.mujoco_object`."""
+        return self.parts.scene.mujoco_object(rs_env, episode, name)
 
-        Default: the object of ``rs_env.model.mujoco_objects`` whose robosuite name equals ``name`` ignoring
-        case and underscores (``"square_nut"`` -> ``"SquareNut"``, ``"milk"`` -> ``"Milk"``). Override when
-        the names differ.
+    # ---- the predicates
+    def predicates(self, rs_env: Any, episode: TaskEpisode) -> dict[str, bool]:
+        """See :meth:`TaskPredicates.predicates`."""
+        return self.parts.predicates.predicates(rs_env, episode)
 
-        Raises:
-            UnknownObjectError: no such object (lists the task's object names).
-        """
-        from tandem.core.errors import UnknownObjectError
+    def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """See :meth:`TaskPredicates.label_vocabulary`."""
+        return self.parts.predicates.label_vocabulary()
 
-        def norm(s: str) -> str:
-            return s.replace("_", "").lower()
+    def success(self, rs_env: Any, episode: TaskEpisode) -> bool:
+        """Task success: every goal predicate of the episode holds."""
+        preds = self.predicates(rs_env, episode)
+        return all(preds.get(g, False) for g in episode.spec.goals)
 
-        for obj in getattr(rs_env.model, "mujoco_objects", []):
-            if norm(obj.name) == norm(name):
-                return obj
-        raise UnknownObjectError(name, list(self.object_names(episode)))
+    # ---- the expert
+    def expert_waypoints(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> list[Waypoint]:
+        """See :meth:`TaskExpert.expert_waypoints`."""
+        return self.parts.expert.expert_waypoints(rs_env, episode, skill, args)
+
+    def goal_poses(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """See :meth:`TaskExpert.goal_poses`."""
+        return self.parts.expert.goal_poses(rs_env, episode, skill, args)
 
     def reference_subgoals(self, episode: TaskEpisode) -> list[tuple[str, tuple[str, ...]]]:
         """The reference skill sequence solving the episode, e.g. ``[("pick", ("red",)), ("stack", ("red", "green"))]``.
 
-        Default: for each goal predicate ``p(a, ...)`` in order, ``pick(a)`` then the skill whose
+        For each goal predicate ``p(a, ...)`` in order, ``pick(a)`` then the skill whose
         :data:`SKILL_PREDICATES` template has predicate name ``p`` (no extra pick if that skill is pick).
         Used by ``benchmarks/expert_success.py`` and the oracle planner's training labels.
         """
@@ -182,23 +174,14 @@ class TaskDefinition(abc.ABC):
             out.append((skill, args))
         return out
 
+    # ---- the perturbations
+    @property
+    def perturbation_names(self) -> tuple[str, ...]:
+        """Perturbations supported by this task (:attr:`TaskPerturbations.perturbation_names`)."""
+        return self.parts.perturbations.perturbation_names
+
     def perturb(
         self, rs_env: Any, episode: TaskEpisode, name: str, rng: np.random.Generator, target: str | None = None
     ) -> dict[str, Any] | None:
-        """Apply task-specific perturbation ``name`` now (see ``sim/perturbations.py``).
-
-        Only called for names in :attr:`perturbation_names` that ``sim/perturbations.py`` lists in
-        ``TASK_IMPLEMENTED`` (``pull_from_bin``), once its trigger held; ``target`` is the object of the
-        triggering predicate (e.g. ``"milk"`` for ``in_bin(milk)``). Must move objects by writing free-joint
-        qpos (and zero qvel) and return a JSON-safe detail dict (e.g. ``{"object": "milk", "to": [x, y, z]}``),
-        or None to decline (it is retried on the next step). The env runs ``mj_forward`` afterwards.
-
-        Raises:
-            NotImplementedError: the task lists the perturbation but does not implement it.
-        """
-        raise NotImplementedError(f"task {self.name!r} does not implement perturbation {name!r}")
-
-    def success(self, rs_env: Any, episode: TaskEpisode) -> bool:
-        """Task success: every goal predicate of the episode holds."""
-        preds = self.predicates(rs_env, episode)
-        return all(preds.get(g, False) for g in episode.spec.goals)
+        """See :meth:`TaskPerturbations.perturb`."""
+        return self.parts.perturbations.perturb(rs_env, episode, name, rng, target=target)

@@ -74,12 +74,12 @@ def test_on_peg_needs_the_nut_threaded_and_settled(nut_env):
     goal = task.goal_poses(rs, env.episode, "insert", ("round_nut", "round_peg"))
     assert set(goal) == {"round_nut"}
     pos, quat = goal["round_nut"]
-    peg = task.peg_pos(rs, "round_peg")
+    peg = task.parts.scene.peg_pos(rs, "round_peg")
     np.testing.assert_allclose(pos[:2], peg[:2])
     assert pos[2] < ON_PEG_MAX_Z
     # balanced on top of the peg: not on it
     env.teleport({"round_nut": (np.array([peg[0], peg[1], 0.96]), quat)})
-    assert not task.is_on_peg(rs, "round_nut", "round_peg")
+    assert not task.parts.predicates.is_on_peg(rs, "round_nut", "round_peg")
     # threaded on the peg at rest: on it (and not on the other peg)
     env.teleport({"round_nut": (pos + np.array([0.0, 0.0, 0.002]), quat)})
     info = {}
@@ -89,10 +89,10 @@ def test_on_peg_needs_the_nut_threaded_and_settled(nut_env):
     assert not info["predicates"]["on_peg(round_nut,square_peg)"]
     assert not info["predicates"]["grasped(round_nut)"]
     # moving fast: not settled, so not on it
-    env.rs_env.sim.data.set_joint_qvel(task._nut(rs, "round_nut").joints[0], np.array([0, 0, 0.5, 0, 0, 0]))
-    assert not task.is_on_peg(rs, "round_nut", "round_peg")
+    env.rs_env.sim.data.set_joint_qvel(task.parts.scene.nut_object(rs, "round_nut").joints[0], np.array([0, 0, 0.5, 0, 0, 0]))
+    assert not task.parts.predicates.is_on_peg(rs, "round_nut", "round_peg")
     pick_goal = task.goal_poses(rs, env.episode, "pick", ("square_nut",))
-    now, _ = task.nut_pose(rs, "square_nut")
+    now, _ = task.parts.scene.nut_pose(rs, "square_nut")
     assert abs(pick_goal["square_nut"][0][2] - now[2] - 0.1) < 1e-6
 
 
@@ -111,8 +111,8 @@ def test_expert_solves_nut_assembly_and_on_peg_waits_for_release(nut_env):
             nonlocal held_low_around_peg
             if skill != "insert":
                 return
-            pos, _ = task.nut_pose(env.rs_env, nut)
-            peg_xy = task.peg_pos(env.rs_env, NUTS[nut].peg)[:2]
+            pos, _ = task.parts.scene.nut_pose(env.rs_env, nut)
+            peg_xy = task.parts.scene.peg_pos(env.rs_env, NUTS[nut].peg)[:2]
             if step_info["predicates"][f"grasped({nut})"] and pos[2] < ON_PEG_MAX_Z and np.linalg.norm(pos[:2] - peg_xy) < 0.02:
                 held_low_around_peg += 1
                 assert not step_info["predicates"][f"on_peg({nut},{NUTS[nut].peg})"]
@@ -143,7 +143,7 @@ def test_unknown_names_raise(nut_env):
     with pytest.raises(UnknownObjectError):
         task.goal_poses(env.rs_env, env.episode, "pick", ("square_peg",))
     with pytest.raises(UnknownObjectError):
-        task.subgoal_text("insert", ("square_nut",))
+        task.parts.scene.subgoal_text("insert", ("square_nut",))
 
 
 def test_wrist_planning_helpers():

@@ -79,7 +79,7 @@ def test_expert_end_to_end_and_predicates(env):
             if skill == "place" and label in ("above_bin", "lower"):
                 carried += 1
                 assert preds[f"grasped({obj})"], f"{obj} not grasped while carried ({label})"
-            if task.inside_cell(env.rs_env, obj) and preds[f"grasped({obj})"]:
+            if task.parts.predicates.inside_cell(env.rs_env, obj) and preds[f"grasped({obj})"]:
                 held_in_cell += 1
                 assert not preds[f"in_bin({obj})"], "in_bin must require release"
         assert ex.subgoal_done()

@@ -1,4 +1,4 @@
-"""``stack_three``: stack three coloured cubes (red, green, blue) into a tower in a seed-drawn order.
+"""``stack_three`` scene: three equal coloured cubes on a table, and which tower each seed asks for.
 
 The robosuite environment :class:`StackThreeEnv` is a custom subclass of robosuite's ``Stack`` with three
 equal cubes (half size :data:`CUBE_HALF` m) placed by a ``UniformRandomSampler`` with random yaw and at least
@@ -7,17 +7,10 @@ equal cubes (half size :data:`CUBE_HALF` m) placed by a ``UniformRandomSampler``
 Per seed a permutation (bottom, middle, top) is drawn; instruction
 ``"stack the <middle> cube on the <bottom> cube, then the <top> cube on the <middle> cube"``,
 goals ``("on(middle,bottom)", "on(top,middle)")``. Skills: ``pick`` -> ``grasped(x)``, ``stack`` -> ``on(x,y)``.
-
-Predicates (from simulator state):
-
-* ``grasped(x)``: both Panda fingerpads touch cube x (robosuite ``_check_grasp``).
-* ``on(x,y)``: x rests on y: xy centre distance < :data:`ON_XY_TOL`, ``|z_x - (z_y + 2 h)| <`` :data:`ON_Z_TOL`,
-  x not grasped and settled (linear speed < :data:`SETTLED_SPEED` m/s).
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -29,17 +22,14 @@ from robosuite.models.tasks import ManipulationTask
 from robosuite.utils.mjcf_utils import CustomMaterial
 from robosuite.utils.placement_samplers import UniformRandomSampler
 
-from sim.tasks.base import SKILL_PREDICATES, TaskDefinition, TaskEpisode, Waypoint
+from sim.tasks.roles import TaskScene
+from sim.tasks.types import SKILL_PREDICATES, TaskEpisode
 from tandem.core.errors import UnknownObjectError, UnknownSkillError
-from tandem.core.geometry import yaw_of_mat, yaw_of_quat
 from tandem.core.types import TaskSpec
 
 COLORS: tuple[str, ...] = ("red", "green", "blue")
 CUBE_HALF = 0.022  # m
 MIN_SPACING = 0.11  # m between cube centres at placement (open fingers reach ~5 cm from the centre)
-ON_XY_TOL = 0.02  # m
-ON_Z_TOL = 0.008  # m
-SETTLED_SPEED = 0.05  # m/s
 #: Subgoal wording (``TaskSpec.skill_texts``).
 SKILL_TEXTS = {"pick": "pick up the {0} cube", "stack": "stack the {0} cube on the {1} cube"}
 _RGBA = {"red": [1, 0, 0, 1], "green": [0, 1, 0, 1], "blue": [0, 0, 1, 1]}
@@ -57,7 +47,7 @@ class _SpacedBox(BoxObject):
 class StackThreeEnv(Stack):
     """robosuite ``Stack`` with three cubes ``red_cube``, ``green_cube``, ``blue_cube`` (same kwargs as Stack).
 
-    Reward is always 0 and ``_check_success`` False: success is decided by :class:`StackThreeTask`.
+    Reward is always 0 and ``_check_success`` False: success is decided by the task's predicates.
     """
 
     def _load_model(self) -> None:
@@ -103,13 +93,12 @@ class StackThreeEnv(Stack):
         ManipulationEnv.visualize(self, vis_settings=vis_settings)
 
 
-class StackThreeTask(TaskDefinition):
-    """Task definition of ``stack_three`` (see module doc)."""
+class StackThreeScene(TaskScene):
+    """Scene of ``stack_three`` (see module doc)."""
 
     name = "stack_three"
     skills = ("pick", "stack")
     max_steps = 800
-    perturbation_names = ("knock_top_cube", "open_gripper", "close_gripper", "slip_fast")
 
     # ---------------------------------------------------------------- episode
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
@@ -144,11 +133,6 @@ class StackThreeTask(TaskDefinition):
     def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
         return COLORS
 
-    def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        preds = tuple(f"grasped({c})" for c in COLORS)
-        preds += tuple(f"on({x},{y})" for x in COLORS for y in COLORS if x != y)
-        return COLORS, preds
-
     def object_symmetries(self) -> dict[str, int]:
         """The cubes carry the same wood texture on every face: a quarter turn looks the same."""
         return dict.fromkeys(COLORS, 4)
@@ -158,38 +142,13 @@ class StackThreeTask(TaskDefinition):
             raise UnknownObjectError(name, list(COLORS))
         return rs_env.cubes[name]
 
-    # ---------------------------------------------------------------- state
-    def _pos(self, rs_env: Any, c: str) -> np.ndarray:
-        return np.array(rs_env.sim.data.body_xpos[rs_env.cube_body_ids[c]])
+    def check_skill_args(self, skill: str, args: tuple[str, ...]) -> None:
+        """Check ``skill(*args)``: ``pick(cube)`` or ``stack(cube, other cube)``.
 
-    def _quat(self, rs_env: Any, c: str) -> np.ndarray:
-        return np.array(rs_env.sim.data.body_xquat[rs_env.cube_body_ids[c]])
-
-    def _speed(self, rs_env: Any, c: str) -> float:
-        return float(np.linalg.norm(rs_env.sim.data.get_joint_qvel(rs_env.cubes[c].joints[0])[:3]))
-
-    def _grasped(self, rs_env: Any, c: str) -> bool:
-        return bool(rs_env._check_grasp(gripper=rs_env.robots[0].gripper, object_geoms=rs_env.cubes[c]))
-
-    def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
-        return {c: {"pos": self._pos(rs_env, c).tolist(), "quat": self._quat(rs_env, c).tolist()} for c in COLORS}
-
-    def predicates(self, rs_env: Any, episode: TaskEpisode) -> dict[str, bool]:
-        pos = {c: self._pos(rs_env, c) for c in COLORS}
-        grasped = {c: self._grasped(rs_env, c) for c in COLORS}
-        out = {f"grasped({c})": grasped[c] for c in COLORS}
-        for x in COLORS:
-            for y in COLORS:
-                if x == y:
-                    continue
-                d = pos[x] - pos[y]
-                on = (np.linalg.norm(d[:2]) < ON_XY_TOL and abs(d[2] - 2 * CUBE_HALF) < ON_Z_TOL
-                      and not grasped[x] and self._speed(rs_env, x) < SETTLED_SPEED)
-                out[f"on({x},{y})"] = bool(on)
-        return out
-
-    # ---------------------------------------------------------------- expert
-    def _check(self, skill: str, args: tuple[str, ...]) -> None:
+        Raises:
+            UnknownSkillError: ``skill`` is not pick or stack. UnknownObjectError: a wrong number of args, a name
+                that is not a cube, or a cube stacked on itself.
+        """
         if skill not in self.skills:
             raise UnknownSkillError(skill, list(self.skills))
         n = {"pick": 1, "stack": 2}[skill]
@@ -201,69 +160,14 @@ class StackThreeTask(TaskDefinition):
         if skill == "stack" and args[0] == args[1]:
             raise UnknownObjectError(args[1], [c for c in COLORS if c != args[0]])
 
-    def grasp_yaw(self, rs_env: Any, c: str) -> float:
-        """Gripper yaw (rad, finger axis) for grasping cube ``c``: the cube's yaw mod 90 deg whose finger
-        positions (+-6 cm along the finger axis) keep the most clearance from the other cubes (FIELD-NOTES)."""
-        p = self._pos(rs_env, c)
-        base = yaw_of_quat(self._quat(rs_env, c))
-        others = [self._pos(rs_env, o)[:2] for o in COLORS if o != c]
-        best, best_clear = base, -1.0
-        for k in range(2):
-            yaw = base + k * math.pi / 2
-            u = np.array([math.cos(yaw), math.sin(yaw)])
-            fingers = [p[:2] + 0.06 * u, p[:2] - 0.06 * u]
-            clear = min(np.linalg.norm(f - o) for f in fingers for o in others)
-            if clear > best_clear:
-                best, best_clear = yaw, clear
-        return best
+    # ---------------------------------------------------------------- state
+    def cube_pos(self, rs_env: Any, c: str) -> np.ndarray:
+        """``float64 (3,)`` position (m, world) of cube ``c``'s centre."""
+        return np.array(rs_env.sim.data.body_xpos[rs_env.cube_body_ids[c]])
 
-    def _pick_waypoints(self, rs_env: Any, c: str) -> list[Waypoint]:
-        p = self._pos(rs_env, c)
-        yaw = self.grasp_yaw(rs_env, c)
-        return [
-            Waypoint(pos=p + [0, 0, 0.10], yaw=yaw, gripper=-1.0, tol=0.015, max_step=0.05, label="above"),
-            Waypoint(pos=p + [0, 0, 0.0], yaw=yaw, gripper=-1.0, tol=0.008, max_step=0.025, label="grasp"),
-            Waypoint(pos=p + [0, 0, 0.0], yaw=yaw, gripper=1.0, tol=0.02, max_step=0.01, hold=10, label="close"),
-            Waypoint(pos=p + [0, 0, 0.12], yaw=yaw, gripper=1.0, tol=0.02, max_step=0.03, label="lift"),
-        ]
+    def cube_quat(self, rs_env: Any, c: str) -> np.ndarray:
+        """``float64 (4,)`` orientation (wxyz, world) of cube ``c``."""
+        return np.array(rs_env.sim.data.body_xquat[rs_env.cube_body_ids[c]])
 
-    def expert_waypoints(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> list[Waypoint]:
-        self._check(skill, args)
-        if skill == "pick":
-            return self._pick_waypoints(rs_env, args[0])
-        x, y = args
-        eef = np.array(rs_env.sim.data.site_xpos[rs_env.robots[0].eef_site_id[rs_env.robots[0].arms[0]]])
-        mat = np.array(rs_env.sim.data.site_xmat[rs_env.robots[0].eef_site_id[rs_env.robots[0].arms[0]]]).reshape(3, 3)
-        cur_yaw = yaw_of_mat(mat)
-        pre: list[Waypoint] = []
-        if self._grasped(rs_env, x):
-            offset = self._pos(rs_env, x) - eef  # cube centre relative to the grip site
-            grip_yaw = cur_yaw
-        else:  # not holding x: pick it first (then the cube centre is at the grip site)
-            pre = self._pick_waypoints(rs_env, x)
-            offset = np.zeros(3)
-            grip_yaw = pre[0].yaw
-        # rotate so that x's faces align with y's (cube yaw difference modulo 90 deg)
-        dyaw = yaw_of_quat(self._quat(rs_env, y)) - yaw_of_quat(self._quat(rs_env, x))
-        dyaw = (dyaw + math.pi / 4) % (math.pi / 2) - math.pi / 4
-        yaw = grip_yaw + dyaw
-        q = self._pos(rs_env, y)
-        place = q + [0, 0, 2 * CUBE_HALF + 0.004]
-        g = place - offset * np.array([1.0, 1.0, 1.0])
-        return pre + [
-            Waypoint(pos=g + [0, 0, 0.07], yaw=yaw, gripper=1.0, tol=0.012, max_step=0.04, label="above_target"),
-            Waypoint(pos=g + [0, 0, 0.0], yaw=yaw, gripper=1.0, tol=0.006, max_step=0.015, hold=2, label="lower"),
-            Waypoint(pos=g + [0, 0, 0.0], yaw=yaw, gripper=-1.0, tol=0.03, max_step=0.005, hold=8, label="release"),
-            Waypoint(pos=g + [0, 0, 0.10], yaw=yaw, gripper=-1.0, tol=0.02, max_step=0.03, label="retreat"),
-        ]
-
-    def goal_poses(self, rs_env: Any, episode: TaskEpisode, skill: str,
-                   args: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        self._check(skill, args)
-        x = args[0]
-        if skill == "pick":
-            p = self._pos(rs_env, x)
-            p[2] = max(p[2], rs_env.table_offset[2] + CUBE_HALF) + 0.10
-            return {x: (p, self._quat(rs_env, x))}
-        q = self._pos(rs_env, args[1])
-        return {x: (q + [0, 0, 2 * CUBE_HALF], self._quat(rs_env, args[1]))}
+    def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
+        return {c: {"pos": self.cube_pos(rs_env, c).tolist(), "quat": self.cube_quat(rs_env, c).tolist()} for c in COLORS}

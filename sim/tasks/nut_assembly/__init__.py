@@ -1,0 +1,63 @@
+"""``nut_assembly``: put the square nut on the square peg and the round nut on the round peg, in a drawn order.
+
+Four parts (see :mod:`sim.tasks`): :mod:`.scene` (robosuite's ``NutAssembly``, nuts spawned at rest, the drawn
+order), :mod:`.predicates` (``grasped``, ``on_peg``), :mod:`.expert` (handle grasp, turn and threading with the
+wrist kept in range), :mod:`.perturbations`.
+"""
+
+from __future__ import annotations
+
+from sim.tasks.base import TaskDefinition
+from sim.tasks.nut_assembly.expert import (
+    ALIGN_NUT_Z,
+    APPROACH_HEIGHT,
+    CARRY_NUT_Z,
+    HANDLE_WINDOW,
+    LIFT_HEIGHT,
+    Q7_LIMIT,
+    RELEASE_NUT_Z,
+    RETREAT_HEIGHT,
+    YAW_STEP,
+    NutAssemblyExpert,
+    PickPlan,
+    arm_azimuth,
+    handle_turn,
+    yaw_steps,
+)
+from sim.tasks.nut_assembly.perturbations import NutAssemblyPerturbations
+from sim.tasks.nut_assembly.predicates import (
+    ON_PEG_MAX_Z,
+    SETTLED_ANG_SPEED,
+    SETTLED_LIN_SPEED,
+    NutAssemblyPredicates,
+)
+from sim.tasks.nut_assembly.scene import (
+    NUT_REST_Z,
+    NUTS,
+    PEG_TOP_Z,
+    PEGS,
+    SKILL_TEXTS,
+    TABLE_Z,
+    NutAssemblyScene,
+    NutInfo,
+    PegInfo,
+    make_nut_sampler,
+)
+
+__all__ = [
+    "ALIGN_NUT_Z", "APPROACH_HEIGHT", "CARRY_NUT_Z", "HANDLE_WINDOW", "LIFT_HEIGHT", "NUTS", "NUT_REST_Z",
+    "ON_PEG_MAX_Z", "PEGS", "PEG_TOP_Z", "Q7_LIMIT", "RELEASE_NUT_Z", "RETREAT_HEIGHT", "SETTLED_ANG_SPEED",
+    "SETTLED_LIN_SPEED", "SKILL_TEXTS", "TABLE_Z", "YAW_STEP", "NutAssemblyExpert", "NutAssemblyPerturbations",
+    "NutAssemblyPredicates", "NutAssemblyScene", "NutAssemblyTask", "NutInfo", "PegInfo", "PickPlan",
+    "arm_azimuth", "handle_turn", "make_nut_sampler", "yaw_steps",
+]
+
+
+class NutAssemblyTask(TaskDefinition):
+    """Two-nut assembly: ``pick(nut)`` then ``insert(nut, peg)`` for each nut, nut order drawn per seed."""
+
+    def __init__(self) -> None:
+        scene = NutAssemblyScene()
+        predicates = NutAssemblyPredicates(scene)
+        super().__init__(scene=scene, predicates=predicates, expert=NutAssemblyExpert(scene, predicates),
+                         perturbations=NutAssemblyPerturbations())

@@ -1,0 +1,247 @@
+"""``pick_place_bins`` scene: robosuite's ``PickPlace`` with all four groceries, and which 2 to 4 of them each seed
+asks for, in what order.
+
+Built on robosuite's ``PickPlace`` (Panda, OSC_POSE, all four objects always present). Each seed draws
+which of the four objects the instruction names and in what order; the others stay in the source bin as
+distractors. The goal bin (``bin2``) is split into four cells by its dividers, one cell per object
+(robosuite's ``target_bin_placements``: milk=0, bread=1, cereal=2, can=3).
+
+Conventions: positions in m (world frame), quaternions wxyz, yaw in rad about world +z. An object's yaw is the
+direction of its body y axis.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from sim.tasks.roles import TaskScene
+from sim.tasks.types import SKILL_PREDICATES, TaskEpisode
+from tandem.core.errors import ConfigError, UnknownObjectError, UnknownSkillError
+from tandem.core.geometry import quat_to_mat
+from tandem.core.types import TaskSpec
+
+#: Objects in robosuite's PickPlace order (Milk=0, Bread=1, Cereal=2, Can=3).
+OBJECTS: tuple[str, ...] = ("milk", "bread", "cereal", "can")
+_RS_NAMES: dict[str, str] = {"milk": "Milk", "bread": "Bread", "cereal": "Cereal", "can": "Can"}
+BINS: tuple[str, ...] = tuple(f"{o}_bin" for o in OBJECTS)
+#: Subgoal wording per skill (``TaskSpec.skill_texts``).
+SKILL_TEXTS: dict[str, str] = {"pick": "pick up the {0}", "place": "put the {0} into its bin"}
+
+#: Bin geometry of robosuite's BinsArena (m): floor half-thickness, wall/divider half-thickness and height.
+_FLOOR_HALF = 0.02
+WALL_HALF = 0.01
+WALL_HEIGHT = 0.10
+
+#: Per-object grasp choices. ``grasp_dz``: grip-site height above the object's centre (m, object upright);
+#: ``yaw_sym``: symmetry of usable finger yaws (rad; ``None`` = any yaw, a cylinder);
+#: ``yaw_offset``: finger yaw relative to the object's yaw (closing along the object's y axis = 0).
+GRASP: dict[str, dict[str, Any]] = {
+    "milk": {"grasp_dz": 0.015, "yaw_sym": math.pi / 2, "yaw_offset": 0.0},
+    "bread": {"grasp_dz": 0.004, "yaw_sym": math.pi / 2, "yaw_offset": 0.0},
+    "cereal": {"grasp_dz": 0.02, "yaw_sym": math.pi, "yaw_offset": 0.0},
+    "can": {"grasp_dz": 0.0, "yaw_sym": None, "yaw_offset": 0.0},
+}
+
+
+class PickPlaceBinsScene(TaskScene):
+    """Scene of ``pick_place_bins``: put the named groceries into their bins (robosuite PickPlace, Panda, OSC_POSE).
+
+    Subgoals per named object ``x``: ``pick(x)`` (predicate ``grasped(x)``) then ``place(x, "x_bin")``
+    (predicate ``in_bin(x)``). Task success: ``in_bin`` holds for every named object.
+    """
+
+    name = "pick_place_bins"
+    skills = ("pick", "place")
+    max_steps = 1500
+    #: Control-step budget per named object (the scripted expert needs ~200-300 steps for pick + place).
+    steps_per_object = 350
+
+    def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
+        """Draw 2-4 of the four objects in a random order for one seed's ``rng``.
+
+        Returns:
+            TaskEpisode whose spec has instruction ``"put the milk, the can and the bread into their bins"``,
+            goals ``("in_bin(milk)", "in_bin(can)", "in_bin(bread)")``, objects = the named ones,
+            targets = their bins, and ``choices = {"objects": (...)}``.
+        """
+        n = int(rng.integers(2, len(OBJECTS) + 1))
+        named = tuple(str(OBJECTS[i]) for i in rng.permutation(len(OBJECTS))[:n])
+        phrases = [f"the {o}" for o in named]
+        listed = ", ".join(phrases[:-1]) + " and " + phrases[-1]
+        spec = TaskSpec(
+            name=self.name,
+            instruction=f"put {listed} into their bins",
+            objects=named,
+            max_steps=self.steps_per_object * n + 100,
+            skills={s: SKILL_PREDICATES[s] for s in self.skills},
+            goals=tuple(SKILL_PREDICATES["place"].format(o) for o in named),
+            targets=tuple(f"{o}_bin" for o in named),
+            skill_texts=dict(SKILL_TEXTS),
+        )
+        return TaskEpisode(spec=spec, choices={"objects": named})
+
+    def subgoal_text(self, skill: str, args: tuple[str, ...]) -> str:
+        """``"pick up the milk"`` / ``"put the milk into its bin"``.
+
+        Raises:
+            UnknownSkillError / UnknownObjectError: for names this task does not know.
+        """
+        self.check_skill_args(skill, args)
+        return SKILL_TEXTS[skill].format(*args)
+
+    def check_skill_args(self, skill: str, args: tuple[str, ...]) -> None:
+        """Check ``skill(*args)``: ``pick(x)`` or ``place(x[, "x_bin"])`` for one of the four objects.
+
+        Raises:
+            UnknownSkillError: ``skill`` is not pick or place. UnknownObjectError: no object, an unknown object,
+                or a bin that is not the object's own.
+        """
+        if skill not in self.skills:
+            raise UnknownSkillError(skill, self.skills)
+        if len(args) < 1 or args[0] not in OBJECTS:
+            raise UnknownObjectError(args[0] if args else "(none)", OBJECTS)
+        if skill == "place" and len(args) > 1 and args[1] != f"{args[0]}_bin":
+            raise UnknownObjectError(args[1], (f"{args[0]}_bin",))
+
+    def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
+        """The objects named by the instruction, in instruction order."""
+        return tuple(episode.spec.objects)
+
+    def make_robosuite_env(self, **env_kwargs: Any) -> Any:
+        """Build robosuite ``PickPlace`` with a Panda and the OSC_POSE (delta, base-frame) controller.
+
+        ``env_kwargs`` (cameras, image size, ``hard_reset``, ``control_freq``, ...) are forwarded to
+        robosuite; ``robots``, ``controller_configs`` and ``single_object_mode`` are fixed by this task.
+        The adapter reseeds every sub-sampler of its placement initializer per episode
+        (``sim.robosuite_env.seed_placement``).
+
+        Raises:
+            ConfigError: ``env_kwargs`` contains ``robots``, ``controller_configs``, ``single_object_mode`` or
+                ``object_type``.
+        """
+        from robosuite.controllers import load_composite_controller_config
+
+        for key in ("robots", "controller_configs", "single_object_mode", "object_type"):
+            if key in env_kwargs:
+                raise ConfigError(f"pick_place_bins fixes the robosuite argument {key!r}; do not pass it")
+        kwargs = {
+            "has_renderer": False,
+            "use_object_obs": True,
+            "ignore_done": True,
+            "horizon": 100000,
+            "hard_reset": False,
+        }
+        kwargs.update(env_kwargs)
+        cfg = load_composite_controller_config(controller="BASIC", robot="Panda")
+        from robosuite.environments.manipulation.pick_place import PickPlace
+
+        return PickPlace(robots="Panda", controller_configs=cfg, single_object_mode=0, **kwargs)
+
+    def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
+        """All four objects: name -> ``{"pos": [x, y, z] (m, world), "quat": [w, x, y, z]}``."""
+        out = {}
+        for obj in OBJECTS:
+            pos, quat = self.pose(rs_env, obj)
+            out[obj] = {"pos": pos.tolist(), "quat": quat.tolist()}
+        return out
+
+    def object_symmetries(self) -> dict[str, int]:
+        """From the grasp symmetries of :data:`GRASP` (``yaw_sym``; the gripper adds a half turn): milk and bread are
+        grasped alike every quarter turn, cereal every half turn; the can is a cylinder (8 stands for any yaw)."""
+        out = {}
+        for obj in OBJECTS:
+            sym = GRASP[obj]["yaw_sym"]
+            out[obj] = 8 if sym is None else max(1, round(2 * math.pi / sym))
+        return out
+
+    @staticmethod
+    def body_id(rs_env: Any, obj: str) -> int:
+        """MuJoCo body id of ``obj``. Raises UnknownObjectError: ``obj`` is not milk, bread, cereal or can."""
+        if obj not in _RS_NAMES:
+            raise UnknownObjectError(obj, OBJECTS)
+        return int(rs_env.obj_body_id[_RS_NAMES[obj]])
+
+    @staticmethod
+    def model_object(rs_env: Any, obj: str) -> Any:
+        """The robosuite ``MujocoObject`` of ``obj`` (one of :data:`OBJECTS`)."""
+        return rs_env.objects[OBJECTS.index(obj)]
+
+    def pose(self, rs_env: Any, obj: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(pos float64 (3,) m world, quat float64 (4,) wxyz)`` of ``obj``'s body.
+
+        Raises:
+            UnknownObjectError: ``obj`` is not milk, bread, cereal or can.
+        """
+        bid = self.body_id(rs_env, obj)
+        return np.array(rs_env.sim.data.body_xpos[bid], float), np.array(rs_env.sim.data.body_xquat[bid], float)
+
+    def half_extents(self, rs_env: Any, obj: str) -> tuple[np.ndarray, np.ndarray]:
+        """Body-frame AABB ``(lo (3,), hi (3,))`` in m of ``obj``'s collision mesh, cached per model."""
+        cache = rs_env.__dict__.setdefault("_tandem_obj_aabb", {})
+        if obj not in cache:
+            import mujoco
+
+            m = rs_env.sim.model._model
+            lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+            for gname in self.model_object(rs_env, obj).contact_geoms:
+                gid = m.geom(gname).id
+                rot = np.zeros(9)
+                mujoco.mju_quat2Mat(rot, m.geom_quat[gid])
+                mid = m.geom_dataid[gid]
+                if mid >= 0:
+                    verts = m.mesh_vert[m.mesh_vertadr[mid] : m.mesh_vertadr[mid] + m.mesh_vertnum[mid]]
+                else:  # primitive geom: use its bounding half sizes
+                    s = m.geom_rbound[gid]
+                    verts = np.array([[sx, sy, sz] for sx in (-s, s) for sy in (-s, s) for sz in (-s, s)])
+                pts = verts @ rot.reshape(3, 3).T + m.geom_pos[gid]
+                lo, hi = np.minimum(lo, pts.min(0)), np.maximum(hi, pts.max(0))
+            cache[obj] = (lo, hi)
+        return cache[obj]
+
+    def corners(self, rs_env: Any, obj: str) -> np.ndarray:
+        """``(8, 3)`` world positions (m) of the corners of ``obj``'s body-frame bounding box."""
+        lo, hi = self.half_extents(rs_env, obj)
+        pos, quat = self.pose(rs_env, obj)
+        local = np.array([[x, y, z] for x in (lo[0], hi[0]) for y in (lo[1], hi[1]) for z in (lo[2], hi[2])])
+        return local @ quat_to_mat(quat).T + pos
+
+    def bottom_z(self, rs_env: Any, obj: str) -> float:
+        """World z (m) of ``obj``'s lowest bounding-box corner."""
+        return float(self.corners(rs_env, obj)[:, 2].min())
+
+    @staticmethod
+    def floor_z(rs_env: Any) -> float:
+        """Top of the bin floors (m, world z)."""
+        return float(rs_env.bin2_pos[2]) + _FLOOR_HALF
+
+    @staticmethod
+    def cell_bounds(rs_env: Any, obj: str) -> tuple[np.ndarray, np.ndarray]:
+        """Interior ``(lo (2,), hi (2,))`` world xy (m) of ``obj``'s goal cell, between walls and dividers."""
+        centre = np.asarray(rs_env.target_bin_placements[OBJECTS.index(obj), :2], float)
+        bin_xy = np.asarray(rs_env.bin2_pos[:2], float)
+        lo, hi = np.empty(2), np.empty(2)
+        for k in range(2):
+            if centre[k] < bin_xy[k]:
+                lo[k], hi[k] = bin_xy[k] - rs_env.bin_size[k] / 2 + WALL_HALF, bin_xy[k] - WALL_HALF
+            else:
+                lo[k], hi[k] = bin_xy[k] + WALL_HALF, bin_xy[k] + rs_env.bin_size[k] / 2 - WALL_HALF
+        return lo, hi
+
+    @staticmethod
+    def cell_centre(rs_env: Any, obj: str) -> np.ndarray:
+        """``(2,)`` world xy (m) of the centre of ``obj``'s goal-bin cell."""
+        lo, hi = PickPlaceBinsScene.cell_bounds(rs_env, obj)
+        return (lo + hi) / 2
+
+    @staticmethod
+    def site(rs_env: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Grip-site position (3,) m and rotation matrix (3, 3) in the world frame."""
+        robot = rs_env.robots[0]
+        sid = robot.eef_site_id["right"]
+        return (
+            np.array(rs_env.sim.data.site_xpos[sid], float),
+            np.array(rs_env.sim.data.site_xmat[sid], float).reshape(3, 3),
+        )
