@@ -14,7 +14,10 @@ Input: one RGB image ``(B, 3, H, W)`` in ``[0, 1]`` (agentview, 84 x 84 px by de
   height and pooled features, the objects' lifted 3-D origins relative to the gripper and to each other (what
   ``on(x,y)`` and ``grasped(x)`` are about), a global image feature and the proprio;
 * ``entropy`` ``(B, K)`` nats of each keypoint's heatmap softmax: a sharp peak in the training scenes, a diffuse
-  one on images unlike them (the confidence signal of :mod:`planner_vlm.learned.state_model`).
+  one on images unlike them (the confidence signal of :mod:`planner_vlm.learned.state_model`);
+* with ``cfg.yaw_head``, ``yaw_vec`` ``(B, O, 2)``: each object's ``(cos m yaw, sin m yaw)`` (unnormalised) for its
+  symmetry order ``m``, regressed from the features under its origin keypoint (a direct orientation head, as
+  PoseCNN regresses rotations next to its keypoints, Xiang et al. RSS 2018).
 
 About 0.1 M parameters (under 0.5 MB) and 25 M multiply-adds per 84 px image; the encoder runs at strides 2 to 8, with CoordConv channels (Liu et al. 2018)
 so that the heads know where a feature is.
@@ -108,6 +111,8 @@ class StateNet(nn.Module):
         pred_in = k * (PREDICATE_KEYPOINT_FEATURES + 3) + c3 + prop + 3 * o + 3 * (o * (o - 1) // 2)
         self.pred_head = nn.Sequential(nn.Linear(pred_in, hid), nn.SiLU(), nn.Linear(hid, hid), nn.SiLU(),
                                        nn.Linear(hid, max(p, 1)))
+        self.yaw_head = (nn.Sequential(nn.Linear(pooled + 2 + 8, hid), nn.SiLU(), nn.Linear(hid, hid), nn.SiLU(),
+                                       nn.Linear(hid, 2)) if cfg.yaw_head else None)
         self.register_buffer("z_mean", torch.tensor(0.9))
         self.register_buffer("z_std", torch.tensor(0.1))
         self.register_buffer("proprio_mean", torch.zeros(PROPRIO_FEATURES))
@@ -124,7 +129,8 @@ class StateNet(nn.Module):
 
         Returns:
             ``{"heatmap": (B, K, h, w) logits, "px": (B, K, 2) px, "z": (B, K) m, "keypoints_3d": (B, K, 3) m,
-            "predicate_logits": (B, P), "entropy": (B, K) nats}``.
+            "predicate_logits": (B, P), "entropy": (B, K) nats}``, and ``"yaw_vec": (B, O, 2)`` with
+            ``cfg.yaw_head``.
         """
         b, _, h, w = image.shape
         x = (image - 0.5) / 0.25
@@ -171,5 +177,10 @@ class StateNet(nn.Module):
         if prop is not None:
             glob.append(prop)
         pred_logits = self.pred_head(torch.cat(glob, dim=-1))[:, : self.p]
-        return {"heatmap": logits, "px": px, "z": z, "keypoints_3d": p3d, "predicate_logits": pred_logits,
-                "entropy": entropy}
+        out = {"heatmap": logits, "px": px, "z": z, "keypoints_3d": p3d, "predicate_logits": pred_logits,
+               "entropy": entropy}
+        if self.yaw_head is not None:
+            yaw_in = torch.cat([pooled[:, 0::2], px_norm[:, 0::2],
+                                self.kp_embed[None, 0::2].expand(b, o, self.kp_embed.shape[-1])], dim=-1)
+            out["yaw_vec"] = self.yaw_head(yaw_in)  # (B, O, 2)
+        return out
