@@ -31,7 +31,8 @@ class StateModelConfig:
             held object's height follows the gripper's.
         heatmap_stride: stride of the keypoint heatmaps (2: 42 x 42 at 84 px).
         yaw_head: also regress each object's yaw directly, as ``(cos m yaw, sin m yaw)`` for its symmetry order
-            ``m``, from the features under its origin keypoint; the second keypoint is then placed from that yaw
+            ``m``, from an image patch around its predicted origin (:class:`~planner_vlm.learned.state_net.StateNet`);
+            the second keypoint is then placed from that yaw
             (:data:`tandem.core.dataset_schema.KEYPOINT_OFFSET_M` along it). At 84 px the two label keypoints of a
             cube are 2-3 px apart, too close for their difference to give the yaw (measured: 18 deg median error
             modulo a quarter turn, near the 22.5 deg of a guess), and a grasp needs it within a few degrees.
