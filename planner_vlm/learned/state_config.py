@@ -30,6 +30,12 @@ class StateModelConfig:
         use_proprio: feed the proprioception (grip-site position, 6-D rotation, gripper opening) to the heads: a
             held object's height follows the gripper's.
         heatmap_stride: stride of the keypoint heatmaps (2: 42 x 42 at 84 px).
+        yaw_head: also regress each object's yaw directly, as ``(cos m yaw, sin m yaw)`` for its symmetry order
+            ``m``, from an image patch around its predicted origin (:class:`~planner_vlm.learned.state_net.StateNet`);
+            the second keypoint is then placed from that yaw
+            (:data:`tandem.core.dataset_schema.KEYPOINT_OFFSET_M` along it). At 84 px the two label keypoints of a
+            cube are 2-3 px apart, too close for their difference to give the yaw (measured: 18 deg median error
+            modulo a quarter turn, near the 22.5 deg of a guess), and a grasp needs it within a few degrees.
     """
 
     objects: tuple[str, ...] = ()
@@ -41,6 +47,7 @@ class StateModelConfig:
     head_hidden: int = 128
     use_proprio: bool = True
     heatmap_stride: int = 2
+    yaw_head: bool = True
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "objects", tuple(str(o) for o in self.objects))
@@ -121,6 +128,7 @@ class StateTrainConfig:
         heatmap_weight: weight of the heatmap cross-entropy (against a Gaussian at the label).
         metric_weight: weight of the 3-D keypoint loss (Huber, cm).
         predicate_weight: weight of the predicate loss (binary cross-entropy).
+        yaw_weight: weight of the yaw loss (squared error of the unit vector ``(cos m yaw, sin m yaw)``).
         brightness, contrast: photometric augmentation amplitudes (uniform in ``1 +- a``); 0 = off.
         val_frames: at most this many held-out frames per validation pass (evenly spaced).
     """
@@ -139,6 +147,7 @@ class StateTrainConfig:
     heatmap_weight: float = 0.5
     metric_weight: float = 0.5
     predicate_weight: float = 2.0
+    yaw_weight: float = 1.0
     brightness: float = 0.15
     contrast: float = 0.15
     val_frames: int = 2000

@@ -38,6 +38,7 @@ from planner_vlm.learned.proprio import proprio_features
 from planner_vlm.learned.scene_state import SceneState
 from planner_vlm.learned.state_config import StateModelConfig
 from planner_vlm.learned.state_net import StateNet
+from tandem.core.dataset_schema import KEYPOINT_OFFSET_M
 from tandem.core.errors import CheckpointError, ConfigError
 from tandem.core.types import Observation
 
@@ -128,8 +129,10 @@ class StateModel:
             proprio: ``(B, 8)`` as :data:`tandem.core.types.PROPRIO_LAYOUT`.
 
         Returns:
-            ``{"px": (B, K, 2) px, "z": (B, K) m, "keypoints_3d": (B, K, 3) m, "logits": (B, P) (before the
-            temperature), "probabilities": (B, P) calibrated, "entropy": (B, K) nats, "confidence": (B, K)}``.
+            ``{"px": (B, K, 2) px, "z": (B, K) m, "keypoints_3d": (B, K, 3) m, "yaw": (B, O) rad or None,
+            "logits": (B, P) (before the temperature), "probabilities": (B, P) calibrated, "entropy": (B, K) nats,
+            "confidence": (B, K)}``. With the yaw head, each object's second keypoint is placed from its yaw
+            (:meth:`place_second_keypoints`).
 
         Raises:
             ValueError: images that are not ``uint8 (B, H, W, 3)``, or a batch-size mismatch.
@@ -143,13 +146,37 @@ class StateModel:
         x = torch.from_numpy(imgs).permute(0, 3, 1, 2).float().div_(255.0)
         pf = torch.from_numpy(proprio_features(proprio))
         out = self.net(x, pf, self.geometry())
-        p3d = out["keypoints_3d"]
+        p3d = out["keypoints_3d"].double().numpy()
+        px = out["px"].double().numpy()
+        yaw = None
+        if "yaw_vec" in out:
+            yaw = self.yaws(out["yaw_vec"].double().numpy())
+            p3d, px = self.place_second_keypoints(p3d, px, yaw)
         logits = out["predicate_logits"].double().numpy()
         entropy = out["entropy"].double().numpy()
-        return {"px": out["px"].double().numpy(), "z": out["z"].double().numpy(),
-                "keypoints_3d": p3d.double().numpy(), "logits": logits,
+        return {"px": px, "z": out["z"].double().numpy(), "yaw": yaw,
+                "keypoints_3d": p3d, "logits": logits,
                 "probabilities": 1.0 / (1.0 + np.exp(-logits / self.temperature)), "entropy": entropy,
                 "confidence": keypoint_confidence(entropy, self.entropy_p50, self.entropy_p99)}
+
+    def yaws(self, yaw_vec: np.ndarray) -> np.ndarray:
+        """Object yaws ``(B, O)`` rad (world frame, about +z) from the yaw head's ``(B, O, 2)`` ``(cos m yaw, sin m
+        yaw)``: ``atan2 / m``, one of the ``m`` equivalent yaws of an object with symmetry order ``m``."""
+        m = np.array([self.cfg.symmetry(o) for o in self.cfg.objects], np.float64)
+        return np.arctan2(yaw_vec[..., 1], yaw_vec[..., 0]) / m
+
+    def place_second_keypoints(self, keypoints_3d: np.ndarray, px: np.ndarray, yaw: np.ndarray
+                               ) -> tuple[np.ndarray, np.ndarray]:
+        """Keypoints ``(B, K, 3)`` m and ``(B, K, 2)`` px with each object's second keypoint replaced by the point
+        :data:`~tandem.core.dataset_schema.KEYPOINT_OFFSET_M` from its origin along ``yaw (B, O)`` rad (horizontal,
+        as for an upright object), projected through the calibration."""
+        p3d, out_px = keypoints_3d.copy(), px.copy()
+        k0 = p3d[:, 0::2]
+        k1 = k0 + KEYPOINT_OFFSET_M * np.stack([np.cos(yaw), np.sin(yaw), np.zeros_like(yaw)], axis=-1)
+        p3d[:, 1::2] = k1
+        proj = self.calibration.project(k1.reshape(-1, 3)).reshape(k1.shape[0], k1.shape[1], 2)
+        out_px[:, 1::2] = np.where(np.isfinite(proj), proj, px[:, 1::2])
+        return p3d, out_px
 
     def predict(self, observation: Observation) -> SceneState:
         """The scene state of one observation (its ``cfg.camera`` image and proprio; never ``privileged``).

@@ -10,7 +10,9 @@ Losses per frame (weights in :class:`~planner_vlm.learned.state_config.StateTrai
   al. 2018, as a cross-entropy);
 * 3-D: Huber (delta 1 cm) of the lifted point (ray through the predicted pixel at the predicted height,
   :func:`planner_vlm.learned.state_net.lift_to_height`) and of the height itself, in cm;
-* predicates: binary cross-entropy over the vocabulary.
+* predicates: binary cross-entropy over the vocabulary;
+* yaw (with ``cfg.yaw_head``): squared error of ``(cos m yaw, sin m yaw)`` against the label yaw (from the label
+  keypoint pair, :func:`yaw_targets`), for objects of symmetry order ``m``.
 
 AdamW with a cosine learning rate over the time budget (or ``max_steps``), photometric augmentation (brightness and
 contrast), 1 torch thread. Every ``eval_every`` steps the held-out frames are scored; the best snapshot (lowest
@@ -68,9 +70,31 @@ def nearest_symmetric(target_px: torch.Tensor, target_3d: torch.Tensor, pred_px:
     return tp, t3
 
 
+def yaw_targets(cfg: StateModelConfig, kp_3d: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(targets (B, O, 2), mask (B, O))`` of the yaw head from label keypoints ``kp_3d (B, K, 3)`` m: ``(cos m yaw,
+    sin m yaw)`` of each object's yaw (the direction of its keypoint pair about +z) for its symmetry order ``m``; the
+    mask drops objects whose keypoint pair is nearly vertical (under 1 cm apart horizontally: a tipped object's yaw
+    is undefined)."""
+    d = kp_3d[:, 1::2, :2].astype(np.float64) - kp_3d[:, 0::2, :2].astype(np.float64)
+    m = np.array([cfg.symmetry(o) for o in cfg.objects], np.float64)
+    theta = np.arctan2(d[..., 1], d[..., 0]) * m
+    return np.stack([np.cos(theta), np.sin(theta)], axis=-1), (np.linalg.norm(d, axis=-1) > 0.01)
+
+
+def yaw_errors(cfg: StateModelConfig, yaw: np.ndarray, kp_3d: np.ndarray) -> np.ndarray:
+    """``|yaw - label yaw|`` ``(B, O)`` rad, modulo each object's symmetry ``2 pi / m``; NaN where the label yaw is
+    undefined (:func:`yaw_targets`)."""
+    d = kp_3d[:, 1::2, :2].astype(np.float64) - kp_3d[:, 0::2, :2].astype(np.float64)
+    period = 2.0 * np.pi / np.array([cfg.symmetry(o) for o in cfg.objects], np.float64)
+    e = yaw - np.arctan2(d[..., 1], d[..., 0])
+    e = np.abs((e + period / 2) % period - period / 2)
+    return np.where(np.linalg.norm(d, axis=-1) > 0.01, e, np.nan)
+
+
 def state_losses(out: dict[str, torch.Tensor], batch: dict[str, np.ndarray], cfg: StateModelConfig,
                  tcfg: StateTrainConfig, calibration: CameraCalibration) -> dict[str, torch.Tensor]:
-    """The training losses of one batch (see the module docstring): ``{"loss", "px", "metric", "predicates"}``."""
+    """The training losses of one batch (see the module docstring): ``{"loss", "px", "heatmap", "metric",
+    "predicates"}``, and ``"yaw"`` with the yaw head."""
     tpx = torch.from_numpy(batch["keypoints_px"]).float()
     t3d = torch.from_numpy(batch["keypoints_3d"]).float()
     alts = symmetric_targets(cfg, batch["keypoints_3d"], calibration)
@@ -83,7 +107,15 @@ def state_losses(out: dict[str, torch.Tensor], batch: dict[str, np.ndarray], cfg
     pred = F.binary_cross_entropy_with_logits(out["predicate_logits"], torch.from_numpy(batch["predicates"]).float())
     loss = (tcfg.px_weight * px_loss + tcfg.heatmap_weight * heat + tcfg.metric_weight * metric
             + tcfg.predicate_weight * pred)
-    return {"loss": loss, "px": px_loss, "heatmap": heat, "metric": metric, "predicates": pred}
+    out_losses = {"px": px_loss, "heatmap": heat, "metric": metric, "predicates": pred}
+    if "yaw_vec" in out:
+        vec, mask = yaw_targets(cfg, batch["keypoints_3d"])
+        mask_t = torch.from_numpy(mask.astype(np.float32))
+        err = ((out["yaw_vec"] - torch.from_numpy(vec).float()) ** 2).sum(-1)
+        yaw = (err * mask_t).sum() / mask_t.sum().clamp_min(1.0)
+        loss = loss + tcfg.yaw_weight * yaw
+        out_losses["yaw"] = yaw
+    return {"loss": loss, **out_losses}
 
 
 def heatmap_loss(logits: torch.Tensor, target_px: torch.Tensor, image_size: tuple[int, int],
@@ -135,10 +167,11 @@ def evaluate(model: StateModel, data: StateDataset, index: np.ndarray, batch_siz
 
     Returns:
         JSON-safe ``{"frames", "px_median", "px_p90", "px_origin_median", "m3d_median", "m3d_origin_median",
-        "z_median", "predicate_accuracy" (per entry), "frame_accuracy" (all predicates of a frame right),
+        "z_median", "yaw_error_deg_median", "yaw_error_deg_p90" (modulo each object's symmetry), "predicate_accuracy"
+        (per entry), "frame_accuracy" (all predicates of a frame right),
         "predicate_f1", "ece", "per_predicate_accuracy"}`` (px at the model's image size, m).
     """
-    preds: dict[str, list[np.ndarray]] = {k: [] for k in ("px_err", "m_err", "z_err", "logits", "labels")}
+    preds: dict[str, list[np.ndarray]] = {k: [] for k in ("px_err", "m_err", "z_err", "logits", "labels", "yaw_err")}
     for s in range(0, len(index), batch_size):
         batch = data.batch(index[s:s + batch_size])
         out = model.predict_arrays(batch["image"], data.proprio[index[s:s + batch_size]])
@@ -148,7 +181,12 @@ def evaluate(model: StateModel, data: StateDataset, index: np.ndarray, batch_siz
         preds["z_err"].append(np.abs(out["z"] - batch["keypoints_3d"][..., 2]))
         preds["logits"].append(out["logits"])
         preds["labels"].append(batch["predicates"])
+        kp = out["keypoints_3d"]
+        yaw = out["yaw"] if out.get("yaw") is not None else np.arctan2(kp[:, 1::2, 1] - kp[:, 0::2, 1],
+                                                                       kp[:, 1::2, 0] - kp[:, 0::2, 0])
+        preds["yaw_err"].append(yaw_errors(model.cfg, yaw, batch["keypoints_3d"]))
     cat = {k: np.concatenate(v) for k, v in preds.items()}
+    yaw_deg = np.degrees(cat["yaw_err"][np.isfinite(cat["yaw_err"])])
     probs = 1.0 / (1.0 + np.exp(-cat["logits"] / model.temperature))
     decided = probs >= 0.5
     right = decided == (cat["labels"] >= 0.5)
@@ -158,6 +196,8 @@ def evaluate(model: StateModel, data: StateDataset, index: np.ndarray, batch_siz
         "px_origin_median": float(np.median(cat["px_err"][:, 0::2])),
         "m3d_median": float(np.median(cat["m_err"])), "m3d_origin_median": float(np.median(cat["m_err"][:, 0::2])),
         "z_median": float(np.median(cat["z_err"])),
+        "yaw_error_deg_median": float(np.median(yaw_deg)) if len(yaw_deg) else None,
+        "yaw_error_deg_p90": float(np.percentile(yaw_deg, 90)) if len(yaw_deg) else None,
         "predicate_accuracy": float(right.mean()), "frame_accuracy": float(right.all(axis=1).mean()),
         "predicate_f1": f1_score(decided, cat["labels"]),
         "ece": reliability(probs, cat["labels"]).ece,
@@ -261,7 +301,8 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
                             "val_loss": vloss})
             log(f"step {step} ({history[-1]['minutes']} min): loss {last['loss']:.4f} (px {last['px']:.3f}, heatmap "
                 f"{last['heatmap']:.3f}, 3-D "
-                f"{last['metric']:.3f}, predicates {last['predicates']:.4f}), held-out {vloss:.4f}")
+                f"{last['metric']:.3f}, predicates {last['predicates']:.4f}, yaw {last.get('yaw', 0.0):.4f}), "
+                f"held-out {vloss:.4f}")
             if best is None or vloss < best[0]:
                 best = (vloss, copy.deepcopy(net.state_dict()), step)
     minutes = (time.perf_counter() - t0) / 60.0

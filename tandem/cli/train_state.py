@@ -80,6 +80,7 @@ class StateModelSection(Schema):
     head_hidden: int = 128
     use_proprio: bool = True
     heatmap_stride: int = 2
+    yaw_head: bool = True
     symmetries: dict[str, int] | None = None
 
 
@@ -101,6 +102,7 @@ class StateTrainSection(Schema):
     heatmap_weight: float = 0.5
     metric_weight: float = 0.5
     predicate_weight: float = 2.0
+    yaw_weight: float = 1.0
     brightness: float = 0.15
     contrast: float = 0.15
     val_frames: int = 2000
@@ -192,7 +194,7 @@ def run(cfg: Any) -> dict[str, Any]:
     model_cfg = StateModelConfig(objects=data.objects, predicates=data.predicates,
                                  symmetries=task_symmetries(root, m.symmetries), camera=d.camera,
                                  image_size=data.image_size, channels=tuple(m.channels), head_hidden=m.head_hidden,
-                                 use_proprio=m.use_proprio, heatmap_stride=m.heatmap_stride)
+                                 use_proprio=m.use_proprio, heatmap_stride=m.heatmap_stride, yaw_head=m.yaw_head)
     tcfg = StateTrainConfig(**c.train.fields(), frame_stride=d.frame_stride, val_episodes=d.val_episodes)
     print(f"state model: {len(data)} frames ({len(data.train_index)} train, {len(data.val_index)} held out) of {root}, "
           f"{data.image_size[1]}x{data.image_size[0]} px, {len(data.objects)} objects, {len(data.predicates)} predicates, "
@@ -205,6 +207,7 @@ def run(cfg: Any) -> dict[str, Any]:
     print(json.dumps({"checkpoint": summary["checkpoint"], "train_minutes": summary["train_minutes"],
                       "train_cpu_minutes": summary["train_cpu_minutes"],
                       "px_median": round(held["px_median"], 3), "m3d_median": round(held["m3d_median"], 4),
+                      "yaw_error_deg_median": held["yaw_error_deg_median"],
                       "predicate_accuracy": round(held["predicate_accuracy"], 4),
                       "frame_accuracy": round(held["frame_accuracy"], 4), "ece": round(held["ece"], 4)}, indent=2))
     return summary

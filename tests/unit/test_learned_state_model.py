@@ -66,13 +66,14 @@ def test_checkpoint_round_trip_and_calibration_override(trained):
     for k in a:
         np.testing.assert_allclose(a[k], b[k], atol=1e-6)
     assert loaded.temperature == model.temperature
-    # a robot's calibration overrides the stored one: the pixels stay, the 3-D points follow the new camera
+    # a robot's calibration overrides the stored one: the origins' pixels stay, the 3-D points follow the new camera
+    # (and the second keypoints, placed in 3-D from the yaw, are projected through it)
     cal = synthetic_calibration((48, 48))
     pose = cal.world_from_camera.copy()
     pose[:3, 3] += [0.0, 0.0, 0.1]
     moved = StateModel.from_checkpoint(ckpt, CameraCalibration(cal.intrinsics, pose, (48, 48)))
     c = moved.predict_arrays(data.images[idx], data.proprio[idx])
-    np.testing.assert_allclose(c["px"], a["px"], atol=1e-6)
+    np.testing.assert_allclose(c["px"][:, 0::2], a["px"][:, 0::2], atol=1e-6)
     assert not np.allclose(c["keypoints_3d"], a["keypoints_3d"], atol=1e-3)
     metrics = evaluate(loaded, data, data.val_index)
     assert metrics["frames"] == len(data.val_index) and 0 <= metrics["ece"] <= 1
@@ -114,3 +115,35 @@ def test_a_dataset_without_images_or_labels_is_refused(tmp_path):
     (tmp_path / "meta" / "info.json").write_text(json.dumps({"features": {"observation.state": {}}}))
     with pytest.raises(DatasetSchemaError, match="observation.images.agentview"):
         StateDataset(tmp_path)
+
+
+def test_the_yaw_head_places_the_second_keypoint(trained):
+    data, model, summary, _ = trained
+    idx = data.val_index[:5]
+    out = model.predict_arrays(data.images[idx], data.proprio[idx])
+    k = out["keypoints_3d"]
+    offset = k[:, 1::2] - k[:, 0::2]
+    np.testing.assert_allclose(np.linalg.norm(offset, axis=-1), 0.03, atol=1e-9)  # KEYPOINT_OFFSET_M, horizontal
+    np.testing.assert_allclose(offset[..., 2], 0.0, atol=1e-12)
+    np.testing.assert_allclose(np.arctan2(offset[..., 1], offset[..., 0]), out["yaw"], atol=1e-9)
+    proj = model.calibration.project(k[:, 1::2].reshape(-1, 3)).reshape(len(idx), -1, 2)
+    np.testing.assert_allclose(out["px"][:, 1::2], proj, atol=1e-9)
+    assert 0.0 <= summary["held_out"]["yaw_error_deg_median"] <= 45.0  # modulo the cubes' quarter turn
+
+
+def test_yaw_targets_and_errors_respect_the_symmetry():
+    from planner_vlm.learned.state_train import yaw_errors, yaw_targets
+
+    cfg = StateModelConfig(objects=("cube", "mug"), predicates=("grasped(cube)",), symmetries={"cube": 4})
+    yaw = np.radians([100.0, 100.0])
+    kp = np.zeros((1, 4, 3))
+    kp[0, 1, :2] = 0.03 * np.array([np.cos(yaw[0]), np.sin(yaw[0])])
+    kp[0, 3, :2] = 0.03 * np.array([np.cos(yaw[1]), np.sin(yaw[1])])
+    vec, mask = yaw_targets(cfg, kp)
+    np.testing.assert_allclose(vec[0, 0], [np.cos(4 * yaw[0]), np.sin(4 * yaw[0])], atol=1e-12)
+    np.testing.assert_allclose(vec[0, 1], [np.cos(yaw[1]), np.sin(yaw[1])], atol=1e-12)
+    assert mask.all()
+    err = np.degrees(yaw_errors(cfg, np.radians([[10.0, 10.0]]), kp))
+    np.testing.assert_allclose(err, [[0.0, 90.0]], atol=1e-9)  # a cube turned a quarter turn looks the same
+    kp[0, 1] = [0.0, 0.0, 0.03]  # a tipped cube: its keypoint pair is vertical, its yaw undefined
+    assert not yaw_targets(cfg, kp)[1][0, 0] and np.isnan(yaw_errors(cfg, np.zeros((1, 2)), kp)[0, 0])
