@@ -131,6 +131,9 @@ class StateTrainConfig:
         yaw_weight: weight of the yaw loss (squared error of the unit vector ``(cos m yaw, sin m yaw)``).
         brightness, contrast: photometric augmentation amplitudes (uniform in ``1 +- a``); 0 = off.
         val_frames: at most this many held-out frames per validation pass (evenly spaced).
+        init_from: a state model checkpoint directory to start from (fine-tuning, e.g. on closed-loop rollouts added
+            to the demonstrations, DAgger-style: Ross et al. 2011); its network config must equal ``model``'s, and its
+            normalisers (height, proprio) are kept. None: random initialisation.
     """
 
     batch_size: int = 32
@@ -151,6 +154,7 @@ class StateTrainConfig:
     brightness: float = 0.15
     contrast: float = 0.15
     val_frames: int = 2000
+    init_from: str | None = None
 
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.lr <= 0 or self.max_minutes <= 0 or self.eval_every < 1:

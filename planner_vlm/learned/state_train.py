@@ -225,6 +225,24 @@ def _lr_factor(frac: float) -> float:
     return 0.1 + 0.9 * 0.5 * (1.0 + math.cos(math.pi * min(frac, 1.0)))
 
 
+def _load_initial_weights(net: torch.nn.Module, cfg: StateModelConfig, path: str | Path) -> None:
+    """Copy a checkpoint's weights and normalisers into ``net`` (``StateTrainConfig.init_from``).
+
+    Raises:
+        CheckpointError: an unreadable checkpoint (see ``StateModel.from_checkpoint``).
+        ConfigError: a checkpoint whose network config differs from ``cfg`` (named field by field).
+    """
+    from tandem.core.errors import ConfigError
+
+    start = StateModel.from_checkpoint(path)
+    theirs, ours = start.cfg.to_dict(), cfg.to_dict()
+    differ = {k: (theirs.get(k), ours.get(k)) for k in sorted(set(theirs) | set(ours)) if theirs.get(k) != ours.get(k)}
+    if differ:
+        raise ConfigError(f"train.init_from={path}: its state model config differs from this run's "
+                          f"(checkpoint, run): {differ}")
+    net.load_state_dict(start.net.state_dict())
+
+
 def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrainConfig, out_dir: str | Path,
                       command: str = "", calibration: CameraCalibration | None = None,
                       log: Any = print) -> tuple[StateModel, dict[str, Any]]:
@@ -256,12 +274,15 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
     model = StateModel(cfg, cal)
     net = model.net
     tr = data.train_index
-    z = data.keypoints_3d[tr][..., 2]
-    net.z_mean.fill_(float(z.mean()))
-    net.z_std.fill_(float(max(z.std(), 0.01)))
-    pf = data.proprio_features[tr]
-    net.proprio_mean.copy_(torch.from_numpy(pf.mean(0)))
-    net.proprio_std.copy_(torch.from_numpy(np.maximum(pf.std(0), 1e-2)))
+    if tcfg.init_from:
+        _load_initial_weights(net, cfg, tcfg.init_from)
+    else:
+        z = data.keypoints_3d[tr][..., 2]
+        net.z_mean.fill_(float(z.mean()))
+        net.z_std.fill_(float(max(z.std(), 0.01)))
+        pf = data.proprio_features[tr]
+        net.proprio_mean.copy_(torch.from_numpy(pf.mean(0)))
+        net.proprio_std.copy_(torch.from_numpy(np.maximum(pf.std(0), 1e-2)))
     geo = camera_geometry(cal)
     opt = torch.optim.AdamW(net.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
     gen = torch.Generator().manual_seed(tcfg.seed)

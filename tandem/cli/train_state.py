@@ -106,6 +106,7 @@ class StateTrainSection(Schema):
     brightness: float = 0.15
     contrast: float = 0.15
     val_frames: int = 2000
+    init_from: str | None = None
 
     def check(self) -> None:
         from planner_vlm.learned.state_config import StateTrainConfig

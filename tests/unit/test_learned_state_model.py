@@ -147,3 +147,19 @@ def test_yaw_targets_and_errors_respect_the_symmetry():
     np.testing.assert_allclose(err, [[0.0, 90.0]], atol=1e-9)  # a cube turned a quarter turn looks the same
     kp[0, 1] = [0.0, 0.0, 0.03]  # a tipped cube: its keypoint pair is vertical, its yaw undefined
     assert not yaw_targets(cfg, kp)[1][0, 0] and np.isnan(yaw_errors(cfg, np.zeros((1, 2)), kp)[0, 0])
+
+
+def test_fine_tuning_starts_from_the_checkpoint_and_a_different_network_is_refused(trained, tmp_path):
+    data, model, summary, out = trained
+    cfg = model.cfg
+    one_step = StateTrainConfig(batch_size=16, max_minutes=3, max_steps=1, eval_every=1, val_frames=30,
+                                init_from=str(out / "checkpoint"))
+    _, tuned = train_state_model(data, cfg, one_step, tmp_path / "tuned", log=lambda _: None)
+    scratch = StateTrainConfig(batch_size=16, max_minutes=3, max_steps=1, eval_every=1, val_frames=30)
+    _, fresh = train_state_model(data, cfg, scratch, tmp_path / "fresh", log=lambda _: None)
+    # one step from the trained weights is still the trained model; one step from scratch is not
+    assert tuned["first_loss"] < 0.5 * fresh["first_loss"]
+    assert tuned["first_loss"] <= 1.5 * summary["last_loss"]
+    other = StateModelConfig.from_dict({**cfg.to_dict(), "head_hidden": 16})
+    with pytest.raises(ConfigError, match="head_hidden"):
+        train_state_model(data, other, one_step, tmp_path / "other", log=lambda _: None)
