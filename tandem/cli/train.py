@@ -6,6 +6,8 @@ Examples::
     tandem-train executor=track train=debug_track                    # CI: a tiny problem, learned in seconds
     tandem-train dataset.root=data/stack_three                       # subgoal-conditioned image executor
     tandem-train executor=flat dataset.root=data/stack_three         # flat baseline (instruction only)
+    tandem-train executor=track executor.conditioning_source=instruction executor.scene_input=objects_3d \
+        dataset.root=data/stack_three_lowdim   # flat baseline with the learned high level's object keypoints
     tandem-train dataset.root=... executor.trace_mode=points         # ablation: trace as points
     tandem-train dataset.root=... resume=outputs/train/X/checkpoints/step_0005000
     tandem-train dataset.root=... eval.every=5000 eval.tasks=[stack_three] eval.seeds=10
@@ -162,7 +164,11 @@ def load_train_config(cfg: Any) -> Any:
     if type(cfg).__name__ == "TrainRunConfig":
         return cfg
     c = load_config(_train_run_config(), cfg)
-    executor_config(c)
+    ex = executor_config(c)
+    if c.executor.name == "track" and ex.scene_input != "none" and c.eval.every:
+        raise FieldError("eval.every", f"must be 0 for executor.scene_input={ex.scene_input}: the in-training "
+                                       "evaluation has no state model to read the objects' keypoints with; evaluate "
+                                       "the checkpoints with tandem-eval 'run_variants=[flat_state]'")
     return c
 
 
@@ -251,8 +257,9 @@ def _dataset(cfg: Any, ex_cfg, out_dir: Path):
     return ExecutorDataset(root, ex_cfg, repo_id=cfg.dataset.repo_id, episodes=episodes, cache=cfg.dataset.cache), root
 
 
-def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16) -> str:
-    """``dataset.root``, or a synthetic dataset written under ``out_dir`` (``dataset.synthetic``)."""
+def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16, labels: bool = False) -> str:
+    """``dataset.root``, or a synthetic dataset written under ``out_dir`` (``dataset.synthetic``; with the
+    ``labels.*`` features when ``labels``)."""
     from executor_vla.synthetic import make_synthetic_dataset
 
     d = cfg.dataset
@@ -260,7 +267,7 @@ def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16) -> str:
         root = out_dir / "synthetic_dataset"
         if not root.exists():
             make_synthetic_dataset(root, n_episodes=int(d.synthetic.episodes),
-                                   image_size=tuple(d.synthetic.image_size), trace_len=trace_len)
+                                   image_size=tuple(d.synthetic.image_size), trace_len=trace_len, labels=labels)
         return str(root)
     return str(d.root)
 
@@ -283,11 +290,13 @@ def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
         ex_cfg = TrackExecutorConfig.from_dict(raw["executor"])
     else:
         ex_cfg = executor_config(cfg)
-    root = _dataset_root(cfg, out_dir, ex_cfg.trace_len)
+    root = _dataset_root(cfg, out_dir, ex_cfg.trace_len, labels=ex_cfg.scene_input != "none")
     episodes = list(cfg.dataset.episodes) if cfg.dataset.episodes else None
     dataset = TrackDataset(root, ex_cfg, episodes=episodes, val_episodes=cfg.dataset.val_episodes)
     if not ex_cfg.tasks and not ex_cfg.objects:
         ex_cfg = dataclasses.replace(ex_cfg, tasks=dataset.tasks, objects=dataset.objects)
+    if ex_cfg.scene_input != "none" and not ex_cfg.scene_objects:  # the order of the dataset's keypoint features
+        ex_cfg = dataclasses.replace(ex_cfg, scene_objects=dataset.scene_objects)
     executor = TrackExecutor(ex_cfg, stats=dataset.stats())
     if ex_cfg.use_text:
         dataset.attach_text_embeddings(executor.text_encoder.encode(dataset.texts))
