@@ -9,6 +9,9 @@ it suits the checkpoint, and at every read, that the observation holds its camer
 * the reader is not an oracle (a non-oracle executor never gets simulator truth, not even through a helper);
 * it knows every object of the checkpoint (``TrackExecutorConfig.scene_objects``); its rows are reordered to the
   checkpoint's order by name;
+* its keypoints are no more ambiguous than the checkpoint's features allow: an object the reader reads modulo
+  ``2 pi / m_r`` of a turn needs a checkpoint order ``m`` that ``m_r`` divides (the features see the yaw modulo
+  ``2 pi / m``, :mod:`executor_vla.object_features`);
 * the observation carries the reader's camera image (else a clear error names the cameras it has and how to render
   the missing one), and the keypoints it returns have the declared shape and are finite.
 """
@@ -29,13 +32,14 @@ class SceneKeypoints:
     Args:
         reader: an :class:`~tandem.core.protocols.ObjectKeypointReader` (e.g. the learned state model).
         objects: the checkpoint's objects, in its feature order (``TrackExecutorConfig.scene_objects``).
+        orders: their symmetry orders in the checkpoint's features (``TrackExecutorConfig.scene_orders()``).
 
     Raises:
-        ConfigError: a reader that lacks a protocol member, is an oracle, or does not know one of ``objects``
-            (names both vocabularies).
+        ConfigError: a reader that lacks a protocol member, is an oracle, does not know one of ``objects`` (names
+            both vocabularies), or reads an object more ambiguously than its order allows (names both orders).
     """
 
-    def __init__(self, reader: ObjectKeypointReader, objects: tuple[str, ...]):
+    def __init__(self, reader: ObjectKeypointReader, objects: tuple[str, ...], orders: tuple[int, ...]):
         require_protocol(reader, ObjectKeypointReader, "scene reader of a track executor")
         if reader.is_oracle:
             raise ConfigError(f"{type(reader).__name__} is an oracle (it reads the simulator's truth); a non-oracle "
@@ -47,6 +51,13 @@ class SceneKeypoints:
             raise ConfigError(f"the executor was trained on the keypoints of {list(objects)}, but its scene reader "
                               f"{type(reader).__name__} knows {list(known)} (missing {missing}): use a state model "
                               "trained on the same task's objects")
+        ambiguous = {o: (int(reader.symmetries.get(o, 1)), int(m)) for o, m in zip(objects, orders)
+                     if int(m) % int(reader.symmetries.get(o, 1))}
+        if ambiguous:
+            raise ConfigError("the scene reader reads some objects' yaw more ambiguously than the executor's features "
+                              "allow (object: (reader order, executor order); the reader's must divide the "
+                              f"executor's): {ambiguous}; train the executor with executor.scene_symmetries matching "
+                              "the state model's")
         self.reader, self.objects = reader, tuple(objects)
         self._known = known
         self._order = np.array([known.index(o) for o in objects], np.int64)

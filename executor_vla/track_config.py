@@ -81,6 +81,9 @@ class TrackExecutorConfig:
             perception features as the learned high level (issue 11 item 4, issue 12 item 6).
         scene_objects: the objects of those features, in their order (filled from the dataset's label vocabulary;
             a reader's objects are matched to them by name).
+        scene_symmetries: each scene object's rotational symmetry order ``m >= 1`` (its yaw enters the features
+            modulo ``2 pi / m``, as the state model reads it; ``tandem-train`` fills them from the dataset's task,
+            ``TaskDefinition.object_symmetries``; empty: every object 1).
         tasks: task names the checkpoint was trained on (filled from the dataset; checked at ``set_subgoal``).
         objects: object and target names seen in its subgoals (checked at ``set_subgoal``).
     """
@@ -123,6 +126,7 @@ class TrackExecutorConfig:
     obs_noise_std: float = 0.0
     scene_input: SceneInput = "none"
     scene_objects: tuple[str, ...] = ()
+    scene_symmetries: tuple[int, ...] = ()
     tasks: tuple[str, ...] = ()
     objects: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -137,6 +141,7 @@ class TrackExecutorConfig:
         self.tasks = tuple(self.tasks)
         self.objects = tuple(self.objects)
         self.scene_objects = tuple(str(o) for o in self.scene_objects)
+        self.scene_symmetries = tuple(int(m) for m in self.scene_symmetries)
         errs: list[str] = []
         for name in ("n_obs_steps", "horizon", "n_action_steps", "state_dim", "action_dim", "trace_3d_len",
                      "trace_len", "text_dim", "cond_dim", "hidden_dim", "n_layers", "num_train_timesteps",
@@ -169,6 +174,10 @@ class TrackExecutorConfig:
             errs.append(f"position_scale_m must be > 0 m per unit action, got {self.position_scale_m}")
         if len(set(self.scene_objects)) != len(self.scene_objects):
             errs.append(f"scene_objects must be distinct names, got {list(self.scene_objects)}")
+        if self.scene_symmetries and (len(self.scene_symmetries) != len(self.scene_objects)
+                                      or min(self.scene_symmetries) < 1):
+            errs.append(f"scene_symmetries must be one order >= 1 per scene object {list(self.scene_objects)}, got "
+                        f"{list(self.scene_symmetries)}")
         if self.obs_noise_std < 0 or self.progress_loss_weight < 0:
             errs.append("obs_noise_std and progress_loss_weight must be >= 0")
         if errs:
@@ -193,6 +202,10 @@ class TrackExecutorConfig:
         # a null inference setting means its default (configs/executor/track.yaml: "the checkpoint's own" at load)
         return cls(**{k: v for k, v in d.items() if not (v is None and k in cls.INFERENCE_OVERRIDES
                                                          and k not in ("gripper_hysteresis", "done_at_trace_end_m"))})
+
+    def scene_orders(self) -> tuple[int, ...]:
+        """Each scene object's symmetry order (``scene_symmetries``, or 1 for every object when empty)."""
+        return self.scene_symmetries or (1,) * len(self.scene_objects)
 
     def with_overrides(self, overrides: dict[str, Any]) -> TrackExecutorConfig:
         """A copy with inference-time overrides applied (:data:`INFERENCE_OVERRIDES`).

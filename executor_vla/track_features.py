@@ -122,7 +122,8 @@ def frame_features(cfg: Any, proprio: np.ndarray, rows: np.ndarray, mask: np.nda
       with ``cfg.fine_scale_m``;
     * ``trace_input="2d"``: :func:`trace_2d_features` at ``cfg.image_size``;
     * then, with ``cfg.scene_input="objects_3d"``, the objects' keypoints relative to the grip site
-      (:func:`executor_vla.object_features.object_features`, fine copy with ``cfg.fine_scale_m``).
+      (:func:`executor_vla.object_features.object_features` with ``cfg.scene_orders()``, fine copy with
+      ``cfg.fine_scale_m``).
 
     Args:
         keypoints_3d: ``(T, O, 2, 3)`` or ``(O, 2, 3)`` m, in the order of ``cfg.scene_objects``; needed exactly when
@@ -145,7 +146,8 @@ def frame_features(cfg: Any, proprio: np.ndarray, rows: np.ndarray, mask: np.nda
     if np.shape(keypoints_3d)[-3:-2] != (n,):
         raise ValueError(f"object keypoints {np.shape(keypoints_3d)} do not hold the {n} objects "
                          f"{list(cfg.scene_objects)} (O, 2, 3)")
-    return np.concatenate([own, object_features(proprio, keypoints_3d, cfg.fine_scale_m)], axis=1)
+    return np.concatenate([own, object_features(proprio, keypoints_3d, cfg.scene_orders(), cfg.fine_scale_m)],
+                          axis=1)
 
 
 def config_feature_dim(cfg: Any) -> int:

@@ -229,12 +229,13 @@ class TrackExecutor(nn.Module):
         state model (the diffusion executor builder of :mod:`tandem.runtime.registry`). Kept across :meth:`reset`.
 
         Raises:
-            ConfigError: a checkpoint without scene input, an oracle reader, or a reader that does not know one of
-                ``cfg.scene_objects`` (:class:`executor_vla.scene_reading.SceneKeypoints`).
+            ConfigError: a checkpoint without scene input, an oracle reader, a reader that does not know one of
+                ``cfg.scene_objects`` or reads one more ambiguously than ``cfg.scene_symmetries`` allow
+                (:class:`executor_vla.scene_reading.SceneKeypoints`).
         """
         if self.cfg.scene_input == "none":
             raise ConfigError("this track executor takes no scene input (scene_input='none'): it needs no reader")
-        self._scene = SceneKeypoints(reader, self.cfg.scene_objects)
+        self._scene = SceneKeypoints(reader, self.cfg.scene_objects, self.cfg.scene_orders())
 
     @property
     def scene_reader(self) -> ObjectKeypointReader | None:

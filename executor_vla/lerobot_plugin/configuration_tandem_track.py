@@ -33,7 +33,8 @@ _TRACK = TrackExecutorConfig()
 #: executors are trained with ``tandem-train executor=track executor.action_space=setpoint``), and the scene input,
 #: which stays ``"none"`` (object-keypoint executors are trained with ``tandem-train ... executor.scene_input=
 #: objects_3d`` and need the learned state model at run time, which tandem's runtime attaches).
-UNMIRRORED_FIELDS: tuple[str, ...] = ("extra", "action_space", "position_scale_m", "scene_input", "scene_objects")
+UNMIRRORED_FIELDS: tuple[str, ...] = ("extra", "action_space", "position_scale_m", "scene_input", "scene_objects",
+                                      "scene_symmetries")
 
 
 @PreTrainedConfig.register_subclass("tandem_track")

@@ -181,6 +181,11 @@ class StateModel:
         """The object vocabulary, in the order of :meth:`object_keypoints_3d`'s rows."""
         return tuple(self.cfg.objects)
 
+    @property
+    def symmetries(self) -> dict[str, int]:
+        """Each object's symmetry order: its second keypoint is read modulo ``2 pi / m`` (``cfg.symmetry``)."""
+        return {o: self.cfg.symmetry(o) for o in self.cfg.objects}
+
     def object_keypoints_3d(self, observation: Observation) -> np.ndarray:
         """``float64 (O, 2, 3)`` m, world frame: each object's origin and x-axis keypoint, read off the observation's
         :attr:`camera` image and proprio (never ``privileged``), for an executor that conditions on them.

@@ -291,6 +291,8 @@ def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
     else:
         ex_cfg = executor_config(cfg)
     root = _dataset_root(cfg, out_dir, ex_cfg.trace_len, labels=ex_cfg.scene_input != "none")
+    if ex_cfg.scene_input != "none" and not ex_cfg.scene_symmetries:
+        ex_cfg = scene_vocabulary(ex_cfg, root)
     episodes = list(cfg.dataset.episodes) if cfg.dataset.episodes else None
     dataset = TrackDataset(root, ex_cfg, episodes=episodes, val_episodes=cfg.dataset.val_episodes)
     if not ex_cfg.tasks and not ex_cfg.objects:
@@ -321,6 +323,33 @@ def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def scene_vocabulary(ex_cfg: Any, root: str | Path) -> Any:
+    """``ex_cfg`` (a ``TrackExecutorConfig`` with ``scene_input``) with its ``scene_objects`` (the dataset's label
+    objects, unless given) and their ``scene_symmetries``: the orders of the dataset task's
+    ``TaskDefinition.object_symmetries`` (the state model's too, ``tandem-train-state``), 1 for objects it does not
+    name or a task the simulator does not know.
+
+    Raises:
+        DatasetSchemaError: not a dataset, or one without object labels.
+    """
+    import dataclasses
+
+    from executor_vla.dataset_writer import read_info
+    from tandem.cli.train_state import task_symmetries
+    from tandem.core import dataset_schema as schema
+    from tandem.core.errors import DatasetSchemaError
+
+    info = read_info(root)
+    vocab = schema.label_vocabulary_of(info.get("features", {}))
+    if vocab is None:
+        raise DatasetSchemaError(f"{root}: executor.scene_input={ex_cfg.scene_input} trains on the objects' keypoints "
+                                 f"({schema.LABEL_KEYPOINTS_3D_KEY}), which this dataset lacks; collect it with "
+                                 "tandem-collect (dataset.labels=true)")
+    objects = tuple(ex_cfg.scene_objects) or vocab[0]
+    orders = task_symmetries(root, None)
+    return dataclasses.replace(ex_cfg, scene_objects=objects, scene_symmetries=tuple(orders.get(o, 1) for o in objects))
 
 
 def torch_isfinite(x: Any) -> bool:

@@ -215,11 +215,14 @@ class ObjectKeypointReader(Protocol):
         is_oracle: whether it reads ``Observation.privileged`` (a non-oracle executor refuses an oracle reader).
         camera: the camera whose image it reads (``Observation.images[camera]``).
         objects: the object names, in the order of the keypoints it returns.
+        symmetries: object -> order ``m >= 1`` of its rotational symmetry about the vertical: its second keypoint
+            is read only modulo ``2 pi / m`` (a cube: 4). Objects not named: 1.
     """
 
     is_oracle: bool
     camera: str
     objects: tuple[str, ...]
+    symmetries: dict[str, int]
 
     def object_keypoints_3d(self, observation: Observation) -> np.ndarray:
         """``float (O, 2, 3)`` m, world frame (the robot base frame on a robot): per object of :attr:`objects` its

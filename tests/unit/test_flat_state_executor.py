@@ -18,7 +18,7 @@ import torch
 from omegaconf import OmegaConf
 from test_track_executor import _down_quat
 
-from executor_vla.object_features import OBJECT_FEATURES, OBJECT_FINE_FEATURES, YAW_HARMONICS, object_features
+from executor_vla.object_features import OBJECT_FEATURES, OBJECT_FINE_FEATURES, object_features
 from executor_vla.track_config import TrackExecutorConfig
 from executor_vla.track_data import TrackDataset
 from executor_vla.track_features import config_feature_dim, frame_features, track_features
@@ -50,46 +50,52 @@ def test_object_features_are_the_keypoints_relative_to_the_grip_site_in_the_give
     proprio = np.array([[*eef, *_down_quat(grip_yaw), 0.04]])
     origins = np.array([[0.5, 0.0, 0.82], [0.4, 0.1, 0.82], [0.6, -0.1, 0.87]])
     yaws = np.array([0.0, 1.0, -2.0])
+    orders = (4, 1, 2)
     kp = _keypoints(origins, yaws)
-    f = object_features(proprio, kp, fine_scale_m=0.02)
+    f = object_features(proprio, kp, orders, fine_scale_m=0.02)
     per = OBJECT_FEATURES + OBJECT_FINE_FEATURES
-    assert f.shape == (1, 3 * per) and per == 15
+    assert f.shape == (1, 3 * per) and per == 8
     for o in range(3):
         row = f[0, o * per:(o + 1) * per]
         np.testing.assert_allclose(row[0:3], origins[o] - eef, atol=1e-6)  # origin relative to the grip site
-        np.testing.assert_allclose(row[3:6], kp[o, 1] - eef, atol=1e-6)  # x-axis point relative to the grip site
-        d = yaws[o] - grip_yaw
-        np.testing.assert_allclose(row[6:9], [math.sin(m * d) for m in YAW_HARMONICS], atol=1e-5)
-        np.testing.assert_allclose(row[9:12], [math.cos(m * d) for m in YAW_HARMONICS], atol=1e-5)
-        np.testing.assert_allclose(row[12:15], np.tanh((origins[o] - eef) / 0.02), atol=1e-5)
+        d = orders[o] * (yaws[o] - grip_yaw)  # yaw difference, modulo the object's symmetry
+        np.testing.assert_allclose(row[3:5], [math.sin(d), math.cos(d)], atol=1e-5)
+        np.testing.assert_allclose(row[5:8], np.tanh((origins[o] - eef) / 0.02), atol=1e-5)
     # the order of the objects is the order given: swapping two objects swaps their blocks
-    swapped = object_features(proprio, kp[[1, 0, 2]], fine_scale_m=0.02)
+    swapped = object_features(proprio, kp[[1, 0, 2]], (1, 4, 2), fine_scale_m=0.02)
     np.testing.assert_allclose(swapped[0, :per], f[0, per:2 * per])
-    # a quarter turn of a cube changes nothing the 4-fold harmonic sees, and flips the 2-fold one's cosine
-    turned = object_features(proprio, _keypoints(origins, yaws + np.pi / 2))
-    np.testing.assert_allclose(turned[0, 6 + 2], f[0, 6 + 2], atol=1e-5)
-    np.testing.assert_allclose(turned[0, 9 + 1], -f[0, 9 + 1], atol=1e-5)
+    # a state model reads a cube's second keypoint at any of its 4 symmetric positions: the features do not change
+    for turn in range(1, 4):
+        turned = _keypoints(origins, yaws + np.array([turn * np.pi / 2, 0.0, (turn % 2) * np.pi]))
+        np.testing.assert_allclose(object_features(proprio, turned, orders, 0.02), f, atol=1e-5)
+    # ... while a turn the symmetry does not allow does
+    plain = object_features(proprio, kp, orders)
+    assert not np.allclose(object_features(proprio, _keypoints(origins, yaws + 0.3), orders), plain, atol=0.05)
 
 
 def test_object_features_refuse_bad_shapes_and_non_finite_keypoints():
     proprio = np.array([[0, 0, 1, *_down_quat(0.0), 0.04]] * 2)
     with pytest.raises(ValueError, match=r"\(T=2, O, 2, 3\)"):
-        object_features(proprio, np.zeros((3, 3)))
+        object_features(proprio, np.zeros((3, 3)), (1,))
     with pytest.raises(ValueError, match="NaN"):
-        object_features(proprio, np.full((1, 2, 3), np.nan))
+        object_features(proprio, np.full((1, 2, 3), np.nan), (1,))
+    with pytest.raises(ValueError, match="one order >= 1 per object"):
+        object_features(proprio, np.zeros((2, 2, 3)), (4,))
+    with pytest.raises(ConfigError, match="scene_symmetries"):
+        TrackExecutorConfig(scene_input="objects_3d", scene_objects=OBJECTS, scene_symmetries=(4, 4))
 
 
 def test_frame_features_append_the_objects_to_the_flat_features():
     cfg = TrackExecutorConfig(conditioning_source="instruction", scene_input="objects_3d", scene_objects=OBJECTS,
-                              trace_3d_len=4)
+                              scene_symmetries=(4, 4, 4), trace_3d_len=4)
     proprio = np.array([[0.0, 0.0, 1.0, *_down_quat(0.2), 0.04], [0.01, 0.0, 1.0, *_down_quat(0.2), 0.04]])
     rows, mask = np.zeros((4, 5)), np.zeros(4)
     kp = _keypoints(np.array([[0.5, 0, 0.8], [0.4, 0.1, 0.8], [0.6, -0.1, 0.8]]), np.zeros(3))
     f = frame_features(cfg, proprio, rows, mask, keypoints_3d=kp)
     base = track_features(proprio, rows, mask, fine_scale_m=cfg.fine_scale_m)
-    assert f.shape == (2, config_feature_dim(cfg)) == (2, base.shape[1] + 3 * 15)
+    assert f.shape == (2, config_feature_dim(cfg)) == (2, base.shape[1] + 3 * 8)
     np.testing.assert_array_equal(f[:, :base.shape[1]], base)
-    np.testing.assert_allclose(f[:, base.shape[1]:], object_features(proprio, kp, cfg.fine_scale_m))
+    np.testing.assert_allclose(f[:, base.shape[1]:], object_features(proprio, kp, (4, 4, 4), cfg.fine_scale_m))
     with pytest.raises(Exception, match="none were given"):
         frame_features(cfg, proprio, rows, mask)
     with pytest.raises(ValueError, match="do not hold the 3 objects"):
@@ -122,11 +128,12 @@ def test_the_dataset_features_each_frame_against_its_own_labels_in_the_label_ord
     assert ds.scene_objects == ("obj0", "obj1", "obj2", "obj3") and ds.cfg.scene_objects == ds.scene_objects
     labels = load_tables(labelled_root).columns[schema.LABEL_KEYPOINTS_3D_KEY].reshape(-1, 4, 2, 3)
     n_base = config_feature_dim(TrackExecutorConfig(conditioning_source="instruction"))
-    np.testing.assert_allclose(ds.features[:, n_base:], object_features(ds.state, labels, 0.02), atol=1e-6)
+    assert ds.cfg.scene_orders() == (1, 1, 1, 1)  # no symmetries given: the labels' keypoints as they are
+    np.testing.assert_allclose(ds.features[:, n_base:], object_features(ds.state, labels, (1,) * 4, 0.02), atol=1e-6)
     # a checkpoint's own order wins: the labels are reordered by name
     order = ("obj2", "obj0")
-    sub = TrackDataset(labelled_root, _flat_cfg(scene_objects=order))
-    np.testing.assert_allclose(sub.features[:, n_base:], object_features(ds.state, labels[:, [2, 0]], 0.02),
+    sub = TrackDataset(labelled_root, _flat_cfg(scene_objects=order, scene_symmetries=(4, 2)))
+    np.testing.assert_allclose(sub.features[:, n_base:], object_features(ds.state, labels[:, [2, 0]], (4, 2), 0.02),
                                atol=1e-6)
     with pytest.raises(DatasetSchemaError, match=r"name \['cube'\]"):
         TrackDataset(labelled_root, _flat_cfg(scene_objects=("obj0", "cube")))
@@ -175,8 +182,9 @@ class FakeReader:
     is_oracle = False
     camera = "agentview"
 
-    def __init__(self, objects=OBJECTS, keypoints=None):
+    def __init__(self, objects=OBJECTS, keypoints=None, symmetries=None):
         self.objects = tuple(objects)
+        self.symmetries = dict.fromkeys(self.objects, 4) if symmetries is None else symmetries
         self.keypoints = keypoints if keypoints is not None else _keypoints(
             np.array([[0.5 + 0.1 * i, 0.05 * i, 0.82] for i in range(len(objects))]), np.zeros(len(objects)))
         self.seen: list[Observation] = []
@@ -188,7 +196,7 @@ class FakeReader:
 
 def _scene_executor(**kw) -> TrackExecutor:
     cfg = TrackExecutorConfig(**{"conditioning_source": "instruction", "scene_input": "objects_3d",
-                                 "scene_objects": OBJECTS, "trace_3d_len": 4, "text_encoder": "hash",
+                                 "scene_objects": OBJECTS, "scene_symmetries": (4, 4, 4), "trace_3d_len": 4, "text_encoder": "hash",
                                  "text_dim": 16, "hidden_dim": 32, "cond_dim": 32, "n_layers": 1,
                                  "tasks": ("stack_three",), **kw})
     return TrackExecutor(cfg).eval()
@@ -204,7 +212,7 @@ def test_an_executor_without_a_reader_refuses_at_set_subgoal():
     with pytest.raises(ConfigError, match="no reader for them.*state_checkpoint"):
         ex.set_subgoal(WHOLE_TASK, TASK)
     with pytest.raises(ConfigError, match="takes no scene input"):
-        _scene_executor(scene_input="none", scene_objects=()).attach_scene_reader(FakeReader())
+        _scene_executor(scene_input="none", scene_objects=(), scene_symmetries=()).attach_scene_reader(FakeReader())
 
 
 def test_oracle_readers_and_other_vocabularies_are_refused():
@@ -215,9 +223,13 @@ def test_oracle_readers_and_other_vocabularies_are_refused():
         ex.attach_scene_reader(oracle)
     with pytest.raises(ConfigError, match=r"missing \['blue'\]"):
         ex.attach_scene_reader(FakeReader(objects=("red", "green", "yellow")))
+    # features trained on exact yaws (order 1) cannot take a reader that knows a cube's yaw only modulo a quarter turn
+    with pytest.raises(ConfigError, match=r"more ambiguously.*'red': \(4, 1\)"):
+        _scene_executor(scene_symmetries=(1, 4, 4)).attach_scene_reader(FakeReader())
+    _scene_executor(scene_symmetries=(4, 4, 4)).attach_scene_reader(FakeReader(symmetries={}))  # exact: fine
 
     class NoCamera:
-        is_oracle, objects = False, OBJECTS
+        is_oracle, objects, symmetries = False, OBJECTS, {}
 
         def object_keypoints_3d(self, observation):
             return np.zeros((3, 2, 3))
@@ -259,9 +271,10 @@ def test_a_scene_checkpoint_round_trips_and_old_checkpoints_load_without_scene_i
     ex = _scene_executor()
     again = TrackExecutor.from_checkpoint(ex.save(tmp_path / "ck", command="test"))
     assert again.cfg.scene_input == "objects_3d" and again.cfg.scene_objects == OBJECTS
+    assert again.cfg.scene_symmetries == (4, 4, 4)
     assert again.scene_reader is None  # a reader is wired at run time, never saved
     shipped = TrackExecutor.from_checkpoint(REPO / "checkpoints" / "stack_three_diffusion")
-    assert shipped.cfg.scene_input == "none" and shipped.cfg.scene_objects == ()
+    assert shipped.cfg.scene_input == "none" and shipped.cfg.scene_objects == () == shipped.cfg.scene_symmetries
 
 
 # ---------------------------------------------------------------- the learned state model as the reader
@@ -270,7 +283,7 @@ def test_the_state_model_is_an_object_keypoint_reader_that_never_reads_privilege
 
     model = StateModel.from_checkpoint(STATE_CKPT)
     assert isinstance(model, ObjectKeypointReader) and not model.is_oracle
-    assert model.camera == "agentview" and model.objects == OBJECTS
+    assert model.camera == "agentview" and model.objects == OBJECTS and model.symmetries == dict.fromkeys(OBJECTS, 4)
     rng = np.random.default_rng(0)
     obs = Observation(images={"agentview": rng.integers(0, 255, (84, 84, 3), dtype=np.uint8)},
                       proprio=np.array([0.5, 0.0, 1.0, *_down_quat(0.0), 0.04], np.float32),
