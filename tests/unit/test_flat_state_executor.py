@@ -366,3 +366,12 @@ def test_the_flat_state_eval_variant_validates():
     assert v.executor["checkpoint"] == "checkpoints/flat_state/{task}"
     assert v.agent == variants["flat"]["agent"]
     v.validate()
+    # the shipped stack_three checkpoint is the one the variant finds, and it is flat with scene input
+    from tandem.runtime.config import StackConfig, load
+    from tandem.runtime.registry import checkpoint_conditioning, checkpoint_scene_input, resolve_checkpoint
+
+    cfg = load(StackConfig, {"task": {"name": "stack_three"}, **{k: getattr(v, k) for k in (
+        "planner", "verifier", "executor", "goals")}})
+    path = resolve_checkpoint(cfg.executor, "stack_three", "instruction")
+    assert path.resolve() == (REPO / "checkpoints" / "flat_state" / "stack_three").resolve()
+    assert checkpoint_conditioning(path) == "instruction" and checkpoint_scene_input(path) == "objects_3d"
