@@ -135,8 +135,10 @@ class OverrideError(CheckpointError, ConfigError):
     """A config value that a checkpoint cannot be loaded with (it would change the network, or is invalid)."""
 
 
-#: Keys of a stack's ``executor`` config node that are wiring, never ``ExecutorConfig`` fields.
-WIRING_KEYS: tuple[str, ...] = ("name", "checkpoint", "device", "torch_threads")
+#: Keys of a stack's ``executor`` config node that are wiring, never ``ExecutorConfig`` fields (those of
+#: ``tandem.runtime.config.TandemCheckpointWiring``; the state model's are used by scene-input track checkpoints).
+WIRING_KEYS: tuple[str, ...] = ("name", "checkpoint", "device", "torch_threads", "state_checkpoint",
+                                "camera_calibration")
 
 
 def apply_overrides(cfg: ExecutorConfig, overrides: Mapping[str, Any] | None, where: str = "the checkpoint"

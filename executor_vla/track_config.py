@@ -19,6 +19,7 @@ TraceInput = Literal["3d", "2d"]
 Head = Literal["diffusion", "mse"]
 Denoiser = Literal["mlp", "unet"]
 ActionSpace = Literal["delta", "setpoint"]
+SceneInput = Literal["none", "objects_3d"]
 _SCHEDULERS = ("DDIM", "DDPM", "DPMSolver")
 
 
@@ -72,6 +73,17 @@ class TrackExecutorConfig:
         position_scale_m: m of set-point offset per unit of position action (the OSC controller's
             ``output_max[:3]``, 0.05 in robosuite's default OSC_POSE; the scripted expert's scale).
         obs_noise_std: Gaussian noise (in normalised units) added to the features in training (0 = off).
+        scene_input: ``"none"``, or ``"objects_3d"``: every frame's features also hold each object's two 3-D
+            keypoints relative to the grip site (:mod:`executor_vla.object_features`). In training they are the
+            dataset's ``labels.keypoints_3d``; at run time a non-privileged reader of the camera image (the learned
+            state model, attached by the runtime: :meth:`executor_vla.track_policy.TrackExecutor.attach_scene_reader`)
+            supplies them. With ``conditioning_source="instruction"`` this is the flat baseline that sees the same
+            perception features as the learned high level (issue 11 item 4, issue 12 item 6).
+        scene_objects: the objects of those features, in their order (filled from the dataset's label vocabulary;
+            a reader's objects are matched to them by name).
+        scene_symmetries: each scene object's rotational symmetry order ``m >= 1`` (its yaw enters the features
+            modulo ``2 pi / m``, as the state model reads it; ``tandem-train`` fills them from the dataset's task,
+            ``TaskDefinition.object_symmetries``; empty: every object 1).
         tasks: task names the checkpoint was trained on (filled from the dataset; checked at ``set_subgoal``).
         objects: object and target names seen in its subgoals (checked at ``set_subgoal``).
     """
@@ -112,6 +124,9 @@ class TrackExecutorConfig:
     action_space: ActionSpace = "delta"
     position_scale_m: float = 0.05
     obs_noise_std: float = 0.0
+    scene_input: SceneInput = "none"
+    scene_objects: tuple[str, ...] = ()
+    scene_symmetries: tuple[int, ...] = ()
     tasks: tuple[str, ...] = ()
     objects: tuple[str, ...] = ()
     extra: dict[str, Any] = field(default_factory=dict)
@@ -125,6 +140,8 @@ class TrackExecutorConfig:
         self.down_dims = tuple(int(x) for x in self.down_dims)
         self.tasks = tuple(self.tasks)
         self.objects = tuple(self.objects)
+        self.scene_objects = tuple(str(o) for o in self.scene_objects)
+        self.scene_symmetries = tuple(int(m) for m in self.scene_symmetries)
         errs: list[str] = []
         for name in ("n_obs_steps", "horizon", "n_action_steps", "state_dim", "action_dim", "trace_3d_len",
                      "trace_len", "text_dim", "cond_dim", "hidden_dim", "n_layers", "num_train_timesteps",
@@ -140,7 +157,8 @@ class TrackExecutorConfig:
             errs.append(f"state_dim must be >= 8 (eef pos, quat wxyz, gripper), got {self.state_dim}")
         choices = {"trace_input": ("3d", "2d"), "head": ("diffusion", "mse"), "denoiser": ("mlp", "unet"),
                    "prediction_type": ("epsilon", "sample"), "inference_scheduler": _SCHEDULERS,
-                   "conditioning_source": ("subgoal", "instruction"), "action_space": ("delta", "setpoint")}
+                   "conditioning_source": ("subgoal", "instruction"), "action_space": ("delta", "setpoint"),
+                   "scene_input": ("none", "objects_3d")}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 errs.append(f"{name} must be one of {list(allowed)} (got {getattr(self, name)!r})")
@@ -154,6 +172,12 @@ class TrackExecutorConfig:
             errs.append(f"fine_scale_m must be > 0 m or null, got {self.fine_scale_m}")
         if not self.position_scale_m > 0:
             errs.append(f"position_scale_m must be > 0 m per unit action, got {self.position_scale_m}")
+        if len(set(self.scene_objects)) != len(self.scene_objects):
+            errs.append(f"scene_objects must be distinct names, got {list(self.scene_objects)}")
+        if self.scene_symmetries and (len(self.scene_symmetries) != len(self.scene_objects)
+                                      or min(self.scene_symmetries) < 1):
+            errs.append(f"scene_symmetries must be one order >= 1 per scene object {list(self.scene_objects)}, got "
+                        f"{list(self.scene_symmetries)}")
         if self.obs_noise_std < 0 or self.progress_loss_weight < 0:
             errs.append("obs_noise_std and progress_loss_weight must be >= 0")
         if errs:
@@ -178,6 +202,10 @@ class TrackExecutorConfig:
         # a null inference setting means its default (configs/executor/track.yaml: "the checkpoint's own" at load)
         return cls(**{k: v for k, v in d.items() if not (v is None and k in cls.INFERENCE_OVERRIDES
                                                          and k not in ("gripper_hysteresis", "done_at_trace_end_m"))})
+
+    def scene_orders(self) -> tuple[int, ...]:
+        """Each scene object's symmetry order (``scene_symmetries``, or 1 for every object when empty)."""
+        return self.scene_symmetries or (1,) * len(self.scene_objects)
 
     def with_overrides(self, overrides: dict[str, Any]) -> TrackExecutorConfig:
         """A copy with inference-time overrides applied (:data:`INFERENCE_OVERRIDES`).

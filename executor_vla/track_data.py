@@ -17,11 +17,15 @@ Windows (Diffusion Policy's convention, within one subgoal attempt, a *segment*)
 
 A flat policy (``conditioning_source="instruction"``) sees the whole episode as one segment, conditioned on the
 instruction, with episode progress as its progress label.
+
+With ``scene_input="objects_3d"`` each frame's features also hold its own ``labels.keypoints_3d`` (the objects'
+keypoints, in the order of the dataset's label vocabulary or of ``cfg.scene_objects``) relative to its grip site
+(:mod:`executor_vla.object_features`); at run time the learned state model reads them off the camera image.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -94,10 +98,13 @@ class TrackDataset:
         texts: the conditioning texts, indexed by ``text_id``; ``text_id (N,)`` per frame.
         train_index, val_index: frame indices usable as window ends.
         tasks, objects: the task names and subgoal argument names seen (the checkpoint's vocabulary).
+        scene_objects: with ``scene_input="objects_3d"``, the objects of the keypoint features in their order
+            (``cfg.scene_objects``, else the dataset's label vocabulary); ``()`` otherwise.
 
     Raises:
         DatasetSchemaError: not a tandem dataset, a missing feature the config needs (named), an fps other than
-            20, or timestamps that disagree with the frame indices.
+            20, timestamps that disagree with the frame indices, or (``scene_input="objects_3d"``) no object labels
+            or labels that lack one of ``cfg.scene_objects``.
     """
 
     def __init__(self, root: str | Path, cfg: TrackExecutorConfig, episodes: list[int] | None = None,
@@ -155,10 +162,14 @@ class TrackDataset:
         if flat:  # the flat policy has no trace: an all-zero trace with mask 0, as the executor uses at run time
             self._trace_cols = (np.zeros((len(ep), cfg.trace_3d_len, len(schema.TRACE_3D_COLUMNS)), np.float32),
                                 np.zeros((len(ep), cfg.trace_3d_len), np.float32))
+        keypoints, self.scene_objects = self._scene_keypoints(t, idx)
+        if keypoints is not None and not cfg.scene_objects:  # the label vocabulary's order becomes the checkpoint's
+            self.cfg = cfg = replace(cfg, scene_objects=self.scene_objects)
         feats = []
         for s, e in zip(starts, ends):
             rows, mask = self.segment_trace(s)
-            feats.append(frame_features(cfg, state[s:e + 1], rows, mask))
+            feats.append(frame_features(cfg, state[s:e + 1], rows, mask,
+                                        None if keypoints is None else keypoints[s:e + 1]))
         self.features = np.concatenate(feats, axis=0)
         episodes_sorted = np.unique(ep)
         n_val = min(int(val_episodes), max(len(episodes_sorted) - 1, 0))
@@ -175,6 +186,27 @@ class TrackDataset:
                 sig = str(a.get("signature", ""))
                 objs.update(x.strip() for x in sig.partition("(")[2].rstrip(")").split(",") if x.strip())
         self.objects = tuple(sorted(objs))
+
+    def _scene_keypoints(self, tables: Any, idx: np.ndarray) -> tuple[np.ndarray | None, tuple[str, ...]]:
+        """``(keypoints float32 (N, O, 2, 3) m, objects)`` of the used rows ``idx`` for ``scene_input="objects_3d"``
+        (objects in the order of ``cfg.scene_objects``, else the label vocabulary's); ``(None, ())`` otherwise."""
+        cfg = self.cfg
+        if cfg.scene_input == "none":
+            return None, ()
+        vocab = schema.label_vocabulary_of(tables.info.get("features", {}))
+        if vocab is None or schema.LABEL_KEYPOINTS_3D_KEY not in tables.columns:
+            raise DatasetSchemaError(f"{self.root}: scene_input={cfg.scene_input!r} trains on the objects' keypoints "
+                                     f"({schema.LABEL_KEYPOINTS_3D_KEY}), which this dataset lacks; collect it with "
+                                     "tandem-collect (dataset.labels=true)")
+        labelled = vocab[0]
+        objects = cfg.scene_objects or labelled
+        missing = [o for o in objects if o not in labelled]
+        if missing:
+            raise DatasetSchemaError(f"{self.root}: scene_objects {list(objects)} name {missing}, which the labels "
+                                     f"lack (they hold {list(labelled)})")
+        kp = tables.columns[schema.LABEL_KEYPOINTS_3D_KEY][idx].astype(np.float32).reshape(
+            len(idx), len(labelled), schema.KEYPOINTS_PER_OBJECT, 3)
+        return kp[:, [labelled.index(o) for o in objects]], tuple(objects)
 
     def segment_trace(self, i: int) -> tuple[np.ndarray, np.ndarray]:
         """The trace (rows, mask) that frame ``i``'s segment is conditioned on: ``(K3, 5)`` and ``(K3,)`` for the

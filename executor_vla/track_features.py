@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from executor_vla.object_features import object_feature_dim, object_features
 from tandem.core.dataset_schema import TRACE_3D_COLUMNS
 from tandem.core.errors import SubgoalSchemaError
 from tandem.core.geometry import quats_to_mats, rotation_6d, yaws_of_mats
@@ -111,25 +112,50 @@ def trace_2d_features(proprio: np.ndarray, trace: np.ndarray, mask: np.ndarray,
     return np.concatenate([own, np.broadcast_to(tail, (len(own), len(tail)))], axis=1).astype(np.float32)
 
 
-def frame_features(cfg: Any, proprio: np.ndarray, rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+def frame_features(cfg: Any, proprio: np.ndarray, rows: np.ndarray, mask: np.ndarray,
+                   keypoints_3d: np.ndarray | None = None) -> np.ndarray:
     """``float32 (T, F)`` features of proprio frames ``(T, D)`` against one subgoal's trace, for the executor
     configured by ``cfg`` (a :class:`executor_vla.track_config.TrackExecutorConfig`): the ONE dispatch the dataset
     loader, the closed loop and the LeRobot plugin call.
 
     * ``trace_input="3d"`` (or the flat baseline, whose trace is all zeros with mask 0): :func:`track_features`
       with ``cfg.fine_scale_m``;
-    * ``trace_input="2d"``: :func:`trace_2d_features` at ``cfg.image_size``.
+    * ``trace_input="2d"``: :func:`trace_2d_features` at ``cfg.image_size``;
+    * then, with ``cfg.scene_input="objects_3d"``, the objects' keypoints relative to the grip site
+      (:func:`executor_vla.object_features.object_features` with ``cfg.scene_orders()``, fine copy with
+      ``cfg.fine_scale_m``).
+
+    Args:
+        keypoints_3d: ``(T, O, 2, 3)`` or ``(O, 2, 3)`` m, in the order of ``cfg.scene_objects``; needed exactly when
+            ``cfg.scene_input="objects_3d"``.
 
     Raises:
-        SubgoalSchemaError: a malformed or non-finite trace. ValueError: NaN/inf in ``proprio``.
+        SubgoalSchemaError: a malformed or non-finite trace, or missing keypoints for a scene-input config.
+        ValueError: NaN/inf in ``proprio`` or the keypoints, or keypoints of the wrong shape.
     """
     if cfg.trace_input == "3d" or cfg.conditioning_source == "instruction":
-        return track_features(proprio, rows, mask, fine_scale_m=cfg.fine_scale_m)
-    return trace_2d_features(proprio, rows, mask, cfg.image_size)
+        own = track_features(proprio, rows, mask, fine_scale_m=cfg.fine_scale_m)
+    else:
+        own = trace_2d_features(proprio, rows, mask, cfg.image_size)
+    if cfg.scene_input == "none":
+        return own
+    if keypoints_3d is None:
+        raise SubgoalSchemaError(f"this track executor reads object keypoints (scene_input={cfg.scene_input!r}) "
+                                 "and none were given")
+    n = len(cfg.scene_objects)
+    if np.shape(keypoints_3d)[-3:-2] != (n,):
+        raise ValueError(f"object keypoints {np.shape(keypoints_3d)} do not hold the {n} objects "
+                         f"{list(cfg.scene_objects)} (O, 2, 3)")
+    return np.concatenate([own, object_features(proprio, keypoints_3d, cfg.scene_orders(), cfg.fine_scale_m)],
+                          axis=1)
 
 
 def config_feature_dim(cfg: Any) -> int:
     """Features per frame of :func:`frame_features` for ``cfg``."""
     if cfg.trace_input == "3d" or cfg.conditioning_source == "instruction":
-        return feature_dim(cfg.trace_3d_len, fine=cfg.fine_scale_m is not None)
-    return PROPRIO_FEATURES + 3 * cfg.trace_len
+        own = feature_dim(cfg.trace_3d_len, fine=cfg.fine_scale_m is not None)
+    else:
+        own = PROPRIO_FEATURES + 3 * cfg.trace_len
+    if cfg.scene_input == "none":
+        return own
+    return own + object_feature_dim(len(cfg.scene_objects), fine=cfg.fine_scale_m is not None)

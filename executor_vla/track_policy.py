@@ -4,7 +4,9 @@ It implements ``tandem.core.protocols.Executor``. Inputs, at run time exactly wh
 
 * proprioception (grip-site position, orientation, gripper opening) over the observation horizon;
 * the subgoal the planner handed over: its 3-D trace (:class:`tandem.core.types.Trace3D`: points, yaw and gripper
-  command at each), and its text embedding.
+  command at each), and its text embedding;
+* with ``scene_input="objects_3d"``, the objects' 3-D keypoints, read off the camera image by a non-privileged
+  reader at every chunk (:meth:`TrackExecutor.attach_scene_reader`, :mod:`executor_vla.scene_reading`).
 
 Features come from :func:`executor_vla.track_features.track_features`, the same function the dataset loader
 calls. The network (:mod:`executor_vla.track_net`) is about 2 M parameters; a chunk costs about a millisecond on
@@ -30,12 +32,14 @@ from torch import Tensor, nn
 
 from executor_vla.fused_mlp_ddim import FusedMLPDDIM
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
+from executor_vla.scene_reading import SceneKeypoints
 from executor_vla.track_config import TrackExecutorConfig
 from executor_vla.track_data import TrackStats
 from executor_vla.track_features import config_feature_dim, frame_features
 from executor_vla.track_net import MLPDenoiser, TrackNet
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
+from tandem.core.protocols import ObjectKeypointReader
 from tandem.core.types import Observation, Subgoal, TaskSpec
 
 FORMAT = "tandem-executor/1"
@@ -80,6 +84,7 @@ class TrackExecutor(nn.Module):
         self.command = ""
         self._fast_sampling = False  # optimize_for_inference() turns on the fused DDIM loop (FusedMLPDDIM)
         self._fused: FusedMLPDDIM | None = None
+        self._scene: SceneKeypoints | None = None  # attach_scene_reader() with scene_input="objects_3d"
         self.reset()
 
     # ------------------------------------------------------------------ normalisation
@@ -218,6 +223,25 @@ class TrackExecutor(nn.Module):
             return None
         return FusedMLPDDIM(self.net.denoiser, self._chunk_sampler)
 
+    # ------------------------------------------------------------------ scene input
+    def attach_scene_reader(self, reader: ObjectKeypointReader) -> None:
+        """Read the objects' keypoints with ``reader`` (``scene_input="objects_3d"``): the runtime injects the learned
+        state model (the diffusion executor builder of :mod:`tandem.runtime.registry`). Kept across :meth:`reset`.
+
+        Raises:
+            ConfigError: a checkpoint without scene input, an oracle reader, a reader that does not know one of
+                ``cfg.scene_objects`` or reads one more ambiguously than ``cfg.scene_symmetries`` allow
+                (:class:`executor_vla.scene_reading.SceneKeypoints`).
+        """
+        if self.cfg.scene_input == "none":
+            raise ConfigError("this track executor takes no scene input (scene_input='none'): it needs no reader")
+        self._scene = SceneKeypoints(reader, self.cfg.scene_objects, self.cfg.scene_orders())
+
+    @property
+    def scene_reader(self) -> ObjectKeypointReader | None:
+        """The attached reader of the objects' keypoints (None: none attached)."""
+        return None if self._scene is None else self._scene.reader
+
     # ------------------------------------------------------------------ Executor protocol
     def reset(self) -> None:
         """Forget history, queue and subgoal; re-seed the sampling noise (episodes are reproducible)."""
@@ -255,12 +279,18 @@ class TrackExecutor(nn.Module):
         Raises:
             SubgoalSchemaError: no trace of the kind the checkpoint needs, a trace longer than it can take, an
                 empty text, a task or object the checkpoint was not trained for.
+            ConfigError: a checkpoint with ``scene_input="objects_3d"`` and no scene reader attached.
         """
         cfg = self.cfg
         self._queue.clear()
         self._history.clear()
         self._trace, self._text, self._done, self.last_progress = None, None, False, None
         self._check_vocabulary(subgoal, task)
+        if cfg.scene_input != "none" and self._scene is None:
+            raise ConfigError(f"this track executor conditions on the keypoints of {list(cfg.scene_objects)} "
+                              f"(scene_input={cfg.scene_input!r}) and has no reader for them: build it with tandem's "
+                              "registry (executor=diffusion loads the learned state model, executor.state_checkpoint "
+                              "or checkpoints/state/<task>), or call attach_scene_reader(<state model>)")
         if cfg.conditioning_source == "instruction":
             if task is None:
                 raise SubgoalSchemaError("the flat track executor conditions on task.instruction: pass the TaskSpec")
@@ -288,15 +318,16 @@ class TrackExecutor(nn.Module):
             self._text = torch.from_numpy(np.asarray(self.text_encoder.encode([text]), np.float32)).to(self.device)
         self._trace = trace
 
-    def features(self, proprio: np.ndarray) -> np.ndarray:
-        """``float32 (T, F)`` features of proprio frames ``(T, D)`` against the current subgoal's trace.
+    def features(self, proprio: np.ndarray, keypoints_3d: np.ndarray | None = None) -> np.ndarray:
+        """``float32 (T, F)`` features of proprio frames ``(T, D)`` against the current subgoal's trace (and, with
+        ``scene_input="objects_3d"``, the objects' keypoints ``(O, 2, 3)`` or ``(T, O, 2, 3)`` m).
 
         Raises:
-            SubgoalSchemaError: no subgoal set.
+            SubgoalSchemaError: no subgoal set, or no keypoints for a scene-input checkpoint.
         """
         if self._trace is None:
             raise SubgoalSchemaError("select_action called before set_subgoal (or after a set_subgoal that failed)")
-        return frame_features(self.cfg, proprio, *self._trace)
+        return frame_features(self.cfg, proprio, *self._trace, keypoints_3d=keypoints_3d)
 
     @torch.no_grad()
     def select_action(self, observation: Observation) -> np.ndarray:
@@ -306,10 +337,14 @@ class TrackExecutor(nn.Module):
         the chunk was predicted; each call turns its step's set-point into the OSC delta from the grip site *now*
         (``(set-point - proprio[:3]) / position_scale_m``), so a lagging arm is pushed on within the chunk.
 
+        With ``scene_input="objects_3d"`` each chunk reads the objects' keypoints off this observation (the attached
+        reader); the observation horizon's earlier frames are featurised against the same reading (objects move at
+        most a few mm in one control step; in training each frame has its own labels).
+
         Raises:
             SubgoalSchemaError: no subgoal set.
-            ConfigError: proprio of the wrong length.
-            NonFiniteActionError: NaN/inf in the proprio or in the predicted actions.
+            ConfigError: proprio of the wrong length; the scene reader's camera missing from the observation.
+            NonFiniteActionError: NaN/inf in the proprio, the object keypoints or the predicted actions.
         """
         cfg = self.cfg
         p = np.asarray(observation.proprio, np.float32)
@@ -323,7 +358,8 @@ class TrackExecutor(nn.Module):
         if not self._queue:
             hist = list(self._history)
             hist = [hist[0]] * (cfg.n_obs_steps - len(hist)) + hist
-            obs = torch.from_numpy(self.features(np.stack(hist))).to(self.device)[None]
+            keypoints = self._scene.read(observation) if self._scene is not None else None
+            obs = torch.from_numpy(self.features(np.stack(hist), keypoints)).to(self.device)[None]
             chunk, progress = self.predict_action_chunk(obs, self._text, generator=self._noise)
             chunk = chunk[0].cpu().numpy()
             if not np.all(np.isfinite(chunk)):

@@ -57,10 +57,12 @@ class TrainConfig:
         seed: RNG seed.
         device: ``"auto"`` (cuda if available), ``"cpu"`` or ``"cuda"``.
         mixed_precision: accelerate's ``"no"``, ``"fp16"`` or ``"bf16"``.
-        max_minutes: wall-clock budget (min): training stops when it is spent (or at ``steps``, whichever comes
-            first), and the cosine schedule is laid over the budget instead of the steps. None = steps only.
-        snapshot_minutes: wall-clock times (min) at which an extra checkpoint ``checkpoints/min_XXX.X`` is written
+        max_minutes: time budget (min) on ``clock``: training stops when it is spent (or at ``steps``, whichever
+            comes first), and the cosine schedule is laid over the budget instead of the steps. None = steps only.
+        snapshot_minutes: times (min, on ``clock``) at which an extra checkpoint ``checkpoints/min_XXX.X`` is written
             (the learning curve of ``benchmarks/learning_curve.py``: success against training time).
+        clock: ``"wall"`` (elapsed time) or ``"cpu"`` (this process's CPU time: with one torch thread, the time of
+            one core, whatever else shares the machine), the clock of ``max_minutes`` and ``snapshot_minutes``.
         val_every: steps between validation losses on held-out episodes (datasets with a ``val`` split; 0 = off).
     """
 
@@ -81,6 +83,7 @@ class TrainConfig:
     mixed_precision: str = "no"
     max_minutes: float | None = None
     snapshot_minutes: tuple[float, ...] = ()
+    clock: str = "wall"
     val_every: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
@@ -98,6 +101,8 @@ class TrainConfig:
         self.snapshot_minutes = tuple(sorted(float(m) for m in self.snapshot_minutes))
         if any(m <= 0 for m in self.snapshot_minutes):
             errs.append(f"snapshot_minutes must be > 0 (got {list(self.snapshot_minutes)})")
+        if self.clock not in ("wall", "cpu"):
+            errs.append(f"clock must be wall or cpu (got {self.clock!r})")
         if self.device not in ("auto", "cpu", "cuda"):
             errs.append(f"device must be auto, cpu or cuda (got {self.device!r})")
         if errs:
@@ -186,7 +191,8 @@ class Trainer:
         self.model = executor
         self.optimizer = torch.optim.AdamW(executor.parameters(), lr=cfg.lr, betas=cfg.betas,
                                            weight_decay=cfg.weight_decay)
-        self._t_train = 0.0  # wall-clock seconds spent in train() so far (resumes add to it)
+        self._t_train = 0.0  # seconds on cfg.clock spent in train() so far (resumes add to it)
+        self._clock = time.process_time if cfg.clock == "cpu" else time.perf_counter
         if cfg.max_minutes:  # cosine over the wall-clock budget (or the steps, whichever runs out first)
             def lr_lambda(step: int) -> float:
                 if step < cfg.warmup_steps:
@@ -227,7 +233,7 @@ class Trainer:
         return {k: v.detach().cpu().contiguous().clone() for k, v in self.ema.shadow.items()}
 
     def _elapsed_s(self) -> float:
-        return self._t_train + (time.perf_counter() - self._t0 if getattr(self, "_t0", None) is not None else 0.0)
+        return self._t_train + (self._clock() - self._t0 if getattr(self, "_t0", None) is not None else 0.0)
 
     def ema_executor(self) -> DiffusionExecutor:
         """A separate eval-mode executor holding the EMA weights (for evaluation)."""
@@ -311,7 +317,7 @@ class Trainer:
                    desc="train", dynamic_ncols=True)
         data = self.batch_source(cfg.batch_size, seed=cfg.seed + self.step) if self.batch_source else cycle(self.loader)
         t0, samples = time.perf_counter(), 0
-        self._t0 = time.perf_counter()
+        self._t0 = self._clock()
         snapshots = [m for m in cfg.snapshot_minutes if m * 60.0 > self._elapsed_s()]
         budget_s = 60.0 * cfg.max_minutes if cfg.max_minutes else None
         while self.step < total:

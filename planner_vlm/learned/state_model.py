@@ -197,6 +197,31 @@ class StateModel:
                           scene_confidence=float(conf.min()) if conf.size else 1.0,
                           heatmap_entropy=out["entropy"][0].reshape(o, 2))
 
+    # ------------------------------------------------------------------ tandem.core.protocols.ObjectKeypointReader
+    @property
+    def camera(self) -> str:
+        """The camera whose image the model reads (``cfg.camera``)."""
+        return self.cfg.camera
+
+    @property
+    def objects(self) -> tuple[str, ...]:
+        """The object vocabulary, in the order of :meth:`object_keypoints_3d`'s rows."""
+        return tuple(self.cfg.objects)
+
+    @property
+    def symmetries(self) -> dict[str, int]:
+        """Each object's symmetry order: its second keypoint is read modulo ``2 pi / m`` (``cfg.symmetry``)."""
+        return {o: self.cfg.symmetry(o) for o in self.cfg.objects}
+
+    def object_keypoints_3d(self, observation: Observation) -> np.ndarray:
+        """``float64 (O, 2, 3)`` m, world frame: each object's origin and x-axis keypoint, read off the observation's
+        :attr:`camera` image and proprio (never ``privileged``), for an executor that conditions on them.
+
+        Raises:
+            ConfigError: the observation has no image of the model's camera.
+        """
+        return self.predict(observation).keypoints_3d
+
     # ------------------------------------------------------------------ checkpoints
     def save(self, path: str | Path, command: str = "", extra: dict[str, Any] | None = None) -> Path:
         """Write the checkpoint directory ``path`` (see the module docstring); returns it."""

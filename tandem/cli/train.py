@@ -6,6 +6,8 @@ Examples::
     tandem-train executor=track train=debug_track                    # CI: a tiny problem, learned in seconds
     tandem-train dataset.root=data/stack_three                       # subgoal-conditioned image executor
     tandem-train executor=flat dataset.root=data/stack_three         # flat baseline (instruction only)
+    tandem-train executor=track executor.conditioning_source=instruction executor.scene_input=objects_3d \
+        dataset.root=data/stack_three_lowdim   # flat baseline with the learned high level's object keypoints
     tandem-train dataset.root=... executor.trace_mode=points         # ablation: trace as points
     tandem-train dataset.root=... resume=outputs/train/X/checkpoints/step_0005000
     tandem-train dataset.root=... eval.every=5000 eval.tasks=[stack_three] eval.seeds=10
@@ -162,7 +164,11 @@ def load_train_config(cfg: Any) -> Any:
     if type(cfg).__name__ == "TrainRunConfig":
         return cfg
     c = load_config(_train_run_config(), cfg)
-    executor_config(c)
+    ex = executor_config(c)
+    if c.executor.name == "track" and ex.scene_input != "none" and c.eval.every:
+        raise FieldError("eval.every", f"must be 0 for executor.scene_input={ex.scene_input}: the in-training "
+                                       "evaluation has no state model to read the objects' keypoints with; evaluate "
+                                       "the checkpoints with tandem-eval 'run_variants=[flat_state]'")
     return c
 
 
@@ -251,8 +257,9 @@ def _dataset(cfg: Any, ex_cfg, out_dir: Path):
     return ExecutorDataset(root, ex_cfg, repo_id=cfg.dataset.repo_id, episodes=episodes, cache=cfg.dataset.cache), root
 
 
-def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16) -> str:
-    """``dataset.root``, or a synthetic dataset written under ``out_dir`` (``dataset.synthetic``)."""
+def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16, labels: bool = False) -> str:
+    """``dataset.root``, or a synthetic dataset written under ``out_dir`` (``dataset.synthetic``; with the
+    ``labels.*`` features when ``labels``)."""
     from executor_vla.synthetic import make_synthetic_dataset
 
     d = cfg.dataset
@@ -260,7 +267,7 @@ def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16) -> str:
         root = out_dir / "synthetic_dataset"
         if not root.exists():
             make_synthetic_dataset(root, n_episodes=int(d.synthetic.episodes),
-                                   image_size=tuple(d.synthetic.image_size), trace_len=trace_len)
+                                   image_size=tuple(d.synthetic.image_size), trace_len=trace_len, labels=labels)
         return str(root)
     return str(d.root)
 
@@ -283,11 +290,15 @@ def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
         ex_cfg = TrackExecutorConfig.from_dict(raw["executor"])
     else:
         ex_cfg = executor_config(cfg)
-    root = _dataset_root(cfg, out_dir, ex_cfg.trace_len)
+    root = _dataset_root(cfg, out_dir, ex_cfg.trace_len, labels=ex_cfg.scene_input != "none")
+    if ex_cfg.scene_input != "none" and not ex_cfg.scene_symmetries:
+        ex_cfg = scene_vocabulary(ex_cfg, root)
     episodes = list(cfg.dataset.episodes) if cfg.dataset.episodes else None
     dataset = TrackDataset(root, ex_cfg, episodes=episodes, val_episodes=cfg.dataset.val_episodes)
     if not ex_cfg.tasks and not ex_cfg.objects:
         ex_cfg = dataclasses.replace(ex_cfg, tasks=dataset.tasks, objects=dataset.objects)
+    if ex_cfg.scene_input != "none" and not ex_cfg.scene_objects:  # the order of the dataset's keypoint features
+        ex_cfg = dataclasses.replace(ex_cfg, scene_objects=dataset.scene_objects)
     executor = TrackExecutor(ex_cfg, stats=dataset.stats())
     if ex_cfg.use_text:
         dataset.attach_text_embeddings(executor.text_encoder.encode(dataset.texts))
@@ -312,6 +323,33 @@ def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
     (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     print(json.dumps(summary, indent=2, default=str))
     return summary
+
+
+def scene_vocabulary(ex_cfg: Any, root: str | Path) -> Any:
+    """``ex_cfg`` (a ``TrackExecutorConfig`` with ``scene_input``) with its ``scene_objects`` (the dataset's label
+    objects, unless given) and their ``scene_symmetries``: the orders of the dataset task's
+    ``TaskDefinition.object_symmetries`` (the state model's too, ``tandem-train-state``), 1 for objects it does not
+    name or a task the simulator does not know.
+
+    Raises:
+        DatasetSchemaError: not a dataset, or one without object labels.
+    """
+    import dataclasses
+
+    from executor_vla.dataset_writer import read_info
+    from tandem.cli.train_state import task_symmetries
+    from tandem.core import dataset_schema as schema
+    from tandem.core.errors import DatasetSchemaError
+
+    info = read_info(root)
+    vocab = schema.label_vocabulary_of(info.get("features", {}))
+    if vocab is None:
+        raise DatasetSchemaError(f"{root}: executor.scene_input={ex_cfg.scene_input} trains on the objects' keypoints "
+                                 f"({schema.LABEL_KEYPOINTS_3D_KEY}), which this dataset lacks; collect it with "
+                                 "tandem-collect (dataset.labels=true)")
+    objects = tuple(ex_cfg.scene_objects) or vocab[0]
+    orders = task_symmetries(root, None)
+    return dataclasses.replace(ex_cfg, scene_objects=objects, scene_symmetries=tuple(orders.get(o, 1) for o in objects))
 
 
 def torch_isfinite(x: Any) -> bool:

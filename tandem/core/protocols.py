@@ -205,6 +205,35 @@ class Executor(Protocol):
         ...
 
 
+@runtime_checkable
+class ObjectKeypointReader(Protocol):
+    """Reads the task objects' 3-D keypoints off one observation, for an executor that conditions on them
+    (``scene_input="objects_3d"`` of the track executor). Implementation: the learned state model
+    (``planner_vlm.learned.state_model.StateModel``), which the runtime injects: components never import each other.
+
+    Attributes:
+        is_oracle: whether it reads ``Observation.privileged`` (a non-oracle executor refuses an oracle reader).
+        camera: the camera whose image it reads (``Observation.images[camera]``).
+        objects: the object names, in the order of the keypoints it returns.
+        symmetries: object -> order ``m >= 1`` of its rotational symmetry about the vertical: its second keypoint
+            is read only modulo ``2 pi / m`` (a cube: 4). Objects not named: 1.
+    """
+
+    is_oracle: bool
+    camera: str
+    objects: tuple[str, ...]
+    symmetries: dict[str, int]
+
+    def object_keypoints_3d(self, observation: Observation) -> np.ndarray:
+        """``float (O, 2, 3)`` m, world frame (the robot base frame on a robot): per object of :attr:`objects` its
+        origin and the point 3 cm along its local x axis (:func:`tandem.core.dataset_schema.object_keypoints`).
+
+        Raises:
+            ConfigError: the observation lacks :attr:`camera`'s image.
+        """
+        ...
+
+
 def require_protocol(component: object, protocol: type, role: str) -> None:
     """Refuse ``component`` as ``role`` (e.g. ``"planner"``) unless it has every member of ``protocol``.
 

@@ -432,11 +432,20 @@ class LearnedPerceptionConfig(ComponentConfig):
     def check(self) -> None:
         if self.torch_threads is not None and self.torch_threads < 1:
             raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
-        if self.camera_calibration is not None:
-            missing = [k for k in ("intrinsics", "world_from_camera", "image_size") if k not in self.camera_calibration]
-            if missing:
-                raise FieldError("camera_calibration", f"lacks {missing} (needs intrinsics 3x3, world_from_camera 4x4, "
-                                                       "image_size [H, W])")
+        check_camera_calibration(self.camera_calibration)
+
+
+def check_camera_calibration(calibration: dict[str, Any] | None) -> None:
+    """Refuse a ``camera_calibration`` section that lacks one of its keys (None is allowed: no override).
+
+    Raises:
+        FieldError: naming the missing keys.
+    """
+    if calibration is not None:
+        missing = [k for k in ("intrinsics", "world_from_camera", "image_size") if k not in calibration]
+        if missing:
+            raise FieldError("camera_calibration", f"lacks {missing} (needs intrinsics 3x3, world_from_camera 4x4, "
+                                                   "image_size [H, W])")
 
 
 @component_schema("planner")
@@ -523,7 +532,8 @@ class CheckpointExecutorConfig(ComponentConfig):
     """Wiring of an executor loaded from a checkpoint.
 
     Attributes:
-        checkpoint: the checkpoint directory (None: the shipped one, where the executor has one).
+        checkpoint: the checkpoint directory (None: the shipped one, where the executor has one); ``{task}`` in it is
+            replaced by the task's name (``checkpoints/flat_state/{task}``: one checkpoint per task of a suite).
         device: torch device, e.g. ``cpu``, ``cuda``, ``cuda:1``.
         torch_threads: ``torch.set_num_threads`` at load (1 when several workers share a small CPU); None: default.
     """
@@ -567,11 +577,31 @@ class OracleRemoteExecutorConfig(CheckpointExecutorConfig):
     name: str = "oracle_remote"
 
 
+@dataclass
+class TandemCheckpointWiring(CheckpointExecutorConfig):
+    """Wiring of a tandem executor checkpoint (``executor=diffusion`` / ``track``), besides the checkpoint itself.
+
+    Attributes:
+        state_checkpoint: the learned state model (a ``tandem-train-state`` checkpoint directory) with which a track
+            checkpoint trained with ``scene_input=objects_3d`` reads the objects' keypoints off the camera image at
+            run time (None: the shipped ``checkpoints/state/<task>``); unused by other checkpoints.
+        camera_calibration: that state model's camera calibration, as
+            :attr:`LearnedPerceptionConfig.camera_calibration` (None: the simulator camera's, or the checkpoint's).
+    """
+
+    state_checkpoint: str | None = None
+    camera_calibration: dict[str, Any] | None = None
+
+    def check(self) -> None:
+        super().check()
+        check_camera_calibration(self.camera_calibration)
+
+
 def _checkpoint_executor_config(name: str, network_cls: type, cls_name: str, doc: str) -> type[CheckpointExecutorConfig]:
     """``executor=<name>``: the wiring fields plus every field of ``network_cls`` (an executor_vla config dataclass)
     by name, typed ``Any``, default None = not set; ``network_cls`` validates them. The executor_vla config modules
     are plain Python (no torch)."""
-    wiring = {f.name for f in dataclasses.fields(CheckpointExecutorConfig)}
+    wiring = {f.name for f in dataclasses.fields(TandemCheckpointWiring)}
     network = [(f.name, Any, field(default=None)) for f in dataclasses.fields(network_cls)
                if f.init and f.name not in wiring]
 
@@ -580,7 +610,7 @@ def _checkpoint_executor_config(name: str, network_cls: type, cls_name: str, doc
         return {n: getattr(self, n) for n, _, _ in network if getattr(self, n) is not None}
 
     cls = dataclasses.make_dataclass(cls_name, [("name", str, field(default=name)), *network],
-                                     bases=(CheckpointExecutorConfig,), namespace={"network_fields": network_fields})
+                                     bases=(TandemCheckpointWiring,), namespace={"network_fields": network_fields})
     cls.__doc__ = doc
     cls.__module__ = __name__
     return cls

@@ -53,6 +53,7 @@ from tandem.runtime.config import (
     PerturbConfig,
     ScriptedExecutorConfig,
     StackConfig,
+    TandemCheckpointWiring,
     TaskConfig,
     VLMPlannerConfig,
     VLMVerifierConfig,
@@ -215,17 +216,23 @@ def resolve_perception_checkpoint(checkpoint: str | None, task: str, kind: str) 
 
 
 def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
-    """``(camera, (H, W) px)`` the learned state model of ``cfg``'s planner or verifier reads, from its checkpoint's
-    ``config.json`` without loading it; None when neither is learned or the checkpoint cannot be read (loading it
-    later raises the real error)."""
-    for section in (cfg.planner, cfg.verifier):
-        if isinstance(section, LearnedPerceptionConfig):
-            try:
-                path = resolve_perception_checkpoint(section.state_checkpoint, cfg.task.name, "state")
-                model = json.loads((path / "config.json").read_text())["model"]
-                return str(model.get("camera", "agentview")), tuple(int(v) for v in model["image_size"])
-            except (ConfigError, OSError, ValueError, KeyError, TypeError):
-                return None
+    """``(camera, (H, W) px)`` the learned state model of ``cfg``'s planner or verifier reads, or of its executor
+    (a track checkpoint with ``scene_input="objects_3d"``), from the checkpoints' ``config.json`` without loading
+    them; None when none reads one or a checkpoint cannot be read (loading it later raises the real error)."""
+    sections = [s for s in (cfg.planner, cfg.verifier) if isinstance(s, LearnedPerceptionConfig)]
+    if isinstance(cfg.executor, TandemCheckpointWiring) and cfg.executor.name in ("diffusion", "track"):
+        try:
+            if checkpoint_scene_input(resolve_checkpoint(cfg.executor, cfg.task.name, cfg.planner.name)) != "none":
+                sections.append(cfg.executor)
+        except ConfigError:
+            pass
+    for section in sections:
+        try:
+            path = resolve_perception_checkpoint(section.state_checkpoint, cfg.task.name, "state")
+            model = json.loads((path / "config.json").read_text())["model"]
+            return str(model.get("camera", "agentview")), tuple(int(v) for v in model["image_size"])
+        except (ConfigError, OSError, ValueError, KeyError, TypeError):
+            return None
     return None
 
 
@@ -233,7 +240,7 @@ def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
 _STATE_MODELS: dict[tuple[str, str], Any] = {}
 
 
-def _state_model(spec: LearnedPerceptionConfig, ctx: BuildContext) -> Any:
+def _state_model(spec: LearnedPerceptionConfig | TandemCheckpointWiring, ctx: BuildContext) -> Any:
     """The state model of ``spec`` with the camera calibration injected: ``spec.camera_calibration`` if given, else
     the simulator camera's (in simulation), else the one stored with the checkpoint (a robot without a calibration in
     its config: logged).
@@ -320,15 +327,15 @@ def _vlm_verifier(spec: VLMVerifierConfig, ctx: BuildContext) -> Verifier:
 def resolve_checkpoint(spec: CheckpointExecutorConfig, task: str, planner: str) -> Path:
     """The diffusion executor's checkpoint directory.
 
-    ``spec.checkpoint`` when set (a relative path that does not exist from the working directory is also tried from
-    the project root); otherwise the shipped one for ``task``: ``<task>_flat`` under ``planner=instruction``, else
+    ``spec.checkpoint`` when set, with ``{task}`` replaced by ``task`` (a relative path that does not exist from the
+    working directory is also tried from the project root); otherwise the shipped one for ``task``: ``<task>_flat`` under ``planner=instruction``, else
     ``<task>_diffusion``, looked up in ``checkpoints/``, then in ``checkpoints/image/``.
 
     Raises:
         ConfigError: no checkpoint given and none shipped for the task (lists the shipped ones).
     """
     if spec.checkpoint:
-        path = Path(str(spec.checkpoint))
+        path = Path(str(spec.checkpoint).replace("{task}", task))
         if not path.is_absolute() and not path.exists() and (SHIPPED_CHECKPOINTS.parent / path).exists():
             path = SHIPPED_CHECKPOINTS.parent / path
         return path
@@ -350,6 +357,14 @@ def _checkpoint_executor_dict(checkpoint: str | Path) -> dict[str, Any] | None:
         return None
     ex = raw.get("executor") if isinstance(raw, dict) else None
     return ex if isinstance(ex, dict) else None
+
+
+def checkpoint_scene_input(checkpoint: str | Path) -> str:
+    """``scene_input`` recorded in a track executor checkpoint's ``config.json`` (``"objects_3d"``: it reads the
+    objects' keypoints with a learned state model); ``"none"`` for other checkpoints or an unreadable file."""
+    ex = _checkpoint_executor_dict(checkpoint)
+    src = ex.get("scene_input", "none") if ex is not None else "none"
+    return src if isinstance(src, str) else "none"
 
 
 def checkpoint_conditioning(checkpoint: str | Path) -> str | None:
@@ -428,16 +443,21 @@ def _scripted_executor(spec: ScriptedExecutorConfig, ctx: BuildContext) -> Execu
 
 
 @EXECUTORS.register("diffusion")
-def _diffusion_executor(spec: CheckpointExecutorConfig, ctx: BuildContext) -> Executor:
+def _diffusion_executor(spec: TandemCheckpointWiring, ctx: BuildContext) -> Executor:
     """A tandem executor checkpoint from ``spec.checkpoint`` (or the shipped one) on ``spec.device``, of either
     family (:mod:`executor_vla.loading`: the track executor or the image DiffusionExecutor), with the inference
     overrides the family allows (:func:`executor_vla.loading.overrides_for`). Its conditioning
     must match the planner (:func:`check_executor_conditioning`): checked from ``config.json`` before the weights
     load, and again from the loaded config.
 
+    A track checkpoint trained with ``scene_input="objects_3d"`` gets the learned state model of
+    ``spec.state_checkpoint`` (None: the shipped ``checkpoints/state/<task>``), with the camera calibration of
+    :func:`_state_model`, as its reader of the objects' keypoints: non-privileged, it reads the camera image.
+
     Raises:
-        ConfigError: no checkpoint, or one whose conditioning does not match the planner. CheckpointError: a
-            missing, corrupt or mismatched checkpoint.
+        ConfigError: no checkpoint, or one whose conditioning does not match the planner; no state model for a
+            scene-input checkpoint (names the training command), or one whose objects differ from the checkpoint's.
+            CheckpointError: a missing, corrupt or mismatched checkpoint.
     """
     checkpoint = resolve_checkpoint(spec, ctx.task, ctx.planner)
     check_executor_conditioning(ctx.planner, checkpoint)
@@ -446,6 +466,8 @@ def _diffusion_executor(spec: CheckpointExecutorConfig, ctx: BuildContext) -> Ex
     set_torch_threads(spec.torch_threads)
     executor = load_executor(checkpoint, device=spec.device, overrides=overrides_for(checkpoint, spec))
     check_executor_conditioning(ctx.planner, checkpoint, conditioning=executor.cfg.conditioning_source)
+    if checkpoint_scene_input(checkpoint) != "none":
+        executor.attach_scene_reader(_state_model(spec, ctx))
     executor.action_low, executor.action_high = ctx.env.action_low, ctx.env.action_high
     return executor
 
@@ -656,7 +678,7 @@ def build_bridge_stack(cfg: Any, transport: Any) -> Stack:
 __all__ = [
     "EXECUTORS", "FLAT_PLANNER", "GOAL_PRODUCERS", "PLANNERS", "REGISTRIES", "SHIPPED_CHECKPOINTS", "VERIFIERS",
     "BuildContext", "Registry", "Stack", "build_agent", "build_bridge_stack", "build_memory", "build_robot_env",
-    "build_sim_env", "build_stack", "check_executor_conditioning", "checkpoint_conditioning",
+    "build_sim_env", "build_stack", "check_executor_conditioning", "checkpoint_conditioning", "checkpoint_scene_input",
     "executor_observation_spec", "perception_camera", "resolve_checkpoint", "resolve_perception_checkpoint",
     "set_torch_threads",
 ]

@@ -133,3 +133,26 @@ def test_ema_averages_parameters_and_copies_buffers_exactly():
         ema.update(m, step)
     assert torch.equal(ema.shadow["stat"], m.stat)
     assert not torch.equal(ema.shadow["weight"], m.weight)  # parameters are averaged (still lagging)
+
+
+def test_the_time_budget_runs_on_the_chosen_clock(dataset_root, tmp_path):
+    """``train.clock=cpu``: the budget and snapshots count this process's CPU time (one core's time with one torch
+    thread, whatever else shares the machine), so time spent waiting for the CPU is not charged."""
+    import time
+
+    from tandem.core.errors import ConfigError
+
+    cfg = small_cfg()
+    ds = ExecutorDataset(dataset_root, cfg)
+    ex = DiffusionExecutor(cfg)
+    ex.set_stats(ds.stats)
+    tcfg = TrainConfig(steps=1, batch_size=2, num_workers=0, device="cpu", max_minutes=1.0, clock="cpu")
+    trainer = Trainer(ex, ds, tcfg, tmp_path / "run")
+    assert trainer._clock is time.process_time
+    trainer._t0 = trainer._clock()
+    time.sleep(0.3)  # waiting costs no CPU time
+    assert trainer._elapsed_s() < 0.2
+    assert Trainer(ex, ds, TrainConfig(steps=1, batch_size=2, num_workers=0, device="cpu"),
+                   tmp_path / "run2")._clock is time.perf_counter
+    with pytest.raises(ConfigError, match="clock must be wall or cpu"):
+        TrainConfig(clock="sundial")
