@@ -325,7 +325,8 @@ def format_comparison(res: dict[str, Any]) -> str:
 
     def fratio(g: dict[str, Any]) -> str:
         r = g["ratio"]
-        rs = "inf" if r == math.inf else ("nan" if r != r else f"{r:.2f}x")
+        # a ratio over a zero rate is undefined (the interval's lower bound still says how large it is at least)
+        rs = "undefined (B = 0)" if r == math.inf else ("undefined (0 / 0)" if r != r else f"{r:.2f}x")
         return f"{rs:>7s} [{g['ci95'][0]:.2f}, {g['ci95'][1]:.2f}]"
 
     lines = [f"A: {res['a']}", f"B: {res['b']}", "",

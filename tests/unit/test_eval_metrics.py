@@ -173,3 +173,19 @@ def test_rows_to_frame_round_trips_parquet(tmp_path):
     df.to_parquet(tmp_path / "r.parquet", index=False)
     back = pd.read_parquet(tmp_path / "r.parquet")
     pd.testing.assert_frame_equal(df, back)
+
+
+def test_the_comparison_table_says_undefined_for_a_ratio_over_a_zero_rate():
+    from tandem.evaluation.report import format_comparison
+
+    def group(ka, na, kb, nb):
+        r, lo, hi = ratio_interval(ka, na, kb, nb)
+        rate = lambda k, n: {"successes": k, "n": n, "rate": k / n, "ci95": list(wilson_interval(k, n))}  # noqa: E731
+        return {"task": "stack_three", "setting": "none", "a": rate(ka, na), "b": rate(kb, nb), "ratio": r,
+                "ci95": [lo, hi]}
+
+    res = {"a": "A", "b": "B", "groups": [group(33, 50, 0, 20), group(0, 10, 0, 10), group(10, 20, 5, 20)]}
+    res["pooled"] = res["groups"][0]
+    text = format_comparison(res)
+    assert "undefined (B = 0)" in text and "undefined (0 / 0)" in text and "2.00x" in text
+    assert "inf " not in text and "nan" not in text
