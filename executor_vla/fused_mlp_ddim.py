@@ -5,8 +5,8 @@ Method: the same deterministic DDIM (Song et al. 2021, eta = 0, trailing timeste
 arithmetic is rearranged. The denoiser's input layer acts on ``cat[x, cond, step_embedding(t)]``, so it splits
 into ``W_x x + (W_c cond + W_s e(t_k) + b)``. The step embeddings of the k = 1..n timesteps do not depend on the
 observation and are precomputed once; the condition's term is computed once per chunk. Each of the n steps then
-runs the noisy chunk's projection, the residual blocks and the DDIM update with ``torch.nn.functional`` calls and
-no ``nn.Module`` dispatch, which is what dominates a 1 M-parameter MLP at batch 1 on a CPU (about 25 module calls
+runs the noisy chunk's projection and the residual blocks with ``torch.nn.functional`` calls and no ``nn.Module``
+dispatch (the DDIM update is :meth:`ChunkSampler.ddim_step`, shared with the module path), which is what dominates a 1 M-parameter MLP at batch 1 on a CPU (about 25 module calls
 per step). ``benchmarks/executor_latency.py`` measures it against the module path and LeRobot's DiffusionPolicy.
 
 The weights are read from the module at every :meth:`FusedMLPDDIM.sample` call (views, no copies), so a model
@@ -42,11 +42,7 @@ class FusedMLPDDIM:
         self.denoiser, self.sampler = denoiser, sampler
         timesteps = sampler.timesteps()
         self._timesteps = timesteps
-        self._coef = [(a_t, a_prev, (1.0 - a_t) ** 0.5, a_t ** 0.5, a_prev ** 0.5, (1.0 - a_prev) ** 0.5)
-                      for a_t, a_prev in sampler._ddim_coefficients(timesteps)]
-        cfg = sampler.scheduler.config
-        self._epsilon = cfg.prediction_type == "epsilon"
-        self._clip = float(cfg.clip_sample_range) if cfg.clip_sample else None
+        self._coef = sampler.ddim_coefficients(timesteps)
         self._step_table: Tensor | None = None
         self._step_version: tuple[int, ...] = ()
 
@@ -83,18 +79,12 @@ class FusedMLPDDIM:
         steps = self._step_bias(w_s)
         blocks = [(blk[0], blk[1], blk[3]) for blk in mlp.blocks]
         out_norm, out_lin = mlp.out[0], mlp.out[2]
-        for k, (_, _, sqrt_b_t, sqrt_a_t, sqrt_a_prev, sqrt_b_prev) in enumerate(self._coef):
+        for k, (a_t, a_prev) in enumerate(self._coef):
             h = torch.addmm(base + steps[k], x, w_x.T)
             for norm, lin1, lin2 in blocks:
                 z = F.layer_norm(h, norm.normalized_shape, norm.weight, norm.bias, norm.eps)
                 h = h + F.linear(F.mish(F.linear(z, lin1.weight, lin1.bias)), lin2.weight, lin2.bias)
             z = F.layer_norm(h, out_norm.normalized_shape, out_norm.weight, out_norm.bias, out_norm.eps)
             pred = F.linear(F.mish(z), out_lin.weight, out_lin.bias)
-            if self._epsilon:
-                eps, x0 = pred, (x - sqrt_b_t * pred) / sqrt_a_t
-            else:
-                x0, eps = pred, (x - sqrt_a_t * pred) / sqrt_b_t
-            if self._clip is not None:
-                x0 = x0.clamp(-self._clip, self._clip)
-            x = sqrt_a_prev * x0 + sqrt_b_prev * eps
+            x = self.sampler.ddim_step(pred, x, a_t, a_prev)
         return x.reshape(shape)

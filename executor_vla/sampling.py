@@ -193,20 +193,20 @@ class ChunkSampler:
         else:
             x = torch.randn(shape, generator=generator, dtype=dtype, device=device)
         timesteps = self.timesteps()
-        ddim = self._ddim_coefficients(timesteps) if self.name == "DDIM" else None
+        ddim = self.ddim_coefficients(timesteps) if self.name == "DDIM" else None
         for i, t in enumerate(timesteps):
             t_batch = t.to(device=device, dtype=torch.long).expand(b)
             pred = denoiser(x, t_batch)
             if tuple(pred.shape) != tuple(shape):
                 raise ConfigError(f"the denoiser returned {tuple(pred.shape)}, expected {tuple(shape)}")
             if ddim is not None:
-                x = self._ddim_step(pred, x, *ddim[i])
+                x = self.ddim_step(pred, x, *ddim[i])
             else:
                 x = self.scheduler.step(pred, t, x, generator=generator).prev_sample
         return x
 
-    def _ddim_coefficients(self, timesteps: Tensor) -> list[tuple[float, float]]:
-        """``(alpha_bar_t, alpha_bar_prev)`` per step, exactly as diffusers' ``DDIMScheduler.step`` picks them: the
+    def ddim_coefficients(self, timesteps: Tensor) -> list[tuple[float, float]]:
+        """``(alpha_bar_t, alpha_bar_prev)`` (unitless, in (0, 1]) per step of ``timesteps`` ``(n,)``, exactly as diffusers' ``DDIMScheduler.step`` picks them: the
         previous timestep is ``t - T // n`` and a negative one means ``final_alpha_cumprod`` (1 here)."""
         sch = self.scheduler
         ac = sch.alphas_cumprod
@@ -217,8 +217,9 @@ class ChunkSampler:
             out.append((float(ac[t]), float(ac[prev]) if prev >= 0 else float(sch.final_alpha_cumprod)))
         return out
 
-    def _ddim_step(self, pred: Tensor, x: Tensor, a_t: float, a_prev: float) -> Tensor:
-        """One deterministic DDIM step (eta = 0), the arithmetic of diffusers' ``DDIMScheduler.step`` without its
+    def ddim_step(self, pred: Tensor, x: Tensor, a_t: float, a_prev: float) -> Tensor:
+        """One deterministic DDIM step (eta = 0) from ``x`` to the previous timestep; ``pred`` and ``x`` of any equal
+        shape (e.g. ``(B, Tp, A)``), ``a_t`` / ``a_prev`` from :meth:`ddim_coefficients`; the arithmetic of diffusers' ``DDIMScheduler.step`` without its
         per-call overhead (about 0.3 ms of Python per step on this CPU, more than the MLP denoiser itself)."""
         cfg = self.scheduler.config
         b_t = 1.0 - a_t

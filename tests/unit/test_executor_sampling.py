@@ -113,16 +113,16 @@ def test_bad_settings_are_config_errors():
 
 @pytest.mark.parametrize("prediction_type", ["sample", "epsilon"])
 @pytest.mark.parametrize("steps", [1, 3, 10, 29, 100])
-def test_the_ddim_fast_path_equals_diffusers_ddim_step(prediction_type, steps):
+def test_the_ddim_fast_path_equals_diffusersddim_step(prediction_type, steps):
     """ChunkSampler's DDIM arithmetic (no per-step diffusers call) gives diffusers' DDIMScheduler.step result."""
     sampler = ChunkSampler("DDIM", steps, num_train_timesteps=100, beta_schedule="squaredcos_cap_v2",
                            prediction_type=prediction_type, clip_sample=True)
     gen = torch.Generator().manual_seed(1)
     x = torch.randn(2, 16, 7, generator=gen)
     ts = sampler.timesteps()
-    for (a_t, a_prev), t in zip(sampler._ddim_coefficients(ts), ts):
+    for (a_t, a_prev), t in zip(sampler.ddim_coefficients(ts), ts):
         pred = 1.5 * torch.randn(2, 16, 7, generator=gen)  # > 1 in places: clipping is exercised
         want = sampler.scheduler.step(pred, t, x).prev_sample
-        got = sampler._ddim_step(pred, x, a_t, a_prev)
+        got = sampler.ddim_step(pred, x, a_t, a_prev)
         torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
         x = want
