@@ -10,12 +10,13 @@ The same agent loop as ``tandem-demo`` runs every episode (config groups ``task`
 ``executor``, ``goals``, ``perturb``); every control step becomes one frame labelled with its subgoal, goal
 image and keypoint trace (see :mod:`tandem.runtime.collect`). ``episodes`` is the target total: rerun the same
 command to resume an interrupted collection. Exit status: 0 done, 2 bad input or write error, 3 fewer
-episodes than asked (too many failures), 130 interrupted (saved episodes are kept).
+episodes than asked (too many failures), 130 interrupted by Ctrl-C, SIGINT or SIGTERM (saved episodes are kept).
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime
@@ -79,8 +80,23 @@ def run(cfg) -> dict:
     return shown
 
 
+def stop_on_signals() -> None:
+    """Make SIGTERM (``kill``, a job scheduler's pre-emption) and SIGINT raise KeyboardInterrupt in the main thread,
+    so that a collection commits its saved episodes and stops as on Ctrl-C (exit status 130).
+
+    SIGINT is re-armed too: a non-interactive shell starts background jobs (``cmd &``) with SIGINT ignored, and
+    Python keeps that disposition, so ``kill -INT`` would otherwise do nothing.
+    """
+    def _interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+
+
 @hydra_main(config_name="collect")
 def main(cfg) -> None:
+    stop_on_signals()
     try:
         report = run(cfg)
     except KeyboardInterrupt:
@@ -93,7 +109,7 @@ def main(cfg) -> None:
     sys.exit(0 if report["episodes_total"] >= report["episodes_target"] else 3)
 
 
-__all__ = ["main", "run", "CONFIG_DIR"]
+__all__ = ["main", "run", "stop_on_signals", "CONFIG_DIR"]
 
 
 if __name__ == "__main__":
