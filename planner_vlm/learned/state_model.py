@@ -11,13 +11,17 @@ It wraps :class:`~planner_vlm.learned.state_net.StateNet` with what a trained mo
   percentile): the confidence signal. A scene unlike the training scenes (another table, light, unseen colours)
   gives diffuse heatmaps; a keypoint's confidence is ``exp(-max(0, H - H99) / max(H99 - H50, 0.1))``, 1 within the
   training range and falling with every further spread beyond it. :attr:`SceneState.scene_confidence` is the least
-  confident keypoint's, an object's confidence its least confident keypoint's.
+  confident keypoint's, an object's confidence its least confident keypoint's;
+* the **rest heights** of the objects (:mod:`planner_vlm.learned.rest_heights`), fitted from the labels: an object
+  that no predicate says is supported (not grasped, on nothing) is lifted to 3-D at its rest height rather than at
+  the regressed one, which one camera confuses with depth.
 
 Checkpoints are directories (safetensors + JSON, never pickle), like the executor's::
 
     model.safetensors   # StateNet weights and buffers
     config.json         # {"format": "tandem-state-model/1", "model": StateModelConfig, "calibration": {...},
-                        #  "temperature": T, "entropy_reference": {"p50": [K], "p99": [K]}, "metrics": {...}}
+                        #  "temperature": T, "entropy_reference": {"p50": [K], "p99": [K]},
+                        #  "rest_heights": [[z0, z1] or null per object] (optional), "metrics": {...}}
     command.txt         # the command that produced it
 
 It never reads ``Observation.privileged``: it works from the image and the proprio, as on a robot.
@@ -35,6 +39,7 @@ from safetensors.torch import load_file, save_file
 
 from planner_vlm.learned.camera import CameraCalibration
 from planner_vlm.learned.proprio import proprio_features
+from planner_vlm.learned.rest_heights import apply_rest_heights, free_mask
 from planner_vlm.learned.scene_state import SceneState
 from planner_vlm.learned.state_config import StateModelConfig
 from planner_vlm.learned.state_net import StateNet
@@ -83,6 +88,8 @@ class StateModel:
         temperature: predicate logit temperature (> 0).
         entropy_p50, entropy_p99: ``(K,)`` nats, the heatmap entropy reference (None: every keypoint confident).
         metrics: held-out metrics recorded at training time (JSON-safe).
+        rest_heights: ``(O, 2)`` m, each object keypoint's rest height (NaN: none; None: no object has one), see
+            :mod:`planner_vlm.learned.rest_heights`.
 
     Raises:
         ConfigError: a calibration for another camera, or a non-positive temperature.
@@ -93,7 +100,8 @@ class StateModel:
 
     def __init__(self, cfg: StateModelConfig, calibration: CameraCalibration, net: StateNet | None = None,
                  temperature: float = 1.0, entropy_p50: np.ndarray | None = None,
-                 entropy_p99: np.ndarray | None = None, metrics: dict[str, Any] | None = None):
+                 entropy_p99: np.ndarray | None = None, metrics: dict[str, Any] | None = None,
+                 rest_heights: np.ndarray | None = None):
         if calibration.camera != cfg.camera:
             raise ConfigError(f"the state model reads camera {cfg.camera!r}, the calibration is for "
                               f"{calibration.camera!r}")
@@ -107,6 +115,9 @@ class StateModel:
         self.entropy_p50 = np.zeros(k) if entropy_p50 is None else np.asarray(entropy_p50, np.float64)
         self.entropy_p99 = np.full(k, np.inf) if entropy_p99 is None else np.asarray(entropy_p99, np.float64)
         self.metrics = dict(metrics or {})
+        self.rest_heights = np.full((len(cfg.objects), 2), np.nan)
+        if rest_heights is not None:
+            self.set_rest_heights(rest_heights)
         self.command = ""
         self.set_calibration(calibration)
 
@@ -114,6 +125,17 @@ class StateModel:
     def set_calibration(self, calibration: CameraCalibration) -> None:
         """Use ``calibration`` (rescaled to the model's image size) to lift pixels to 3-D."""
         self.calibration = calibration.resized(self.cfg.image_size)
+
+    def set_rest_heights(self, rest_heights: np.ndarray) -> None:
+        """Use ``rest_heights (O, 2)`` m (NaN: none) for free objects.
+
+        Raises:
+            ConfigError: not one pair per object of the model's vocabulary.
+        """
+        rest = np.asarray(rest_heights, np.float64)
+        if rest.shape != (len(self.cfg.objects), 2):
+            raise ConfigError(f"rest heights must be (objects={len(self.cfg.objects)}, 2) m, got {rest.shape}")
+        self.rest_heights = rest
 
     def geometry(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(k_inv, rot, pos)`` float32 tensors of the calibration, for :class:`StateNet`."""
@@ -132,7 +154,9 @@ class StateModel:
             ``{"px": (B, K, 2) px, "z": (B, K) m, "keypoints_3d": (B, K, 3) m, "yaw": (B, O) rad or None,
             "logits": (B, P) (before the temperature), "probabilities": (B, P) calibrated, "entropy": (B, K) nats,
             "confidence": (B, K)}``. With the yaw head, each object's second keypoint is placed from its yaw
-            (:meth:`place_second_keypoints`).
+            (:meth:`place_second_keypoints`). Objects that no predicate supports (all ``p < 0.5``) and that have a
+            rest height are lifted at it (:func:`~planner_vlm.learned.rest_heights.apply_rest_heights`); ``"z"``
+            then holds the heights used.
 
         Raises:
             ValueError: images that are not ``uint8 (B, H, W, 3)``, or a batch-size mismatch.
@@ -148,15 +172,20 @@ class StateModel:
         out = self.net(x, pf, self.geometry())
         p3d = out["keypoints_3d"].double().numpy()
         px = out["px"].double().numpy()
+        z = out["z"].double().numpy()
+        logits = out["predicate_logits"].double().numpy()
+        probabilities = 1.0 / (1.0 + np.exp(-logits / self.temperature))
+        if np.isfinite(self.rest_heights).any():
+            free = free_mask(self.cfg.objects, self.cfg.predicates, probabilities)
+            p3d, z = apply_rest_heights(p3d, px, z, free, self.rest_heights, self.calibration)
         yaw = None
         if "yaw_vec" in out:
             yaw = self.yaws(out["yaw_vec"].double().numpy())
             p3d, px = self.place_second_keypoints(p3d, px, yaw)
-        logits = out["predicate_logits"].double().numpy()
         entropy = out["entropy"].double().numpy()
-        return {"px": px, "z": out["z"].double().numpy(), "yaw": yaw,
+        return {"px": px, "z": z, "yaw": yaw,
                 "keypoints_3d": p3d, "logits": logits,
-                "probabilities": 1.0 / (1.0 + np.exp(-logits / self.temperature)), "entropy": entropy,
+                "probabilities": probabilities, "entropy": entropy,
                 "confidence": keypoint_confidence(entropy, self.entropy_p50, self.entropy_p99)}
 
     def yaws(self, yaw_vec: np.ndarray) -> np.ndarray:
@@ -233,6 +262,7 @@ class StateModel:
                "temperature": self.temperature,
                "entropy_reference": {"p50": self.entropy_p50.tolist(),
                                      "p99": [float(v) if np.isfinite(v) else None for v in self.entropy_p99]},
+               "rest_heights": [[float(v) if np.isfinite(v) else None for v in row] for row in self.rest_heights],
                "metrics": self.metrics, "extra": extra or {}}
         (path / CONFIG).write_text(json.dumps(cfg, indent=2))
         (path / COMMAND).write_text((command or self.command or "(unknown)").strip() + "\n")
@@ -261,6 +291,9 @@ class StateModel:
             stored = CameraCalibration.from_json(raw["calibration"])
             ref = raw.get("entropy_reference") or {}
             p99 = None if ref.get("p99") is None else np.array([np.inf if v is None else v for v in ref["p99"]])
+            rest = raw.get("rest_heights")
+            rest = None if rest is None else np.array([[np.nan if v is None else v for v in row] for row in rest],
+                                                      np.float64)
             net = StateNet(cfg)
             weights = load_file(str(w_path))
             expected = net.state_dict()
@@ -271,7 +304,7 @@ class StateModel:
             net.load_state_dict(weights)
             model = cls(cfg, calibration if calibration is not None else stored, net=net,
                         temperature=float(raw.get("temperature", 1.0)), entropy_p50=ref.get("p50"),
-                        entropy_p99=p99, metrics=raw.get("metrics"))
+                        entropy_p99=p99, metrics=raw.get("metrics"), rest_heights=rest)
         except (ConfigError, KeyError, TypeError, ValueError) as e:
             raise CheckpointError(f"{path}: invalid state model checkpoint: {e}") from e
         model.command = (path / COMMAND).read_text().strip() if (path / COMMAND).is_file() else ""

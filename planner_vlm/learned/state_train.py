@@ -18,7 +18,8 @@ AdamW with a cosine learning rate over the time budget (or ``max_steps``), photo
 contrast), 1 torch thread. Every ``eval_every`` steps the held-out frames are scored; the best snapshot (lowest
 held-out loss) is kept. At the end the predicate temperature is fitted on held-out frames
 (:func:`planner_vlm.learned.probability_calibration.fit_temperature`) and the heatmap-entropy reference recorded
-(the confidence signal of :mod:`planner_vlm.learned.state_model`).
+(the confidence signal of :mod:`planner_vlm.learned.state_model`), and the objects' rest heights are fitted from the
+training frames' labels (:func:`planner_vlm.learned.rest_heights.fit_rest_heights`).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ import torch.nn.functional as F
 
 from planner_vlm.learned.camera import CameraCalibration
 from planner_vlm.learned.probability_calibration import f1_score, fit_temperature, reliability
+from planner_vlm.learned.rest_heights import fit_rest_heights
 from planner_vlm.learned.state_config import StateModelConfig, StateTrainConfig
 from planner_vlm.learned.state_data import StateDataset, symmetric_keypoints
 from planner_vlm.learned.state_model import StateModel, camera_geometry
@@ -335,6 +337,8 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
         best_step = best[2]
     else:
         best_step = step
+    model.set_rest_heights(fit_rest_heights(cfg.objects, cfg.predicates, data.keypoints_3d[data.train_index],
+                                            data.predicate_labels[data.train_index]))
     logits, labels, entropy = held_out_logits(model, data, val)
     before = evaluate(model, data, val)
     model.temperature = fit_temperature(logits, labels)
