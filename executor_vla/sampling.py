@@ -218,8 +218,8 @@ class ChunkSampler:
         return out
 
     def ddim_step(self, pred: Tensor, x: Tensor, a_t: float, a_prev: float) -> Tensor:
-        """One deterministic DDIM step (eta = 0) from ``x`` to the previous timestep; ``pred`` and ``x`` of any equal
-        shape (e.g. ``(B, Tp, A)``), ``a_t`` / ``a_prev`` from :meth:`ddim_coefficients`; the arithmetic of diffusers' ``DDIMScheduler.step`` without its
+        """One deterministic DDIM step (eta = 0) from ``x`` to the previous timestep; ``pred`` and ``x`` tensors or
+        float32 numpy arrays (the fused CPU loop) of any equal shape (e.g. ``(B, Tp, A)``), ``a_t`` / ``a_prev`` from :meth:`ddim_coefficients`; the arithmetic of diffusers' ``DDIMScheduler.step`` without its
         per-call overhead (about 0.3 ms of Python per step on this CPU, more than the MLP denoiser itself)."""
         cfg = self.scheduler.config
         b_t = 1.0 - a_t
@@ -230,5 +230,5 @@ class ChunkSampler:
             x0 = pred
             eps = (x - a_t ** 0.5 * x0) / b_t ** 0.5
         if cfg.clip_sample:
-            x0 = x0.clamp(-cfg.clip_sample_range, cfg.clip_sample_range)
+            x0 = x0.clip(-cfg.clip_sample_range, cfg.clip_sample_range)  # Tensor.clip or ndarray.clip
         return a_prev ** 0.5 * x0 + (1.0 - a_prev) ** 0.5 * eps

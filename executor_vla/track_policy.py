@@ -31,6 +31,7 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from executor_vla.fused_mlp_ddim import FusedMLPDDIM
+from executor_vla.numpy_track_encoder import NumpyTrackEncoder
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.scene_reading import SceneKeypoints
 from executor_vla.track_config import TrackExecutorConfig
@@ -84,6 +85,7 @@ class TrackExecutor(nn.Module):
         self.command = ""
         self._fast_sampling = False  # optimize_for_inference() turns on the fused DDIM loop (FusedMLPDDIM)
         self._fused: FusedMLPDDIM | None = None
+        self._fast_encoder: NumpyTrackEncoder | None = None  # the encoder's numpy path, with the fused loop
         self._scene: SceneKeypoints | None = None  # attach_scene_reader() with scene_input="objects_3d"
         self.reset()
 
@@ -195,6 +197,9 @@ class TrackExecutor(nn.Module):
             ``(actions (B, Tp, A) in controller units (not clipped), progress (B,) in [0, 1])``.
         """
         cfg = self.cfg
+        if self._fast_path_applies(obs):
+            chunk, progress = self._chunk_array(obs.detach().numpy(), text, generator)
+            return torch.from_numpy(chunk), torch.from_numpy(progress)
         cond = self.net.encode(self._norm_obs(obs), text)
         b = cond.shape[0]
         if cfg.head == "mse":
@@ -206,12 +211,35 @@ class TrackExecutor(nn.Module):
                                            (b, cfg.horizon, cfg.action_dim), generator, cond.device)
         return self.unnormalize_action(x), self.net.progress(cond)
 
+    def _fast_path_applies(self, obs: Tensor | None = None) -> bool:
+        """Whether chunks take the numpy fast path: :meth:`optimize_for_inference` found the fused DDIM loop, the
+        executor is in evaluation mode, and the weights (and ``obs``) are CPU float32."""
+        return (self._fused is not None and self._fast_encoder is not None and not self.training
+                and self.feature_mean.device.type == "cpu" and self.feature_mean.dtype == torch.float32
+                and (obs is None or FusedMLPDDIM.applies(obs)))
+
+    def _chunk_array(self, obs: np.ndarray, text: Tensor | None,
+                     generator: torch.Generator | None) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`predict_action_chunk` on the numpy fast path: ``obs float32 (B, To, F)`` raw features ->
+        ``(actions float32 (B, Tp, A) in controller units, progress float32 (B,))``, the same arithmetic as the
+        module path to float32 rounding (the encoder of :class:`NumpyTrackEncoder`, the DDIM loop of
+        :class:`FusedMLPDDIM`)."""
+        assert self._fused is not None and self._fast_encoder is not None
+        x = (obs - self.feature_mean.numpy()) / self.feature_std.numpy()
+        cond = self._fast_encoder.encode(x.reshape(x.shape[0], -1), text)
+        chunk = self._fused.sample_array(cond, generator)
+        lo = self.action_min.numpy()
+        span = np.maximum(self.action_max.numpy() - lo, 1e-4)
+        return (chunk + 1.0) / 2.0 * span + lo, self._fast_encoder.progress(cond)
+
     def optimize_for_inference(self) -> TrackExecutor:
         """Sample evaluation-mode chunks with the fused DDIM loop (:class:`executor_vla.fused_mlp_ddim.FusedMLPDDIM`)
         where it applies (diffusion head, MLP denoiser, DDIM): the same chunks to float rounding, without the
         ``nn.Module`` dispatch that dominates a 1 M-parameter MLP at batch 1 on a CPU (``benchmarks/
         executor_latency.py`` measures both). It reads the live weights, so training afterwards stays correct (and
-        uses the module path while in training mode). Returns ``self``."""
+        uses the module path while in training mode, and off the CPU). The encoder then runs on
+        :class:`executor_vla.numpy_track_encoder.NumpyTrackEncoder` too, with the subgoal text's term computed once
+        per subgoal. Returns ``self``."""
         self._fast_sampling = True
         self._fused = self._fused_sampler()
         return self
@@ -220,8 +248,12 @@ class TrackExecutor(nn.Module):
         cfg = self.cfg
         if (not self._fast_sampling or cfg.head != "diffusion" or cfg.denoiser != "mlp"
                 or cfg.inference_scheduler != "DDIM" or not isinstance(self.net.denoiser, MLPDenoiser)):
+            self._fast_encoder = None
             return None
-        return FusedMLPDDIM(self.net.denoiser, self._chunk_sampler)
+        if self._fast_encoder is None:  # kept across reset(): its snapshot follows the weights by version
+            self._fast_encoder = NumpyTrackEncoder(self.net)
+        return FusedMLPDDIM(self.net.denoiser, self._chunk_sampler,
+                            mlp=self._fused.snapshot if self._fused is not None else None)  # reset() keeps the snapshot
 
     # ------------------------------------------------------------------ scene input
     def attach_scene_reader(self, reader: ObjectKeypointReader) -> None:
@@ -249,6 +281,7 @@ class TrackExecutor(nn.Module):
         self._history: collections.deque[np.ndarray] = collections.deque(maxlen=self.cfg.n_obs_steps)
         self._queue: collections.deque[np.ndarray] = collections.deque()
         self._trace: tuple[np.ndarray, np.ndarray] | None = None
+        self._trace_end: tuple[np.ndarray, bool, float] | None = None  # _end_of_trace(), per subgoal
         self._text: Tensor | None = None
         self._done = False
         self._gripper: float | None = None  # binarised gripper state (None until the first action)
@@ -285,6 +318,7 @@ class TrackExecutor(nn.Module):
         self._queue.clear()
         self._history.clear()
         self._trace, self._text, self._done, self.last_progress = None, None, False, None
+        self._trace_end = None
         self._check_vocabulary(subgoal, task)
         if cfg.scene_input != "none" and self._scene is None:
             raise ConfigError(f"this track executor conditions on the keypoints of {list(cfg.scene_objects)} "
@@ -317,6 +351,7 @@ class TrackExecutor(nn.Module):
                 raise SubgoalSchemaError(f"subgoal {subgoal.id!r} has an empty text")
             self._text = torch.from_numpy(np.asarray(self.text_encoder.encode([text]), np.float32)).to(self.device)
         self._trace = trace
+        self._trace_end = self._end_of_trace()
 
     def features(self, proprio: np.ndarray, keypoints_3d: np.ndarray | None = None) -> np.ndarray:
         """``float32 (T, F)`` features of proprio frames ``(T, D)`` against the current subgoal's trace (and, with
@@ -329,7 +364,6 @@ class TrackExecutor(nn.Module):
             raise SubgoalSchemaError("select_action called before set_subgoal (or after a set_subgoal that failed)")
         return frame_features(self.cfg, proprio, *self._trace, keypoints_3d=keypoints_3d)
 
-    @torch.no_grad()
     def select_action(self, observation: Observation) -> np.ndarray:
         """Next action ``float32 (A,)`` clipped to ``[action_low, action_high]``; a new chunk every ``Ta`` calls.
 
@@ -350,29 +384,18 @@ class TrackExecutor(nn.Module):
         p = np.asarray(observation.proprio, np.float32)
         if p.shape != (cfg.state_dim,):
             raise ConfigError(f"observation proprio is {p.shape}, the track executor expects ({cfg.state_dim},)")
-        if not np.all(np.isfinite(p)):
+        if not np.isfinite(p).all():
             raise NonFiniteActionError(f"observation proprio contains NaN/inf: {p.tolist()}")
         if self._trace is None:
             raise SubgoalSchemaError("select_action called before set_subgoal (or after a set_subgoal that failed)")
         self._history.append(p)
         if not self._queue:
-            hist = list(self._history)
-            hist = [hist[0]] * (cfg.n_obs_steps - len(hist)) + hist
-            keypoints = self._scene.read(observation) if self._scene is not None else None
-            obs = torch.from_numpy(self.features(np.stack(hist), keypoints)).to(self.device)[None]
-            chunk, progress = self.predict_action_chunk(obs, self._text, generator=self._noise)
-            chunk = chunk[0].cpu().numpy()
-            if not np.all(np.isfinite(chunk)):
-                raise NonFiniteActionError("the track executor produced NaN/inf actions")
-            self._queue.extend(chunk[:cfg.n_action_steps].astype(np.float32))
-            self._chunk_origin = p[:3].copy()
-            self.last_progress = float(progress[0])
-            self._done = self.last_progress >= cfg.done_threshold
+            self._next_chunk(observation, p)
         self._done = self._done or self._at_trace_end(p)
-        action = self._queue.popleft().copy()
+        action = self._queue.popleft()  # a row of this chunk's own float32 copy: changed in place below
         if cfg.action_space == "setpoint":  # P-law to this step's set-point, from where the grip site is now
             action[:3] = (self._chunk_origin + action[:3] - p[:3]) / cfg.position_scale_m
-        action = np.clip(action, self.action_low, self.action_high).astype(np.float32)
+        np.minimum(np.maximum(action, self.action_low, out=action), self.action_high, out=action)  # clip, in place
         h = cfg.gripper_hysteresis
         if h is not None:
             g = float(action[-1])
@@ -383,17 +406,55 @@ class TrackExecutor(nn.Module):
             action[-1] = self._gripper
         return action
 
+    @torch.no_grad()
+    def _next_chunk(self, observation: Observation, p: np.ndarray) -> None:
+        """Predict a chunk from the observation history (``p``: this step's proprio) and queue its first ``Ta``
+        actions as float32 rows; set the progress and the set-points' origin.
+
+        Raises:
+            NonFiniteActionError: NaN/inf in the predicted actions.
+        """
+        cfg = self.cfg
+        hist = list(self._history)
+        hist = [hist[0]] * (cfg.n_obs_steps - len(hist)) + hist
+        keypoints = self._scene.read(observation) if self._scene is not None else None
+        feats = self.features(np.stack(hist), keypoints)[None]
+        if self._fast_path_applies():  # numpy in, numpy out: no torch round trip on the CPU fast path
+            chunk, progress = self._chunk_array(feats, self._text, self._noise)
+        else:
+            chunk_t, progress_t = self.predict_action_chunk(torch.from_numpy(feats).to(self.device), self._text,
+                                                            generator=self._noise)
+            chunk, progress = chunk_t.cpu().numpy(), progress_t.cpu().numpy()
+        chunk = chunk[0]
+        if not np.isfinite(chunk).all():
+            raise NonFiniteActionError("the track executor produced NaN/inf actions")
+        self._queue.extend(chunk[:cfg.n_action_steps].astype(np.float32))
+        self._chunk_origin = p[:3].copy()
+        self.last_progress = float(progress[0])
+        self._done = self.last_progress >= cfg.done_threshold
+
     def _at_trace_end(self, proprio: np.ndarray) -> bool:
         """Whether the grip site is within ``done_at_trace_end_m`` of the 3-D trace's last point, with the gripper
         in that point's state (open: wider than 5 cm; closed: the last command was to close)."""
+        end = self._trace_end
+        if end is None:
+            return False
+        last, closed, d = end
+        grip_ok = (self._gripper is not None and self._gripper > 0) if closed else float(proprio[7]) > 0.05
+        if not grip_ok:
+            return False
+        diff = proprio[:3] - last
+        return bool(np.sqrt(diff.dot(diff)) < d)  # np.linalg.norm's arithmetic, without its per-call checks
+
+    def _end_of_trace(self) -> tuple[np.ndarray, bool, float] | None:
+        """``(last point (3,) m, closed gripper there, done_at_trace_end_m)`` of the current 3-D trace, or None where
+        :meth:`_at_trace_end` does not apply; computed once per subgoal."""
         d = self.cfg.done_at_trace_end_m
         if d is None or self._trace is None or self.cfg.trace_input != "3d" or self.cfg.conditioning_source != "subgoal":
-            return False
+            return None
         rows, mask = self._trace
         last = rows[int(max(mask.sum(), 1)) - 1]
-        closed = last[4] > 0
-        grip_ok = (self._gripper is not None and self._gripper > 0) if closed else float(proprio[7]) > 0.05
-        return bool(np.linalg.norm(proprio[:3] - last[:3]) < d and grip_ok)
+        return last[:3].copy(), bool(last[4] > 0), d
 
     def subgoal_done(self) -> bool:
         """Whether the progress head, at the latest chunk, reached ``done_threshold``, or the gripper reached the
