@@ -206,8 +206,9 @@ class ChunkSampler:
         return x
 
     def ddim_coefficients(self, timesteps: Tensor) -> list[tuple[float, float]]:
-        """``(alpha_bar_t, alpha_bar_prev)`` (unitless, in (0, 1]) per step of ``timesteps`` ``(n,)``, exactly as diffusers' ``DDIMScheduler.step`` picks them: the
-        previous timestep is ``t - T // n`` and a negative one means ``final_alpha_cumprod`` (1 here)."""
+        """``(alpha_bar_t, alpha_bar_prev)`` (unitless, in (0, 1]) per step of ``timesteps`` ``(n,)``, exactly as
+        diffusers' ``DDIMScheduler.step`` picks them: the previous timestep is ``t - T // n`` and a negative one means
+        ``final_alpha_cumprod`` (1 here)."""
         sch = self.scheduler
         ac = sch.alphas_cumprod
         stride = self.num_train_timesteps // self.num_inference_steps
@@ -219,8 +220,9 @@ class ChunkSampler:
 
     def ddim_step(self, pred: Tensor, x: Tensor, a_t: float, a_prev: float) -> Tensor:
         """One deterministic DDIM step (eta = 0) from ``x`` to the previous timestep; ``pred`` and ``x`` tensors or
-        float32 numpy arrays (the fused CPU loop) of any equal shape (e.g. ``(B, Tp, A)``), ``a_t`` / ``a_prev`` from :meth:`ddim_coefficients`; the arithmetic of diffusers' ``DDIMScheduler.step`` without its
-        per-call overhead (about 0.3 ms of Python per step on this CPU, more than the MLP denoiser itself)."""
+        float32 numpy arrays (the fused CPU loop) of any equal shape (e.g. ``(B, Tp, A)``), ``a_t`` / ``a_prev`` from
+        :meth:`ddim_coefficients`; the arithmetic of diffusers' ``DDIMScheduler.step`` without its per-call overhead
+        (about 0.3 ms of Python per step on this CPU, more than the MLP denoiser itself)."""
         cfg = self.scheduler.config
         b_t = 1.0 - a_t
         if cfg.prediction_type == "epsilon":

@@ -225,12 +225,10 @@ class TrackExecutor(nn.Module):
         module path to float32 rounding (the encoder of :class:`NumpyTrackEncoder`, the DDIM loop of
         :class:`FusedMLPDDIM`)."""
         assert self._fused is not None and self._fast_encoder is not None
-        x = (obs - self.feature_mean.numpy()) / self.feature_std.numpy()
+        x = self._norm_obs(torch.from_numpy(obs)).numpy()
         cond = self._fast_encoder.encode(x.reshape(x.shape[0], -1), text)
-        chunk = self._fused.sample_array(cond, generator)
-        lo = self.action_min.numpy()
-        span = np.maximum(self.action_max.numpy() - lo, 1e-4)
-        return (chunk + 1.0) / 2.0 * span + lo, self._fast_encoder.progress(cond)
+        chunk = self.unnormalize_action(torch.from_numpy(self._fused.sample_array(cond, generator))).numpy()
+        return chunk, self._fast_encoder.progress(cond)
 
     def optimize_for_inference(self) -> TrackExecutor:
         """Sample evaluation-mode chunks with the fused DDIM loop (:class:`executor_vla.fused_mlp_ddim.FusedMLPDDIM`)

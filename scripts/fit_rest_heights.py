@@ -9,7 +9,8 @@ Usage::
         --dataset datasets/stack_three_agentview84 --val-episodes 10
 
 Prints the fitted heights (m, world z, per object keypoint; null where the free frames disagree) as JSON.
-Raises CheckpointError / DatasetError through the loaders for a missing or mismatched checkpoint or dataset.
+Raises CheckpointError / DatasetError through the loaders for a missing or mismatched checkpoint or dataset, and
+ConfigError when the dataset's objects or predicates differ from the checkpoint's.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ import argparse
 import json
 from pathlib import Path
 
-import numpy as np
-
-from planner_vlm.learned.rest_heights import fit_rest_heights
+from planner_vlm.learned.rest_heights import fit_rest_heights, rest_heights_to_json
 from planner_vlm.learned.state_data import StateDataset
 from planner_vlm.learned.state_model import StateModel
 from tandem.core.errors import ConfigError
@@ -42,7 +41,7 @@ def main() -> None:
     model.set_rest_heights(rest)
     cfg_path = Path(args.checkpoint) / "config.json"
     raw = json.loads(cfg_path.read_text())
-    raw["rest_heights"] = [[float(v) if np.isfinite(v) else None for v in row] for row in rest]
+    raw["rest_heights"] = rest_heights_to_json(rest)
     cfg_path.write_text(json.dumps(raw, indent=2))
     print(json.dumps(dict(zip(model.cfg.objects, raw["rest_heights"])), indent=2))
 

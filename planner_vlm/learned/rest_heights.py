@@ -24,6 +24,7 @@ the object's x axis, as the collector's labels); pixels ``(x, y)`` at the calibr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,6 +49,13 @@ def first_arguments(predicates: Sequence[str]) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=32)
+def _support_indices(objects: tuple[str, ...], predicates: tuple[str, ...]) -> tuple[np.ndarray, ...]:
+    """Per object, the indices of the predicates that take it as first argument (parsed once per vocabulary)."""
+    first = np.array(first_arguments(predicates))
+    return tuple(np.flatnonzero(first == o) for o in objects)
+
+
 def free_mask(objects: Sequence[str], predicates: Sequence[str], probabilities: np.ndarray,
               threshold: float = 0.5) -> np.ndarray:
     """``bool (B, O)``: no predicate with the object as first argument holds (``p < threshold``).
@@ -57,12 +65,13 @@ def free_mask(objects: Sequence[str], predicates: Sequence[str], probabilities: 
         probabilities: ``(B, P)`` predicate probabilities (or 0/1 labels).
 
     An object with no predicate at all is never free (nothing is known about what supports it).
+
+    Raises:
+        ValueError: a predicate name that is not ``name(arg, ...)``.
     """
     probs = np.atleast_2d(np.asarray(probabilities, np.float64))
-    first = np.array(first_arguments(predicates))
     out = np.zeros((len(probs), len(objects)), bool)
-    for i, o in enumerate(objects):
-        idx = np.flatnonzero(first == o)
+    for i, idx in enumerate(_support_indices(tuple(objects), tuple(predicates))):
         if len(idx):
             out[:, i] = (probs[:, idx] < threshold).all(axis=1)
     return out
@@ -129,3 +138,13 @@ def apply_rest_heights(keypoints_3d: np.ndarray, px: np.ndarray, z: np.ndarray, 
         kp[use] = calibration.lift(np.asarray(px, np.float64)[use], heights)
         zz[use] = heights
     return kp, zz
+
+
+def rest_heights_to_json(rest_heights: np.ndarray) -> list[list[float | None]]:
+    """``(O, 2)`` m -> the checkpoint's JSON form: a list per object, None where there is no rest height (NaN)."""
+    return [[float(v) if np.isfinite(v) else None for v in row] for row in np.asarray(rest_heights, np.float64)]
+
+
+def rest_heights_from_json(rows: Sequence[Sequence[float | None]]) -> np.ndarray:
+    """The inverse of :func:`rest_heights_to_json`: ``float64 (O, 2)`` m, NaN for None."""
+    return np.array([[np.nan if v is None else v for v in row] for row in rows], np.float64)

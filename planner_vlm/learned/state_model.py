@@ -39,7 +39,12 @@ from safetensors.torch import load_file, save_file
 
 from planner_vlm.learned.camera import CameraCalibration
 from planner_vlm.learned.proprio import proprio_features
-from planner_vlm.learned.rest_heights import apply_rest_heights, free_mask
+from planner_vlm.learned.rest_heights import (
+    apply_rest_heights,
+    free_mask,
+    rest_heights_from_json,
+    rest_heights_to_json,
+)
 from planner_vlm.learned.scene_state import SceneState
 from planner_vlm.learned.state_config import StateModelConfig
 from planner_vlm.learned.state_net import StateNet
@@ -262,7 +267,7 @@ class StateModel:
                "temperature": self.temperature,
                "entropy_reference": {"p50": self.entropy_p50.tolist(),
                                      "p99": [float(v) if np.isfinite(v) else None for v in self.entropy_p99]},
-               "rest_heights": [[float(v) if np.isfinite(v) else None for v in row] for row in self.rest_heights],
+               "rest_heights": rest_heights_to_json(self.rest_heights),
                "metrics": self.metrics, "extra": extra or {}}
         (path / CONFIG).write_text(json.dumps(cfg, indent=2))
         (path / COMMAND).write_text((command or self.command or "(unknown)").strip() + "\n")
@@ -292,8 +297,7 @@ class StateModel:
             ref = raw.get("entropy_reference") or {}
             p99 = None if ref.get("p99") is None else np.array([np.inf if v is None else v for v in ref["p99"]])
             rest = raw.get("rest_heights")
-            rest = None if rest is None else np.array([[np.nan if v is None else v for v in row] for row in rest],
-                                                      np.float64)
+            rest = None if rest is None else rest_heights_from_json(rest)
             net = StateNet(cfg)
             weights = load_file(str(w_path))
             expected = net.state_dict()

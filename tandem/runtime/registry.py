@@ -328,8 +328,9 @@ def resolve_checkpoint(spec: CheckpointExecutorConfig, task: str, planner: str) 
     """The diffusion executor's checkpoint directory.
 
     ``spec.checkpoint`` when set, with ``{task}`` replaced by ``task`` (a relative path that does not exist from the
-    working directory is also tried from the project root); otherwise the shipped one for ``task``: ``<task>_flat`` under ``planner=instruction``, else
-    ``<task>_diffusion``, looked up in ``checkpoints/``, then in ``checkpoints/image/``.
+    working directory is also tried from the project root); otherwise the shipped one for ``task``: ``<task>_flat``
+    under ``planner=instruction``, else ``<task>_diffusion``, looked up in ``checkpoints/``, then in
+    ``checkpoints/image/``.
 
     Raises:
         ConfigError: no checkpoint given and none shipped for the task (lists the shipped ones).
