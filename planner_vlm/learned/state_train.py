@@ -15,7 +15,8 @@ Losses per frame (weights in :class:`~planner_vlm.learned.state_config.StateTrai
   keypoint pair, :func:`yaw_targets`), for objects of symmetry order ``m``.
 
 AdamW with a cosine learning rate over the time budget (or ``max_steps``), photometric augmentation (brightness and
-contrast), 1 torch thread. Every ``eval_every`` steps the held-out frames are scored; the best snapshot (lowest
+contrast), the gripper-opening jitter of frames that hold nothing (:func:`jitter_gripper_opening`: in demonstrations
+a closed gripper always carries a cube, a shortcut the model must not learn), 1 torch thread. Every ``eval_every`` steps the held-out frames are scored; the best snapshot (lowest
 held-out loss) is kept. At the end the predicate temperature is fitted on held-out frames
 (:func:`planner_vlm.learned.probability_calibration.fit_temperature`) and the heatmap-entropy reference recorded
 (the confidence signal of :mod:`planner_vlm.learned.state_model`), and the objects' rest heights are fitted from the
@@ -149,6 +150,51 @@ def augment(images: torch.Tensor, tcfg: StateTrainConfig, gen: torch.Generator) 
     return ((images - mean) * contrast + mean * bright).clamp(0.0, 1.0)
 
 
+def grasp_columns(predicates: tuple[str, ...] | list[str]) -> np.ndarray:
+    """Indices of the ``grasped(x)`` predicates of a vocabulary, ``int64 (G,)``."""
+    return np.array([i for i, name in enumerate(predicates) if name.startswith("grasped(")], np.int64)
+
+
+def closed_on_nothing_range(opening: np.ndarray, holding: np.ndarray) -> tuple[float, float]:
+    """``(low, high)`` m: the gripper openings of a gripper closed on nothing, fitted from labelled frames.
+
+    ``low`` is the smallest opening of any frame, ``high`` half the 1st percentile of the openings of frames that
+    hold an object (a held object keeps the fingers about its width apart: 44 mm for a stack_three cube).
+
+    Args:
+        opening: ``(N,)`` m, the proprio gripper opening. holding: ``bool (N,)``, some ``grasped(x)`` label holds.
+
+    Raises:
+        ValueError: no frame holds an object (nothing to tell an empty gripper from), or empty ``opening``.
+    """
+    opening = np.asarray(opening, np.float64)
+    holding = np.asarray(holding, bool)
+    if opening.size == 0 or not holding.any():
+        raise ValueError("closed_on_nothing_range needs frames that hold an object (a grasped(x) label) to fit from")
+    low = float(opening.min())
+    return low, max(low, 0.5 * float(np.percentile(opening[holding], 1)))
+
+
+def jitter_gripper_opening(proprio_features: torch.Tensor, predicates: np.ndarray, grasp_cols: np.ndarray,
+                           opening_range: tuple[float, float], probability: float,
+                           gen: torch.Generator) -> torch.Tensor:
+    """``proprio_features (B, 10)`` with the gripper opening (column 9, m) of some frames redrawn
+    (:attr:`StateTrainConfig.gripper_jitter`): each frame whose labels ``predicates (B, P)`` hold no
+    ``grasped(x)`` (columns ``grasp_cols``) is picked with ``probability`` and gets a uniform draw in
+    ``opening_range`` (m; :func:`closed_on_nothing_range`). Returns a new tensor; frames holding an object keep
+    their opening."""
+    if probability <= 0 or len(proprio_features) == 0:
+        return proprio_features
+    empty = torch.from_numpy(~(predicates[:, grasp_cols] >= 0.5).any(axis=1)) if len(grasp_cols) else \
+        torch.ones(len(proprio_features), dtype=torch.bool)
+    pick = empty & (torch.rand(len(proprio_features), generator=gen) < probability)
+    lo, hi = opening_range
+    draw = lo + (hi - lo) * torch.rand(len(proprio_features), generator=gen)
+    out = proprio_features.clone()
+    out[:, 9] = torch.where(pick, draw.to(out.dtype), out[:, 9])
+    return out
+
+
 def to_tensors(batch: dict[str, np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
     """``(images float (B, 3, H, W) in [0, 1], proprio features (B, 10))`` of a numpy batch."""
     x = torch.from_numpy(batch["image"]).permute(0, 3, 1, 2).float().div_(255.0)
@@ -188,6 +234,16 @@ def evaluate(model: StateModel, data: StateDataset, index: np.ndarray, batch_siz
                                                                        kp[:, 1::2, 0] - kp[:, 0::2, 0])
         preds["yaw_err"].append(yaw_errors(model.cfg, yaw, batch["keypoints_3d"]))
     cat = {k: np.concatenate(v) for k, v in preds.items()}
+    grasp_cols = grasp_columns(model.cfg.predicates)
+    labels = data.predicate_labels[index]
+    empty = index[~(labels[:, grasp_cols] >= 0.5).any(axis=1)] if len(grasp_cols) else index
+    closed_right = []
+    for s in range(0, len(empty), batch_size):
+        rows = empty[s:s + batch_size]
+        prop = np.array(data.proprio[rows], np.float64)
+        prop[:, 7] = float(np.min(data.proprio[:, 7]))
+        out = model.predict_arrays(data.images[rows], prop)
+        closed_right.append((out["probabilities"] >= 0.5) == (data.predicate_labels[rows] >= 0.5))
     yaw_deg = np.degrees(cat["yaw_err"][np.isfinite(cat["yaw_err"])])
     probs = 1.0 / (1.0 + np.exp(-cat["logits"] / model.temperature))
     decided = probs >= 0.5
@@ -204,6 +260,7 @@ def evaluate(model: StateModel, data: StateDataset, index: np.ndarray, batch_siz
         "predicate_f1": f1_score(decided, cat["labels"]),
         "ece": reliability(probs, cat["labels"]).ece,
         "per_predicate_accuracy": {p: round(float(a), 5) for p, a in zip(model.cfg.predicates, right.mean(axis=0))},
+        "empty_closed_accuracy": float(np.concatenate(closed_right).mean()) if closed_right else None,
     }
 
 
@@ -298,6 +355,10 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
     best: tuple[float, dict[str, torch.Tensor], int] | None = None
     history = []
     batches = data.batches(tcfg.batch_size, seed=tcfg.seed)
+    grasp_cols = grasp_columns(cfg.predicates)
+    holding = (data.predicate_labels[tr][:, grasp_cols] >= 0.5).any(axis=1)
+    opening_range = (closed_on_nothing_range(data.proprio_features[tr][:, 9], holding)
+                     if tcfg.gripper_jitter > 0 else (0.0, 0.0))
     while True:
         elapsed = clock() - c0
         frac = max(elapsed / budget_s, step / tcfg.max_steps if tcfg.max_steps else 0.0)
@@ -308,6 +369,7 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
         net.train()
         batch = next(batches)
         x, p = to_tensors(batch)
+        p = jitter_gripper_opening(p, batch["predicates"], grasp_cols, opening_range, tcfg.gripper_jitter, gen)
         losses = state_losses(net(augment(x, tcfg, gen), p, geo), batch, cfg, tcfg, cal)
         opt.zero_grad(set_to_none=True)
         losses["loss"].backward()

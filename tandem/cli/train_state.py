@@ -107,6 +107,7 @@ class StateTrainSection(Schema):
     contrast: float = 0.15
     val_frames: int = 2000
     init_from: str | None = None
+    gripper_jitter: float = 0.0
 
     def check(self) -> None:
         from planner_vlm.learned.state_config import StateTrainConfig

@@ -12,7 +12,13 @@ from planner_vlm.learned.camera import CameraCalibration
 from planner_vlm.learned.state_config import StateModelConfig, StateTrainConfig
 from planner_vlm.learned.state_data import StateDataset
 from planner_vlm.learned.state_model import StateModel
-from planner_vlm.learned.state_train import evaluate, train_state_model
+from planner_vlm.learned.state_train import (
+    closed_on_nothing_range,
+    evaluate,
+    grasp_columns,
+    jitter_gripper_opening,
+    train_state_model,
+)
 from planner_vlm.learned.synthetic import make_synthetic_dataset, synthetic_calibration
 from tandem.core.errors import CheckpointError, ConfigError, DatasetSchemaError, PrivilegedAccessError
 from tandem.core.privileged import observation_for
@@ -163,3 +169,39 @@ def test_fine_tuning_starts_from_the_checkpoint_and_a_different_network_is_refus
     other = StateModelConfig.from_dict({**cfg.to_dict(), "head_hidden": 16})
     with pytest.raises(ConfigError, match="head_hidden"):
         train_state_model(data, other, one_step, tmp_path / "other", log=lambda _: None)
+
+
+def test_gripper_jitter_redraws_the_opening_of_frames_holding_nothing_only():
+    predicates = ("grasped(red)", "grasped(blue)", "on(red,blue)", "on(blue,red)")
+    cols = grasp_columns(predicates)
+    assert cols.tolist() == [0, 1]
+    n = 4000
+    labels = np.zeros((n, 4), np.float32)
+    labels[: n // 2, 1] = 1.0  # the first half holds blue
+    labels[:, 2] = 1.0
+    feats = torch.zeros(n, 10)
+    feats[:, 9] = 0.044  # the opening around a held cube, m
+    out = jitter_gripper_opening(feats, labels, cols, (0.001, 0.08), 0.5, torch.Generator().manual_seed(0))
+    assert torch.equal(out[: n // 2], feats[: n // 2])  # holding: untouched
+    changed = out[n // 2:, 9] != 0.044
+    assert 0.45 < float(changed.float().mean()) < 0.55  # the probability
+    assert float(out[n // 2:, 9][changed].min()) >= 0.001 and float(out[n // 2:, 9][changed].max()) <= 0.08
+    assert torch.equal(out[:, :9], feats[:, :9]) and torch.equal(feats[:, 9], torch.full((n,), 0.044))  # a copy
+    assert jitter_gripper_opening(feats, labels, cols, (0.0, 0.08), 0.0, torch.Generator()) is feats
+    with pytest.raises(ConfigError, match="gripper_jitter"):
+        StateTrainConfig(gripper_jitter=1.5)
+
+
+def test_the_closed_on_nothing_range_is_fitted_below_the_held_objects_width():
+    opening = np.concatenate([np.full(200, 0.044), np.full(300, 0.08), [0.001, 0.015]])
+    holding = np.concatenate([np.ones(200, bool), np.zeros(300, bool), [False, True]])
+    low, high = closed_on_nothing_range(opening, holding)
+    assert low == pytest.approx(0.001) and high == pytest.approx(0.022)  # half the held cube's 44 mm
+    with pytest.raises(ValueError, match="hold an object"):
+        closed_on_nothing_range(opening, np.zeros(len(opening), bool))
+
+
+def test_the_held_out_metrics_include_the_gripper_closed_on_nothing(trained):
+    data, model, summary, _ = trained
+    acc = summary["held_out"]["empty_closed_accuracy"]
+    assert acc is not None and 0.0 <= acc <= 1.0
