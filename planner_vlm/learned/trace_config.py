@@ -21,6 +21,14 @@ class TraceModelConfig:
             state model): its yaw is only known modulo ``2 pi / m``.
         trace_len: K3, rows of a predicted trace (:data:`tandem.core.dataset_schema.TRACE_3D_LEN`).
         hidden: width of the MLP. layers: hidden layers.
+        use_gripper_opening: whether the proprio's gripper opening is an input. It says nothing the skill does not
+            (a pick starts open, a stack holds a cube), and in demonstrations a pick never starts with the gripper
+            closed; after a failed grasp it does, and a model that reads the opening put the re-pick's grasp point
+            8-14 mm off (stack_three, seed 1020). False zeroes it; True (the default of older checkpoints) keeps it.
+        yaw_correction_deg: bound (deg) of the regressed yaw correction added to the chosen candidate (``tanh`` times
+            this). 0: the yaw is exactly a candidate (the gripper's yaw or an argument's, up to a quarter turn), as
+            for a stack_three cube, whose expert grasp yaw is the cube's own; off the demonstrations' states a free
+            correction drifted 7-29 deg from the state model's cube yaw (seeds 1019, 1020, 1046, 1049).
     """
 
     objects: tuple[str, ...] = ()
@@ -30,6 +38,8 @@ class TraceModelConfig:
     trace_len: int = 16
     hidden: int = 256
     layers: int = 3
+    use_gripper_opening: bool = True
+    yaw_correction_deg: float = 45.0
 
     def __post_init__(self) -> None:
         for name in ("objects", "skills", "arg_names"):
@@ -42,6 +52,8 @@ class TraceModelConfig:
         missing = sorted(set(self.objects) - set(self.arg_names))
         if missing:
             raise ConfigError(f"trace model arg_names must include every object; missing {missing}")
+        if not 0.0 <= self.yaw_correction_deg <= 90.0:
+            raise ConfigError(f"trace model yaw_correction_deg must be in [0, 90], got {self.yaw_correction_deg}")
         bad = {k: v for k, v in self.symmetries.items() if k not in self.objects or v < 1}
         if bad:
             raise ConfigError(f"trace model symmetries must name its objects with orders >= 1, got {bad}")

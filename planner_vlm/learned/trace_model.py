@@ -20,7 +20,8 @@ geometry beats memorising):
   yaw's difference ``d`` to the gripper's yaw now is first predicted modulo a half turn: a classifier picks one of
   six candidates, each of three references (the gripper itself and the two arguments' yaws, from their keypoint
   pair, taken modulo the object's symmetry ``2 pi / m`` at the representative nearest the gripper's yaw) plus 0 or
-  a quarter turn (a cube is grasped across either pair of faces), and a bounded correction (within +-45 deg) is
+  a quarter turn (a cube is grasped across either pair of faces), and a bounded correction (within
+  ``cfg.yaw_correction_deg``, 45 deg by default) is
   regressed for it. A classification picks one mode where a regression would average two grasps into a diagonal
   one. A second classifier adds the whole half turns (``k pi``, ``k in {-1, 0, 1}``) the expert takes to keep
   the wrist off its limit.
@@ -143,7 +144,10 @@ def trace_inputs(cfg: TraceModelConfig, keypoints_3d: np.ndarray, proprio: np.nd
         refs[:, 1 + j] = np.where(has, dyaw[rows, safe], 0.0)
     skill_hot = np.zeros((b, len(cfg.skills)))
     skill_hot[rows, np.asarray(skill, np.int64).reshape(b)] = 1.0
-    feats = np.concatenate([proprio_features(p[:, :8]), np.sin(yaw)[:, None], np.cos(yaw)[:, None], skill_hot, *slots,
+    own = proprio_features(p[:, :8])
+    if not cfg.use_gripper_opening:
+        own[:, 9] = 0.0  # the opening (see TraceModelConfig.use_gripper_opening)
+    feats = np.concatenate([own, np.sin(yaw)[:, None], np.cos(yaw)[:, None], skill_hot, *slots,
                             per_obj.reshape(b, -1)], axis=1)
     f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
     return {"features": f32(feats), "anchors": f32(anchors), "refs": f32(refs), "eef": f32(eef), "yaw": f32(yaw)}
@@ -192,7 +196,8 @@ class TraceNet(nn.Module):
         rel = (w * anchors[:, None]).sum(2) + off
         rel = torch.cat([torch.zeros_like(rel[:, :1]), rel[:, 1:]], dim=1)
         i = 3 * N_ANCHORS + 3
-        logits, corr = o[..., i:i + N_YAW], torch.tanh(o[..., i + N_YAW:i + 2 * N_YAW]) * (math.pi / 4)
+        bound = math.radians(self.cfg.yaw_correction_deg)
+        logits, corr = o[..., i:i + N_YAW], torch.tanh(o[..., i + N_YAW:i + 2 * N_YAW]) * bound
         first = torch.full((b, 1, N_YAW), -20.0)
         first[..., 0] = 20.0
         logits = torch.cat([first, logits[:, 1:]], dim=1)

@@ -51,6 +51,8 @@ class TraceModelSection(Schema):
 
     hidden: int = 256
     layers: int = 3
+    use_gripper_opening: bool = True
+    yaw_correction_deg: float = 45.0
     trace_len: int = 16
     symmetries: dict[str, int] | None = None
 
@@ -124,7 +126,8 @@ def run(cfg: Any) -> dict[str, Any]:
     m = c.model
     model_cfg = TraceModelConfig(objects=data.objects, skills=data.skills, arg_names=data.arg_names,
                                  symmetries=task_symmetries(root, m.symmetries), trace_len=m.trace_len,
-                                 hidden=m.hidden, layers=m.layers)
+                                 hidden=m.hidden, layers=m.layers, use_gripper_opening=m.use_gripper_opening,
+                                 yaw_correction_deg=m.yaw_correction_deg)
     print(f"trace model: {len(data)} subgoal starts ({len(data.train_index)} train, {len(data.val_index)} held out) of "
           f"{root}; skills {list(data.skills)}, arguments {list(data.arg_names)}, symmetries {model_cfg.symmetries}",
           flush=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -11,7 +12,7 @@ import torch
 from planner_vlm.learned.synthetic import make_synthetic_dataset
 from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
 from planner_vlm.learned.trace_data import TraceDataset, parse_signature
-from planner_vlm.learned.trace_model import TraceModel
+from planner_vlm.learned.trace_model import TraceModel, TraceNet, decode_rows, trace_inputs
 from planner_vlm.learned.trace_train import train_trace_model
 from tandem.core.errors import (
     CheckpointError,
@@ -91,3 +92,43 @@ def test_bad_configs_and_datasets_are_refused(tmp_path):
     (tmp_path / "meta" / "info.json").write_text(json.dumps({"features": {}}))
     with pytest.raises(DatasetSchemaError, match="subgoal.trace_3d"):
         TraceDataset(tmp_path)
+
+
+def test_without_the_gripper_opening_the_inputs_do_not_depend_on_it():
+    cfg = TraceModelConfig(objects=("red", "blue"), skills=("pick", "stack"), arg_names=("blue", "red"),
+                           use_gripper_opening=False)
+    kp = np.zeros((1, 2, 2, 3))
+    kp[0, :, 1, 0] = 0.03  # second keypoints 3 cm along x
+    proprio = np.array([[0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.08]])
+    closed = proprio.copy()
+    closed[0, 7] = 0.001  # closed on nothing, after a failed grasp
+    skill, args = np.array([0]), np.array([[1, -1]])
+    open_in = trace_inputs(cfg, kp, proprio, skill, args)
+    closed_in = trace_inputs(cfg, kp, closed, skill, args)
+    np.testing.assert_array_equal(open_in["features"], closed_in["features"])
+    with_opening = dataclasses.replace(cfg, use_gripper_opening=True)  # the default, and older checkpoints'
+    assert not np.array_equal(trace_inputs(with_opening, kp, proprio, skill, args)["features"],
+                              trace_inputs(with_opening, kp, closed, skill, args)["features"])
+    assert TraceModelConfig.from_dict({**cfg.to_dict(), "use_gripper_opening": False}) == cfg
+
+
+
+def test_without_a_yaw_correction_every_yaw_is_a_candidate_exactly():
+    torch.manual_seed(0)
+    cfg = TraceModelConfig(objects=("red", "blue"), skills=("pick", "stack"), arg_names=("blue", "red"),
+                           yaw_correction_deg=0.0)
+    net = TraceNet(cfg)
+    torch.nn.init.normal_(net.out.weight, std=1.0)  # large outputs: a free correction would be far from 0
+    kp = np.random.default_rng(0).normal(size=(4, 2, 2, 3)) * 0.1
+    proprio = np.tile([0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.08], (4, 1))
+    x = trace_inputs(cfg, kp, proprio, np.zeros(4, np.int64), np.tile([1, -1], (4, 1)))
+    with torch.no_grad():
+        out = net(*(torch.from_numpy(x[k]) for k in ("features", "anchors", "refs")))
+    assert float(out["yaw_corrections"].abs().max()) == 0.0
+    rows, _ = decode_rows(out, x["eef"], x["yaw"])
+    cands = out["yaw_candidates"].detach().double().numpy()  # (B, 6) rad, relative to the gripper's yaw
+    d = rows[..., 3] - x["yaw"][:, None]
+    off = np.abs(((d[..., None] - cands[:, None]) + np.pi / 2) % np.pi - np.pi / 2).min(-1)  # modulo a half turn
+    assert off.max() < 1e-5
+    with pytest.raises(ConfigError, match="yaw_correction_deg"):
+        TraceModelConfig(objects=("red",), skills=("pick",), arg_names=("red",), yaw_correction_deg=120.0)
