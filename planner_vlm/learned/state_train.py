@@ -16,8 +16,8 @@ Losses per frame (weights in :class:`~planner_vlm.learned.state_config.StateTrai
 
 AdamW with a cosine learning rate over the time budget (or ``max_steps``), photometric augmentation (brightness and
 contrast), the gripper-opening jitter of frames that hold nothing (:func:`jitter_gripper_opening`: in demonstrations
-a closed gripper always carries a cube, a shortcut the model must not learn), 1 torch thread. Every ``eval_every`` steps the held-out frames are scored; the best snapshot (lowest
-held-out loss) is kept. At the end the predicate temperature is fitted on held-out frames
+a closed gripper almost always carries a cube, a shortcut the model must not learn), 1 torch thread. Every
+``eval_every`` steps the held-out frames are scored; the best snapshot (lowest held-out loss) is kept. At the end the predicate temperature is fitted on held-out frames
 (:func:`planner_vlm.learned.probability_calibration.fit_temperature`) and the heatmap-entropy reference recorded
 (the confidence signal of :mod:`planner_vlm.learned.state_model`), and the objects' rest heights are fitted from the
 training frames' labels (:func:`planner_vlm.learned.rest_heights.fit_rest_heights`).
