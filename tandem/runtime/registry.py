@@ -218,7 +218,8 @@ def resolve_perception_checkpoint(checkpoint: str | None, task: str, kind: str) 
 def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
     """``(camera, (H, W) px)`` the learned state model of ``cfg``'s planner or verifier reads, or of its executor
     (a track checkpoint with ``scene_input="objects_3d"``), from the checkpoints' ``config.json`` without loading
-    them; None when none reads one or a checkpoint cannot be read (loading it later raises the real error)."""
+    them: the first section whose checkpoint can be read; None when none reads one or none can be read (loading an
+    unreadable one later raises the real error)."""
     sections = [s for s in (cfg.planner, cfg.verifier) if isinstance(s, LearnedPerceptionConfig)]
     if isinstance(cfg.executor, TandemCheckpointWiring) and cfg.executor.name in ("diffusion", "track"):
         try:
@@ -232,7 +233,7 @@ def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
             model = json.loads((path / "config.json").read_text())["model"]
             return str(model.get("camera", "agentview")), tuple(int(v) for v in model["image_size"])
         except (ConfigError, OSError, ValueError, KeyError, TypeError):
-            return None
+            continue  # the next section may name a readable checkpoint (the planner's and verifier's can differ)
     return None
 
 

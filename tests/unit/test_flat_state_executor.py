@@ -356,6 +356,25 @@ def test_the_env_renders_the_state_model_camera_for_a_scene_checkpoint(scene_ckp
     assert perception_camera(stack(str(REPO / "checkpoints" / "stack_three_diffusion"))) is None
 
 
+def test_the_perception_camera_comes_from_the_first_readable_state_checkpoint(tmp_path):
+    from tandem.runtime.config import StackConfig, load
+    from tandem.runtime.registry import perception_camera
+
+    good = tmp_path / "state_48"
+    good.mkdir()
+    (good / "config.json").write_text(json.dumps({"model": {"camera": "frontview", "image_size": [48, 48]}}))
+
+    def stack(planner_ckpt: str, verifier_ckpt: str) -> StackConfig:
+        return load(StackConfig, {"task": {"name": "stack_three"}, "goals": {"name": "none"},
+                                  "planner": {"name": "learned", "state_checkpoint": planner_ckpt},
+                                  "verifier": {"name": "learned", "state_checkpoint": verifier_ckpt},
+                                  "executor": {"name": "scripted"}})
+
+    # an unreadable planner checkpoint does not hide the verifier's camera (it used to return None at once)
+    assert perception_camera(stack(str(tmp_path / "nowhere"), str(good))) == ("frontview", (48, 48))
+    assert perception_camera(stack(str(tmp_path / "nowhere"), str(tmp_path / "nowhere_either"))) is None
+
+
 def test_the_flat_state_eval_variant_validates():
     from tandem.evaluation.suite import Variant
 
