@@ -155,6 +155,11 @@ def grasp_columns(predicates: tuple[str, ...] | list[str]) -> np.ndarray:
     return np.array([i for i, name in enumerate(predicates) if name.startswith("grasped(")], np.int64)
 
 
+def holds_object(labels: np.ndarray, grasp_cols: np.ndarray) -> np.ndarray:
+    """``bool (N,)``: some ``grasped(x)`` label (columns ``grasp_cols`` of ``labels (N, P)``, 0/1) holds."""
+    return (labels[:, grasp_cols] >= 0.5).any(axis=1)
+
+
 def closed_on_nothing_range(opening: np.ndarray, holding: np.ndarray) -> tuple[float, float]:
     """``(low, high)`` m: the gripper openings of a gripper closed on nothing, fitted from labelled frames.
 
@@ -185,8 +190,7 @@ def jitter_gripper_opening(proprio_features: torch.Tensor, predicates: np.ndarra
     their opening."""
     if probability <= 0 or len(proprio_features) == 0:
         return proprio_features
-    empty = torch.from_numpy(~(predicates[:, grasp_cols] >= 0.5).any(axis=1)) if len(grasp_cols) else \
-        torch.ones(len(proprio_features), dtype=torch.bool)
+    empty = torch.from_numpy(~holds_object(predicates, grasp_cols))
     pick = empty & (torch.rand(len(proprio_features), generator=gen) < probability)
     lo, hi = opening_range
     draw = lo + (hi - lo) * torch.rand(len(proprio_features), generator=gen)
@@ -234,14 +238,13 @@ def evaluate(model: StateModel, data: StateDataset, index: np.ndarray, batch_siz
                                                                        kp[:, 1::2, 0] - kp[:, 0::2, 0])
         preds["yaw_err"].append(yaw_errors(model.cfg, yaw, batch["keypoints_3d"]))
     cat = {k: np.concatenate(v) for k, v in preds.items()}
-    grasp_cols = grasp_columns(model.cfg.predicates)
-    labels = data.predicate_labels[index]
-    empty = index[~(labels[:, grasp_cols] >= 0.5).any(axis=1)] if len(grasp_cols) else index
+    empty = index[~holds_object(data.predicate_labels[index], grasp_columns(model.cfg.predicates))]
+    closed = float(np.min(data.proprio[:, 7]))  # m: the smallest opening of the dataset, closed on nothing
     closed_right = []
     for s in range(0, len(empty), batch_size):
         rows = empty[s:s + batch_size]
         prop = np.array(data.proprio[rows], np.float64)
-        prop[:, 7] = float(np.min(data.proprio[:, 7]))
+        prop[:, 7] = closed
         out = model.predict_arrays(data.images[rows], prop)
         closed_right.append((out["probabilities"] >= 0.5) == (data.predicate_labels[rows] >= 0.5))
     yaw_deg = np.degrees(cat["yaw_err"][np.isfinite(cat["yaw_err"])])
@@ -356,8 +359,8 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
     history = []
     batches = data.batches(tcfg.batch_size, seed=tcfg.seed)
     grasp_cols = grasp_columns(cfg.predicates)
-    holding = (data.predicate_labels[tr][:, grasp_cols] >= 0.5).any(axis=1)
-    opening_range = (closed_on_nothing_range(data.proprio_features[tr][:, 9], holding)
+    opening_range = (closed_on_nothing_range(data.proprio_features[tr][:, 9],
+                                             holds_object(data.predicate_labels[tr], grasp_cols))
                      if tcfg.gripper_jitter > 0 else (0.0, 0.0))
     while True:
         elapsed = clock() - c0
