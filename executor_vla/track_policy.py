@@ -45,6 +45,8 @@ from tandem.core.types import Observation, Subgoal, TaskSpec
 
 FORMAT = "tandem-executor/1"
 FAMILY = "track"
+#: Smallest action range (controller units) that min-max scaling divides by; narrower dimensions are centred.
+ACTION_SPAN_MIN = 1e-4
 
 
 class TrackExecutor(nn.Module):
@@ -113,7 +115,7 @@ class TrackExecutor(nn.Module):
         return (obs - self.feature_mean) / self.feature_std
 
     def _action_scale(self) -> tuple[Tensor, Tensor]:
-        span = (self.action_max - self.action_min).clamp_min(1e-4)
+        span = (self.action_max - self.action_min).clamp_min(ACTION_SPAN_MIN)
         return self.action_min, span
 
     def normalize_action(self, a: Tensor) -> Tensor:
@@ -225,9 +227,13 @@ class TrackExecutor(nn.Module):
         module path to float32 rounding (the encoder of :class:`NumpyTrackEncoder`, the DDIM loop of
         :class:`FusedMLPDDIM`)."""
         assert self._fused is not None and self._fast_encoder is not None
-        x = self._norm_obs(torch.from_numpy(obs)).numpy()
+        # the normalisers' arithmetic on numpy views of the live buffers (a torch round trip costs more than it)
+        mean, std = self.feature_mean.numpy(), self.feature_std.numpy()
+        lo = self.action_min.numpy()
+        span = np.maximum(self.action_max.numpy() - lo, np.float32(ACTION_SPAN_MIN))
+        x = (obs - mean) / std
         cond = self._fast_encoder.encode(x.reshape(x.shape[0], -1), text)
-        chunk = self.unnormalize_action(torch.from_numpy(self._fused.sample_array(cond, generator))).numpy()
+        chunk = (self._fused.sample_array(cond, generator) + np.float32(1.0)) / np.float32(2.0) * span + lo
         return chunk, self._fast_encoder.progress(cond)
 
     def optimize_for_inference(self) -> TrackExecutor:

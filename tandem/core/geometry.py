@@ -45,12 +45,14 @@ def quats_to_mats(quat_wxyz: np.ndarray) -> np.ndarray:
     n = np.linalg.norm(q, axis=-1, keepdims=True) if q.ndim else np.zeros(1)
     if q.ndim == 0 or q.shape[-1] != 4 or not np.all(np.isfinite(n)) or np.any(n == 0.0):
         raise ValueError(f"quaternions must be finite non-zero (..., 4) wxyz arrays, got shape {q.shape}")
-    w, x, y, z = np.moveaxis(q / n, -1, 0)
-    return np.stack([
-        np.stack([1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)], axis=-1),
-        np.stack([2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)], axis=-1),
-        np.stack([2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)], axis=-1),
-    ], axis=-2)
+    u = q / n
+    prod = 2.0 * u[..., :, None] * u[..., None, :]  # (..., 4, 4): 2 q_i q_j, written once into the matrix below
+    (ww, wx, wy, wz), (_, xx, xy, xz), (_, _, yy, yz), (_, _, _, zz) = np.moveaxis(prod, (-2, -1), (0, 1))
+    out = np.empty(q.shape[:-1] + (3, 3))
+    out[..., 0, 0], out[..., 0, 1], out[..., 0, 2] = 1 - (yy + zz), xy - wz, xz + wy
+    out[..., 1, 0], out[..., 1, 1], out[..., 1, 2] = xy + wz, 1 - (xx + zz), yz - wx
+    out[..., 2, 0], out[..., 2, 1], out[..., 2, 2] = xz - wy, yz + wx, 1 - (xx + yy)
+    return out
 
 
 def quat_to_mat(quat_wxyz: np.ndarray) -> np.ndarray:
