@@ -4,8 +4,9 @@ For each subgoal attempt of the held-out episodes of a tandem image dataset (its
 signature, frames and outcome), the learned state model reads the attempt's last frame, where the agent verifies,
 and gives ``p`` of the subgoal's predicate (``grasped(x)`` for ``pick(x)``, ``on(x,y)`` for ``stack(x,y)``...). As
 :class:`planner_vlm.learned.learned_verifier.LearnedVerifier`: success iff ``p >= 0.5``, confidence ``max(p, 1 - p)``
-times the scene confidence, uncertain below ``--confidence``; an uncertain verdict is re-checked on the frame
-``--recheck-steps`` later (as the agent does, up to ``--rechecks`` times, while the frame is in the episode) and
+times the confidence with which the model located the subgoal's objects
+(:func:`~planner_vlm.learned.learned_verifier.located_confidence`), uncertain below ``--confidence``; an uncertain
+verdict is re-checked on the frame ``--recheck-steps`` later (as the agent does, up to ``--rechecks`` times, while the frame is in the episode) and
 counts as a failure if still uncertain. The label is the attempt's outcome in the journal (the oracle verifier's
 verdict when the data was collected).
 
@@ -34,11 +35,13 @@ def run(checkpoint: str, dataset: str, val_episodes: int, confidence: float, rec
         out: Path) -> dict[str, Any]:
     import torch
 
+    from planner_vlm.learned.learned_verifier import located_confidence
     from planner_vlm.learned.probability_calibration import f1_score
     from planner_vlm.learned.state_data import StateDataset
     from planner_vlm.learned.state_model import StateModel
     from planner_vlm.learned.trace_data import parse_signature
     from planner_vlm.oracle_verifier import DEFAULT_SKILL_PREDICATES
+    from tandem.core.types import Observation
     from tandem.evaluation.reliability import reliability_plot
 
     torch.set_num_threads(1)
@@ -60,10 +63,10 @@ def run(checkpoint: str, dataset: str, val_episodes: int, confidence: float, rec
     lg, lb = np.concatenate(logits), np.concatenate(labels)
     sig = lambda z, t: 1.0 / (1.0 + np.exp(-z / t))  # noqa: E731
 
-    def judge(i: int, pred: str) -> tuple[float, float]:
-        o = model.predict_arrays(data.images[i:i + 1], data.proprio[i:i + 1])
-        p = float(o["probabilities"][0, model.cfg.predicates.index(pred)])
-        return p, max(p, 1 - p) * float(o["confidence"][0].min())
+    def judge(i: int, pred: str, args: tuple[str, ...]) -> tuple[float, float]:
+        state = model.predict(Observation(images={model.cfg.camera: data.images[i]}, proprio=data.proprio[i]))
+        p = state.probability(pred)
+        return p, max(p, 1 - p) * located_confidence(state, args)[0]
 
     attempts = []
     for rec in journal["episodes"]:
@@ -78,13 +81,13 @@ def run(checkpoint: str, dataset: str, val_episodes: int, confidence: float, rec
             last = int(att["to_frame"]) - 1
             if (e, last) not in row_of or pred not in model.cfg.predicates:
                 continue
-            p, conf = judge(row_of[(e, last)], pred)
+            p, conf = judge(row_of[(e, last)], pred, args)
             first = {"p": p, "confidence": conf, "uncertain": conf < confidence}
             n, frame = 0, last
             while conf < confidence and n < rechecks and (e, frame + recheck_steps) in row_of:
                 frame += recheck_steps
                 n += 1
-                p, conf = judge(row_of[(e, frame)], pred)
+                p, conf = judge(row_of[(e, frame)], pred, args)
             attempts.append({"episode": e, "signature": att["signature"], "label": bool(att.get("success")),
                              "first": first, "p": p, "confidence": conf, "rechecks": n,
                              "uncertain": conf < confidence})

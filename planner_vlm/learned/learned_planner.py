@@ -6,7 +6,11 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    and gives every ground predicate of the task's vocabulary a calibrated probability, and every object two
    keypoints in 3-D with a confidence;
 2. the oracle planner's search (:class:`~planner_vlm.goal_regression.GoalRegressionPlanner`, shared, not copied)
-   runs over the predicted truth values (``p >= threshold``) and gives the done/remaining plan;
+   runs over the predicted truth values (``p >= threshold``) and gives the done/remaining plan. The task is only
+   reported complete when every goal predicate is also *confident* (``p >= completion_confidence``): where all goals
+   read true but some are not confident, those goals are planned again (a ``unconfirmed_goals`` memory event),
+   because "nothing remaining" ends the episode and a false one cannot be recovered from, while an extra attempt at
+   a goal that did hold costs only time (the evaluation stops at the env's success);
 3. the next subgoal gets its 3-D trace from the trace model (:class:`~planner_vlm.learned.trace_model.TraceModel`)
    and, for videos, its projection into the camera (the 2-D trace). Only ``remaining[0]`` gets a trace: the agent
    replans after every verdict (receding horizon), so later subgoals are given theirs from the state they start in.
@@ -46,6 +50,8 @@ class LearnedPlanner(GoalRegressionPlanner):
         trace_model: anything with ``cfg.skills``, ``cfg.arg_names`` and ``predict(keypoints_3d, proprio, skill,
             args) -> Trace3D`` (a :class:`~planner_vlm.learned.trace_model.TraceModel`), or None for no traces.
         threshold: a predicate holds when its probability is at least this.
+        completion_confidence: the task is reported complete only when every goal predicate's probability is at least
+            this, in ``[threshold, 1)``; goals between ``threshold`` and it are planned again.
         min_object_confidence: at the first plan, an instruction object found with less confidence is absent.
         min_scene_confidence: below this, the scene is recorded as unlike the training scenes.
         grasp_skill, id_prefix: as :class:`~planner_vlm.goal_regression.GoalRegressionPlanner`.
@@ -58,13 +64,17 @@ class LearnedPlanner(GoalRegressionPlanner):
     source: ClassVar[str] = "learned"
 
     def __init__(self, state_model: Any, trace_model: Any = None, threshold: float = 0.5,
-                 min_object_confidence: float = 0.05, min_scene_confidence: float = 0.5, grasp_skill: str = "pick",
-                 id_prefix: str = "sg"):
+                 completion_confidence: float = 0.9, min_object_confidence: float = 0.05,
+                 min_scene_confidence: float = 0.5, grasp_skill: str = "pick", id_prefix: str = "sg"):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"learned planner threshold must be in (0, 1), got {threshold}")
+        if not threshold <= completion_confidence < 1.0:
+            raise ConfigError(f"learned planner completion_confidence must be in [threshold={threshold}, 1), got "
+                              f"{completion_confidence}")
         self.state_model, self.trace_model = state_model, trace_model
         self.threshold = float(threshold)
+        self.completion_confidence = float(completion_confidence)
         self.min_object_confidence = float(min_object_confidence)
         self.min_scene_confidence = float(min_scene_confidence)
         self.last_state: SceneState | None = None
@@ -129,15 +139,33 @@ class LearnedPlanner(GoalRegressionPlanner):
                                  f"in the image (object confidence {conf} < {self.min_object_confidence})")
                 return self._refuse(memory, observation.step, first)
         self._record(state, memory, observation.step)
-        plan = self.plan_from_predicates(state.truth(self.threshold), memory)
+        truth = state.truth(self.threshold)
+        unconfirmed = self._unconfirmed_goals(state, truth)
+        if unconfirmed:
+            memory.record_event("unconfirmed_goals", observation.step, goals=unconfirmed,
+                                probabilities=[round(state.probability(g), 3) for g in unconfirmed],
+                                completion_confidence=self.completion_confidence)
+            truth.update(dict.fromkeys(unconfirmed, False))
+        plan = self.plan_from_predicates(truth, memory)
         probs = "; ".join(f"p({p})={state.probability(p):.2f}" for p in self.predicates_needed())
         notes = [f"learned state: {probs}"]
+        if unconfirmed:
+            notes.append(f"every goal reads true, but {', '.join(unconfirmed)} below completion confidence "
+                         f"{self.completion_confidence:.2f}: planned again rather than reported complete")
         if state.scene_confidence < self.min_scene_confidence:
             notes.append(f"LOW SCENE CONFIDENCE {state.scene_confidence:.2f}: the image is unlike the training scenes")
         plan.rationale = "; ".join([*notes, plan.rationale]) if plan.rationale else "; ".join(notes)
         if plan.remaining:
             plan.remaining[0] = self._with_traces(plan.remaining[0], state, observation)
         return plan
+
+    def _unconfirmed_goals(self, state: SceneState, truth: dict[str, bool]) -> list[str]:
+        """Goal predicates that keep the task from being reported complete: empty unless every goal reads true,
+        then those below :attr:`completion_confidence`."""
+        goals = [g for g, _, _, _ in self.goal_steps()]
+        if not all(truth[g] for g in goals):
+            return []
+        return [g for g in goals if state.probability(g) < self.completion_confidence]
 
     def _goal_objects(self, task: TaskSpec) -> list[str]:
         return list(dict.fromkeys(a for _, _, _, args in self.goal_steps() for a in args if a in task.objects))

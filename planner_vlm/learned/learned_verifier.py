@@ -3,8 +3,11 @@
 The verdict is the calibrated probability ``p`` of the subgoal's predicate (``TaskSpec.predicate_for``, e.g.
 ``on(red,green)`` for ``stack(red,green)``) in the observation after the attempt
 (:class:`~planner_vlm.learned.state_model.StateModel`, temperature-scaled on held-out frames): success iff
-``p >= 0.5``, confidence ``max(p, 1 - p)`` times the scene confidence (how much the image looks like the training
-scenes: a calibrated probability on an image unlike them is not to be trusted). A verdict whose confidence is below
+``p >= 0.5``, confidence ``max(p, 1 - p)`` times the confidence of the objects the subgoal names (the lowest of
+their heatmap confidences: how sharply the model located them, low on an image unlike the training scenes, where a
+calibrated probability is not to be trusted). Objects the subgoal does not name do not count: with a cube in the
+gripper, the arm often hides another cube, and a grasp that held was judged uncertain for it (seed 1013); a subgoal
+that names no object of the model gets the scene confidence (the lowest of all objects). A verdict whose confidence is below
 ``confidence_threshold`` is marked ``uncertain``: the agent keeps executing and verifies again on later frames
 (``AgentConfig.verify_rechecks``), and never takes it as a success (:mod:`tandem.runtime.agent`). Frames right after
 a release are the typical case: the cube has not settled yet.
@@ -16,13 +19,25 @@ and from the gripper, and whether it still seems held, for a replanning planner.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 import numpy as np
 
+from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
+
+
+def located_confidence(state: SceneState, args: Sequence[str]) -> tuple[float, list[str]]:
+    """How sharply the state model located the objects a subgoal names: ``(the lowest object confidence in [0, 1]
+    among ``args`` that are objects of ``state``, those objects)``; ``(scene confidence, [])`` when none is (e.g. a
+    bin). The verdict's confidence is ``max(p, 1 - p)`` times this (see the module docstring)."""
+    named = [a for a in args if a in state.objects]
+    if not named:
+        return float(state.scene_confidence), []
+    return min(float(state.object_confidence[state.object_index(a)]) for a in named), named
 
 
 class LearnedVerifier:
@@ -63,8 +78,8 @@ class LearnedVerifier:
         """Judge ``subgoal`` from the observation ``after`` it (``before`` is not needed).
 
         Returns:
-            ``Verdict(success=p >= 0.5, confidence=max(p, 1 - p) * scene confidence, reason, "learned",
-            uncertain=confidence < confidence_threshold)``.
+            ``Verdict(success=p >= 0.5, confidence=max(p, 1 - p) * the named objects' confidence, reason,
+            "learned", uncertain=confidence < confidence_threshold)``.
 
         Raises:
             ConfigError: ``reset`` was not called. UnknownSkillError: a skill outside the task.
@@ -84,10 +99,11 @@ class LearnedVerifier:
             raise UnknownNameError("predicate of the learned state model", pred, list(self.state_model.cfg.predicates))
         state = self.state_model.predict(after)
         p = state.probability(pred)
-        confidence = max(p, 1.0 - p) * float(state.scene_confidence)
+        seen, named = located_confidence(state, subgoal.args)
+        confidence = max(p, 1.0 - p) * seen
         success = p >= 0.5
-        reason = f"{pred} {'holds' if success else 'is false'}: p={p:.2f} (calibrated), scene confidence " \
-                 f"{state.scene_confidence:.2f}"
+        reason = f"{pred} {'holds' if success else 'is false'}: p={p:.2f} (calibrated), " + (
+            f"{'/'.join(named)} located with confidence {seen:.2f}" if named else f"scene confidence {seen:.2f}")
         reason += self._where(state, subgoal, after)
         uncertain = confidence < self.confidence_threshold
         if uncertain:

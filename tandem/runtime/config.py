@@ -457,6 +457,8 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     Attributes:
         trace_checkpoint: a ``tandem-train-trace`` checkpoint directory (None: the shipped ``checkpoints/trace/<task>``).
         threshold: a predicate holds when its calibrated probability is at least this, in (0, 1).
+        completion_confidence: the task is reported complete only when every goal predicate's probability is at least
+            this, in [threshold, 1); goals that read true below it are planned again.
         min_object_confidence: at the first plan, an instruction object found with less confidence counts as absent
             (the instruction is refused), in [0, 1).
         min_scene_confidence: below this the scene is recorded as unlike the training scenes, in [0, 1].
@@ -465,6 +467,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     name: str = "learned"
     trace_checkpoint: str | None = None
     threshold: float = 0.5
+    completion_confidence: float = 0.9
     min_object_confidence: float = 0.05
     min_scene_confidence: float = 0.5
 
@@ -472,6 +475,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
         super().check()
         if not 0.0 < self.threshold < 1.0:
             raise FieldError("threshold", f"must be in (0, 1), got {self.threshold}")
+        if not self.threshold <= self.completion_confidence < 1.0:
+            raise FieldError("completion_confidence",
+                             f"must be in [threshold={self.threshold}, 1), got {self.completion_confidence}")
         if not 0.0 <= self.min_object_confidence < 1.0:
             raise FieldError("min_object_confidence", f"must be in [0, 1), got {self.min_object_confidence}")
         if not 0.0 <= self.min_scene_confidence <= 1.0:

@@ -185,6 +185,29 @@ def test_low_scene_confidence_is_recorded_not_hidden():
     assert [e["scene_confidence"] for e in memory.events() if e["kind"] == "low_scene_confidence"] == [0.2]
 
 
+def test_completion_needs_every_goal_confident_else_the_unconfirmed_goal_is_planned_again():
+    sm, tm, planner, memory = _setup()
+    sm.probs["on(red,green)"] = 0.99
+    sm.probs["on(blue,red)"] = 0.67  # reads true (>= 0.5), but not confidently: seed 1044's false completion
+    plan = planner.plan(_obs(120), memory)
+    assert [s.signature for s in plan.done] == ["pick(red)", "stack(red,green)"]
+    assert [s.signature for s in plan.remaining] == ["pick(blue)", "stack(blue,red)"]
+    assert not plan.claims_complete
+    assert "on(blue,red) below completion confidence 0.90" in plan.rationale
+    [event] = [e for e in memory.events() if e["kind"] == "unconfirmed_goals"]
+    assert event["goals"] == ["on(blue,red)"] and event["probabilities"] == [0.67] and event["step"] == 120
+    # confident: the task is reported complete, nothing recorded
+    sm.probs["on(blue,red)"] = 0.95
+    plan = planner.plan(_obs(130), memory)
+    assert plan.claims_complete and len(plan.done) == 4
+    assert len([e for e in memory.events() if e["kind"] == "unconfirmed_goals"]) == 1
+    # an unconfident goal while another goal is unmet changes nothing (only the completion claim is guarded)
+    sm.probs["on(red,green)"], sm.probs["on(blue,red)"] = 0.6, 0.01
+    plan = planner.plan(_obs(140), memory)
+    assert [s.signature for s in plan.remaining] == ["pick(blue)", "stack(blue,red)"]
+    assert len([e for e in memory.events() if e["kind"] == "unconfirmed_goals"]) == 1
+
+
 def test_a_trace_model_of_another_task_is_refused():
     sm = ScriptedStateModel()
     tm = StraightDownTraceModel()
@@ -193,6 +216,8 @@ def test_a_trace_model_of_another_task_is_refused():
         LearnedPlanner(sm, tm).reset(STACK)
     with pytest.raises(ConfigError, match="threshold"):
         LearnedPlanner(sm, threshold=1.0)
+    with pytest.raises(ConfigError, match="completion_confidence"):
+        LearnedPlanner(sm, threshold=0.6, completion_confidence=0.5)
 
 
 def _stack_sg() -> Subgoal:
@@ -215,13 +240,20 @@ def test_verifier_calibrated_verdicts_and_uncertainty():
     sm.probs["on(red,green)"] = 0.7
     verdict = v.verify(_obs(), _obs(), _stack_sg())
     assert verdict.success and verdict.uncertain and "UNCERTAIN" in verdict.reason
-    # a confident probability on a scene unlike the training scenes is uncertain too
+    # a confident probability on a scene unlike the training scenes (every object poorly located) is uncertain too
     sm.probs["on(red,green)"] = 0.99
-    sm.scene_confidence = 0.5
+    sm.object_confidence, sm.scene_confidence = np.full(3, 0.5), 0.5
     verdict = v.verify(_obs(), _obs(), _stack_sg())
     assert verdict.uncertain and verdict.confidence == pytest.approx(0.495)
+    # only the objects the subgoal names count: blue, hidden behind the arm, does not make stack(red,green) uncertain
+    sm.object_confidence, sm.scene_confidence = np.array([1.0, 0.95, 0.3]), 0.3
+    verdict = v.verify(_obs(), _obs(), _stack_sg())
+    assert not verdict.uncertain and verdict.confidence == pytest.approx(0.99 * 0.95)
+    assert "red/green located with confidence 0.95" in verdict.reason
+    sm.object_confidence = np.array([1.0, 0.5, 1.0])  # green, which it names, poorly located: uncertain
+    assert v.verify(_obs(), _obs(), _stack_sg()).confidence == pytest.approx(0.495)
     # still held after a stack: said in the reason
-    sm.scene_confidence, sm.probs["grasped(red)"] = 1.0, 0.9
+    sm.object_confidence, sm.scene_confidence, sm.probs["grasped(red)"] = np.ones(3), 1.0, 0.9
     assert "still held (p=0.90)" in v.verify(_obs(), _obs(), _stack_sg()).reason
 
 
