@@ -11,7 +11,8 @@ the live MuJoCo model and undone right after (the simulation itself never change
 
 For each condition it reports the state model's scene confidence (mean, 10th percentile, fraction of frames below
 the planner's ``min_scene_confidence`` 0.5), how often the learned verifier would be uncertain (confidence below
-0.9 for every predicate of the frame), and what the model gets wrong against the simulator's truth: predicate
+0.9 for some predicate of the frame, with the scene's lowest object confidence: an upper bound, since the verifier
+counts only the objects its subgoal names), and what the model gets wrong against the simulator's truth: predicate
 accuracy (per entry and per frame) and keypoint pixel error. A model that reports low confidence where it is wrong,
 rather than false certainty, passes.
 

@@ -6,8 +6,8 @@ and gives ``p`` of the subgoal's predicate (``grasped(x)`` for ``pick(x)``, ``on
 :class:`planner_vlm.learned.learned_verifier.LearnedVerifier`: success iff ``p >= 0.5``, confidence ``max(p, 1 - p)``
 times the confidence with which the model located the subgoal's objects
 (:func:`~planner_vlm.learned.learned_verifier.located_confidence`), uncertain below ``--confidence``; an uncertain
-verdict is re-checked on the frame ``--recheck-steps`` later (as the agent does, up to ``--rechecks`` times, while the frame is in the episode) and
-counts as a failure if still uncertain. The label is the attempt's outcome in the journal (the oracle verifier's
+verdict is re-checked on the frame ``--recheck-steps`` later (as the agent does, up to ``--rechecks`` times, while the
+frame is in the episode) and counts as a failure if still uncertain. The label is the attempt's outcome in the journal (the oracle verifier's
 verdict when the data was collected).
 
 Also the per-frame reliability of every predicate on every held-out frame, before and after the temperature.

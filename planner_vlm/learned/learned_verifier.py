@@ -7,8 +7,8 @@ The verdict is the calibrated probability ``p`` of the subgoal's predicate (``Ta
 their heatmap confidences: how sharply the model located them, low on an image unlike the training scenes, where a
 calibrated probability is not to be trusted). Objects the subgoal does not name do not count: with a cube in the
 gripper, the arm often hides another cube, and a grasp that held was judged uncertain for it (seed 1013); a subgoal
-that names no object of the model gets the scene confidence (the lowest of all objects). A verdict whose confidence is below
-``confidence_threshold`` is marked ``uncertain``: the agent keeps executing and verifies again on later frames
+that names no object of the model gets the scene confidence (the lowest of all objects). A verdict whose confidence
+is below ``confidence_threshold`` is marked ``uncertain``: the agent keeps executing and verifies again on later frames
 (``AgentConfig.verify_rechecks``), and never takes it as a success (:mod:`tandem.runtime.agent`). Frames right after
 a release are the typical case: the cube has not settled yet.
 
