@@ -49,6 +49,17 @@ FAMILY = "track"
 ACTION_SPAN_MIN = 1e-4
 
 
+def standardise(x: Any, mean: Any, std: Any) -> Any:
+    """``(x - mean) / std`` on torch tensors or numpy arrays alike: the feature normaliser of both inference paths."""
+    return (x - mean) / std
+
+
+def from_unit_range(a: Any, low: Any, span: Any) -> Any:
+    """Min-max unscaling ``[-1, 1] -> [low, low + span]`` (Diffusion Policy's action normalisation), on torch
+    tensors or numpy arrays alike: the action unnormaliser of both inference paths."""
+    return (a + 1.0) / 2.0 * span + low
+
+
 class TrackExecutor(nn.Module):
     """Track-conditioned executor (see module doc).
 
@@ -112,7 +123,7 @@ class TrackExecutor(nn.Module):
                                                                       "action_max")))
 
     def _norm_obs(self, obs: Tensor) -> Tensor:
-        return (obs - self.feature_mean) / self.feature_std
+        return standardise(obs, self.feature_mean, self.feature_std)
 
     def _action_scale(self) -> tuple[Tensor, Tensor]:
         span = (self.action_max - self.action_min).clamp_min(ACTION_SPAN_MIN)
@@ -123,8 +134,7 @@ class TrackExecutor(nn.Module):
         return (a - lo) / span * 2.0 - 1.0
 
     def unnormalize_action(self, a: Tensor) -> Tensor:
-        lo, span = self._action_scale()
-        return (a + 1.0) / 2.0 * span + lo
+        return from_unit_range(a, *self._action_scale())
 
     @property
     def device(self) -> torch.device:
@@ -227,13 +237,12 @@ class TrackExecutor(nn.Module):
         module path to float32 rounding (the encoder of :class:`NumpyTrackEncoder`, the DDIM loop of
         :class:`FusedMLPDDIM`)."""
         assert self._fused is not None and self._fast_encoder is not None
-        # the normalisers' arithmetic on numpy views of the live buffers (a torch round trip costs more than it)
-        mean, std = self.feature_mean.numpy(), self.feature_std.numpy()
+        # the normalisers on numpy views of the live buffers (a torch round trip costs more than their arithmetic)
         lo = self.action_min.numpy()
         span = np.maximum(self.action_max.numpy() - lo, np.float32(ACTION_SPAN_MIN))
-        x = (obs - mean) / std
+        x = standardise(obs, self.feature_mean.numpy(), self.feature_std.numpy())
         cond = self._fast_encoder.encode(x.reshape(x.shape[0], -1), text)
-        chunk = (self._fused.sample_array(cond, generator) + np.float32(1.0)) / np.float32(2.0) * span + lo
+        chunk = from_unit_range(self._fused.sample_array(cond, generator), lo, span)
         return chunk, self._fast_encoder.progress(cond)
 
     def optimize_for_inference(self) -> TrackExecutor:

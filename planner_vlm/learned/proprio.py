@@ -14,6 +14,10 @@ from tandem.core.geometry import quats_to_mats, rotation_6d, yaws_of_mats
 
 #: Features per frame: grip-site position (3, m, world), 6-D rotation (6), gripper opening (1, m).
 PROPRIO_FEATURES = 10
+#: Column of the gripper opening (m) in the raw proprio (:data:`tandem.core.types.PROPRIO_LAYOUT`).
+PROPRIO_OPENING = 7
+#: Column of the gripper opening (m) in :func:`proprio_features`.
+OPENING_FEATURE = 9
 
 
 def proprio_features(proprio: np.ndarray) -> np.ndarray:

@@ -17,7 +17,8 @@ Losses per frame (weights in :class:`~planner_vlm.learned.state_config.StateTrai
 AdamW with a cosine learning rate over the time budget (or ``max_steps``), photometric augmentation (brightness and
 contrast), the gripper-opening jitter of frames that hold nothing (:func:`jitter_gripper_opening`: in demonstrations
 a closed gripper almost always carries a cube, a shortcut the model must not learn), 1 torch thread. Every
-``eval_every`` steps the held-out frames are scored; the best snapshot (lowest held-out loss) is kept. At the end the predicate temperature is fitted on held-out frames
+``eval_every`` steps the held-out frames are scored; the best snapshot (lowest held-out loss) is kept. At the end the
+predicate temperature is fitted on held-out frames
 (:func:`planner_vlm.learned.probability_calibration.fit_temperature`) and the heatmap-entropy reference recorded
 (the confidence signal of :mod:`planner_vlm.learned.state_model`), and the objects' rest heights are fitted from the
 training frames' labels (:func:`planner_vlm.learned.rest_heights.fit_rest_heights`).
@@ -37,6 +38,7 @@ import torch.nn.functional as F
 
 from planner_vlm.learned.camera import CameraCalibration
 from planner_vlm.learned.probability_calibration import f1_score, fit_temperature, reliability
+from planner_vlm.learned.proprio import OPENING_FEATURE, PROPRIO_OPENING
 from planner_vlm.learned.rest_heights import fit_rest_heights
 from planner_vlm.learned.state_config import StateModelConfig, StateTrainConfig
 from planner_vlm.learned.state_data import StateDataset, symmetric_keypoints
@@ -183,7 +185,7 @@ def closed_on_nothing_range(opening: np.ndarray, holding: np.ndarray) -> tuple[f
 def jitter_gripper_opening(proprio_features: torch.Tensor, predicates: np.ndarray, grasp_cols: np.ndarray,
                            opening_range: tuple[float, float], probability: float,
                            gen: torch.Generator) -> torch.Tensor:
-    """``proprio_features (B, 10)`` with the gripper opening (column 9, m) of some frames redrawn
+    """``proprio_features (B, 10)`` with the gripper opening (column :data:`OPENING_FEATURE`, m) of some frames redrawn
     (:attr:`StateTrainConfig.gripper_jitter`): each frame whose labels ``predicates (B, P)`` hold no
     ``grasped(x)`` (columns ``grasp_cols``) is picked with ``probability`` and gets a uniform draw in
     ``opening_range`` (m; :func:`closed_on_nothing_range`). Returns a new tensor; frames holding an object keep
@@ -195,7 +197,7 @@ def jitter_gripper_opening(proprio_features: torch.Tensor, predicates: np.ndarra
     lo, hi = opening_range
     draw = lo + (hi - lo) * torch.rand(len(proprio_features), generator=gen)
     out = proprio_features.clone()
-    out[:, 9] = torch.where(pick, draw.to(out.dtype), out[:, 9])
+    out[:, OPENING_FEATURE] = torch.where(pick, draw.to(out.dtype), out[:, OPENING_FEATURE])
     return out
 
 
@@ -239,12 +241,12 @@ def evaluate(model: StateModel, data: StateDataset, index: np.ndarray, batch_siz
         preds["yaw_err"].append(yaw_errors(model.cfg, yaw, batch["keypoints_3d"]))
     cat = {k: np.concatenate(v) for k, v in preds.items()}
     empty = index[~holds_object(data.predicate_labels[index], grasp_columns(model.cfg.predicates))]
-    closed = float(np.min(data.proprio[:, 7]))  # m: the smallest opening of the dataset, closed on nothing
+    closed = float(np.min(data.proprio[:, PROPRIO_OPENING]))  # m: the dataset's smallest opening, closed on nothing
     closed_right = []
     for s in range(0, len(empty), batch_size):
         rows = empty[s:s + batch_size]
         prop = np.array(data.proprio[rows], np.float64)
-        prop[:, 7] = closed
+        prop[:, PROPRIO_OPENING] = closed
         out = model.predict_arrays(data.images[rows], prop)
         closed_right.append((out["probabilities"] >= 0.5) == (data.predicate_labels[rows] >= 0.5))
     yaw_deg = np.degrees(cat["yaw_err"][np.isfinite(cat["yaw_err"])])
@@ -359,7 +361,7 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
     history = []
     batches = data.batches(tcfg.batch_size, seed=tcfg.seed)
     grasp_cols = grasp_columns(cfg.predicates)
-    opening_range = (closed_on_nothing_range(data.proprio_features[tr][:, 9],
+    opening_range = (closed_on_nothing_range(data.proprio_features[tr][:, OPENING_FEATURE],
                                              holds_object(data.predicate_labels[tr], grasp_cols))
                      if tcfg.gripper_jitter > 0 else (0.0, 0.0))
     while True:

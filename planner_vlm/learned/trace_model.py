@@ -43,7 +43,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
-from planner_vlm.learned.proprio import gripper_yaw, proprio_features
+from planner_vlm.learned.proprio import OPENING_FEATURE, gripper_yaw, proprio_features
 from planner_vlm.learned.trace_config import TraceModelConfig
 from tandem.core.errors import CheckpointError, ConfigError, UnknownNameError, UnknownSkillError
 from tandem.core.types import Trace3D
@@ -146,7 +146,7 @@ def trace_inputs(cfg: TraceModelConfig, keypoints_3d: np.ndarray, proprio: np.nd
     skill_hot[rows, np.asarray(skill, np.int64).reshape(b)] = 1.0
     own = proprio_features(p[:, :8])
     if not cfg.use_gripper_opening:
-        own[:, 9] = 0.0  # the opening (see TraceModelConfig.use_gripper_opening)
+        own[:, OPENING_FEATURE] = 0.0  # see TraceModelConfig.use_gripper_opening
     feats = np.concatenate([own, np.sin(yaw)[:, None], np.cos(yaw)[:, None], skill_hot, *slots,
                             per_obj.reshape(b, -1)], axis=1)
     f32 = lambda a: np.asarray(a, np.float32)  # noqa: E731
