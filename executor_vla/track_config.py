@@ -70,6 +70,10 @@ class TrackExecutorConfig:
             proportional law that closes the loop at every control step inside the chunk, where delta actions run
             open-loop (Diffusion Policy's finding that position control beats velocity control, Chi et al. 2023,
             Sec. 5). Rotation and gripper stay deltas / commands.
+        action_compand_m: with ``action_space="setpoint"``, normalise the set-points' position by mu-law companding
+            at this scale (m) instead of min-max (:mod:`executor_vla.action_scaling`): about 12 times the resolution
+            for offsets of a few millimetres, where an insertion needs it (None: min-max, as in checkpoints written
+            before the option existed).
         position_scale_m: m of set-point offset per unit of position action (the OSC controller's
             ``output_max[:3]``, 0.05 in robosuite's default OSC_POSE; the scripted expert's scale).
         obs_noise_std: Gaussian noise (in normalised units) added to the features in training (0 = off).
@@ -122,6 +126,7 @@ class TrackExecutorConfig:
     done_at_trace_end_m: float | None = 0.015
     fine_scale_m: float | None = 0.02
     action_space: ActionSpace = "delta"
+    action_compand_m: float | None = None
     position_scale_m: float = 0.05
     obs_noise_std: float = 0.0
     scene_input: SceneInput = "none"
@@ -170,6 +175,9 @@ class TrackExecutorConfig:
             errs.append(f"gripper_hysteresis must be in [0, 1) or null, got {self.gripper_hysteresis}")
         if self.fine_scale_m is not None and self.fine_scale_m <= 0:
             errs.append(f"fine_scale_m must be > 0 m or null, got {self.fine_scale_m}")
+        if self.action_compand_m is not None and not (self.action_compand_m > 0 and self.action_space == "setpoint"):
+            errs.append(f"action_compand_m must be > 0 m with action_space='setpoint', or null (got "
+                        f"{self.action_compand_m} with action_space={self.action_space!r})")
         if not self.position_scale_m > 0:
             errs.append(f"position_scale_m must be > 0 m per unit action, got {self.position_scale_m}")
         if len(set(self.scene_objects)) != len(self.scene_objects):

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
+from executor_vla.action_scaling import normalise_actions, standardise, unnormalise_actions
 from executor_vla.fused_mlp_ddim import FusedMLPDDIM
 from executor_vla.numpy_track_encoder import NumpyTrackEncoder
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
@@ -45,20 +46,6 @@ from tandem.core.types import Observation, Subgoal, TaskSpec
 
 FORMAT = "tandem-executor/1"
 FAMILY = "track"
-#: Smallest action range (controller units) that min-max scaling divides by; narrower dimensions are centred.
-ACTION_SPAN_MIN = 1e-4
-
-
-def standardise(x: Any, mean: Any, std: Any) -> Any:
-    """``(x - mean) / std`` on torch tensors or numpy arrays alike: the feature normaliser of both inference paths."""
-    return (x - mean) / std
-
-
-def from_unit_range(a: Any, low: Any, span: Any) -> Any:
-    """Min-max unscaling ``[-1, 1] -> [low, low + span]`` (Diffusion Policy's action normalisation), on torch
-    tensors or numpy arrays alike: the action unnormaliser of both inference paths."""
-    return (a + 1.0) / 2.0 * span + low
-
 
 class TrackExecutor(nn.Module):
     """Track-conditioned executor (see module doc).
@@ -125,16 +112,14 @@ class TrackExecutor(nn.Module):
     def _norm_obs(self, obs: Tensor) -> Tensor:
         return standardise(obs, self.feature_mean, self.feature_std)
 
-    def _action_scale(self) -> tuple[Tensor, Tensor]:
-        span = (self.action_max - self.action_min).clamp_min(ACTION_SPAN_MIN)
-        return self.action_min, span
-
     def normalize_action(self, a: Tensor) -> Tensor:
-        lo, span = self._action_scale()
-        return (a - lo) / span * 2.0 - 1.0
+        """Actions ``(B, Tp, A)`` in controller units (set-points in m) -> ``[-1, 1]``
+        (:func:`executor_vla.action_scaling.normalise_actions`, companded with ``action_compand_m``)."""
+        return normalise_actions(a, self.action_min, self.action_max, self.cfg.action_compand_m)
 
     def unnormalize_action(self, a: Tensor) -> Tensor:
-        return from_unit_range(a, *self._action_scale())
+        """Inverse of :meth:`normalize_action`."""
+        return unnormalise_actions(a, self.action_min, self.action_max, self.cfg.action_compand_m)
 
     @property
     def device(self) -> torch.device:
@@ -238,11 +223,10 @@ class TrackExecutor(nn.Module):
         :class:`FusedMLPDDIM`)."""
         assert self._fused is not None and self._fast_encoder is not None
         # the normalisers on numpy views of the live buffers (a torch round trip costs more than their arithmetic)
-        lo = self.action_min.numpy()
-        span = np.maximum(self.action_max.numpy() - lo, np.float32(ACTION_SPAN_MIN))
         x = standardise(obs, self.feature_mean.numpy(), self.feature_std.numpy())
         cond = self._fast_encoder.encode(x.reshape(x.shape[0], -1), text)
-        chunk = from_unit_range(self._fused.sample_array(cond, generator), lo, span)
+        chunk = unnormalise_actions(self._fused.sample_array(cond, generator), self.action_min.numpy(),
+                                    self.action_max.numpy(), self.cfg.action_compand_m)
         return chunk, self._fast_encoder.progress(cond)
 
     def optimize_for_inference(self) -> TrackExecutor:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -250,12 +251,28 @@ def open_writer(cfg: CollectConfig) -> Any:
     )
 
 
+def resume_seed(requested: int, next_recorded: int | None, num_episodes: int) -> int:
+    """The first seed a collection runs: ``requested`` for a new dataset; on resume the later of ``requested`` and
+    the dataset's recorded next seed (``next_recorded``, or ``requested + num_episodes`` for a dataset without one).
+    A ``requested`` seed below it would repeat recorded seeds: the recorded one is taken and a line on stderr says so.
+    """
+    recorded = requested + num_episodes if next_recorded is None else int(next_recorded)
+    if num_episodes == 0 and next_recorded is None:
+        return requested
+    if requested < recorded:
+        print(f"tandem-collect: resuming at the dataset's next seed {recorded} (seed={requested} would repeat its "
+              "recorded episodes)", file=sys.stderr)
+    return max(requested, recorded)
+
+
 def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | None = None,
             observer: Callable[[StepRecord], None] | None = None, stack: Any = None) -> CollectReport:
     """Collect demonstrations until the dataset at ``cfg.out`` holds ``cfg.episodes`` episodes.
 
     ``episodes`` is the target total: rerunning the same command after an interruption finishes the job.
-    Seeds run ``cfg.seed, cfg.seed + 1, ...`` (continuing from the dataset's recorded next seed on resume).
+    Seeds run ``cfg.seed, cfg.seed + 1, ...``. On resume they continue from the dataset's recorded next seed, or from
+    ``cfg.seed`` where that is later (a new seed range for more episodes); a ``cfg.seed`` below the next recorded seed
+    would repeat recorded episodes, so collection continues from the recorded one and says so on stderr.
     With ``keep_failed=false`` failed episodes are discarded; at most ``max_tries`` episodes are run.
 
     Args:
@@ -296,7 +313,7 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
                                        trace_len=cfg.dataset.trace_len, observer=observer,
                                        goal_image=stores_goal_images(cfg), labels=labels,
                                        project=(lambda pts: env.world_to_pixel(pts, "agentview")) if labels else None)
-        seed = int(writer.state.get("next_seed", cfg.seed + writer.num_episodes))
+        seed = resume_seed(int(cfg.seed), writer.state.get("next_seed"), writer.num_episodes)
         max_tries = 3 * (target - writer.num_episodes) if cfg.max_tries is None else cfg.max_tries
         t0 = time.perf_counter()
         tries = 0

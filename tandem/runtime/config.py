@@ -765,7 +765,8 @@ class CollectConfig(StackConfig):
         episodes: target number of episodes in the dataset (existing ones count), >= 1.
         out: the dataset directory.
         repo_id: recorded in the dataset; never fetched.
-        seed: first episode seed (later ones +1, +2, ...), >= 0.
+        seed: first episode seed (later ones +1, +2, ...), >= 0; on resume, the dataset's recorded next seed where that
+            is later (seeds never repeat within a dataset).
         resume: ``auto`` (create, or append to a dataset of the same schema), ``create`` or ``resume``.
         keep_failed: also save episodes whose task failed.
         max_tries: cap on episodes run (None: 3 x the episodes still needed).

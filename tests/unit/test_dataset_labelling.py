@@ -215,6 +215,16 @@ def test_dart_noise_changes_executed_not_recorded_actions():
         DartNoiseEnv(env, -0.1, np.random.default_rng(0))
 
 
+def test_resume_seed_continues_past_recorded_seeds_and_honours_a_later_one(capsys):
+    from tandem.runtime.collect import resume_seed
+
+    assert resume_seed(10, None, 0) == 10  # a new dataset starts at the requested seed
+    assert resume_seed(0, 50, 40) == 50  # resume: the recorded next seed (10 of the first 50 failed)
+    assert "resuming at the dataset's next seed 50" in capsys.readouterr().err
+    assert resume_seed(500, 50, 40) == 500  # a later seed range is honoured
+    assert resume_seed(0, None, 7) == 7  # a dataset written without a recorded next seed
+
+
 def test_ctrl_c_keeps_saved_episodes_and_rerun_resumes(tmp_path):
     """collect(): Ctrl-C in episode 2 commits episode 1; the same call again finishes the job (real writer)."""
     from types import SimpleNamespace
@@ -245,3 +255,5 @@ def test_ctrl_c_keeps_saved_episodes_and_rerun_resumes(tmp_path):
     assert rep2.seeds == [11, 12]  # the interrupted seed 11 is run again; seed 10 is not repeated
     ds = LeRobotDataset("tandem/toy", root=out, video_backend="pyav")
     assert ds.num_episodes == 3 and len(ds) == 3 * 8
+    rep3 = collect({**cfg, "episodes": 4, "seed": 500}, stack=stack)  # more episodes from a new seed range
+    assert rep3.seeds == [500]

@@ -111,9 +111,10 @@ def _executor(tmp_path, **kw) -> TrackExecutor:
     return TrackExecutor.from_checkpoint(ex.save(tmp_path / "ck"))
 
 
-def test_select_action_on_the_numpy_path_gives_the_module_paths_actions_step_by_step(tmp_path):
-    fast = _executor(tmp_path)
-    slow = _executor(tmp_path)
+@pytest.mark.parametrize("compand_m", [None, 0.005])
+def test_select_action_on_the_numpy_path_gives_the_module_paths_actions_step_by_step(tmp_path, compand_m):
+    fast = _executor(tmp_path, action_compand_m=compand_m)
+    slow = _executor(tmp_path, action_compand_m=compand_m)
     slow._fused = None  # the module path
     assert fast._fast_path_applies() and not slow._fast_path_applies()
     trace = Trace3D(points=np.array([[0.0, 0.0, 1.0], [0.02, 0.0, 0.98]]), yaw=np.zeros(2),
