@@ -127,15 +127,14 @@ def run(checkpoint: str, task: str, seeds: list[int], every: int, shifts: list[s
 
     def measure(cond: str, obs: Any) -> None:
         img = env.render_camera(model.cfg.camera)
-        out = model.predict_arrays(img[None], np.asarray(obs.proprio)[None])
+        state = model.scene_state(model.predict_arrays(img[None], np.asarray(obs.proprio)[None]), 0)
         truth = obs.privileged
         preds = np.array([float(truth["predicates"].get(p, False)) for p in model.cfg.predicates])
         kp = np.concatenate([schema.object_keypoints(truth["objects"][o]["pos"], truth["objects"][o]["quat"])
                              for o in model.cfg.objects])
         px_true = model.calibration.project(kp)
-        err = np.linalg.norm(out["px"][0] - px_true, axis=-1)[0::2]  # origins (no symmetry ambiguity)
-        p = out["probabilities"][0]
-        scene = float(out["confidence"][0].min())
+        err = np.linalg.norm(state.keypoints_px.reshape(-1, 2) - px_true, axis=-1)[0::2]  # origins (no symmetry)
+        p, scene = state.probabilities, state.scene_confidence
         right = (p >= 0.5) == (preds >= 0.5)
         r = rec[cond]
         r["conf"].append(scene)

@@ -41,7 +41,6 @@ def run(checkpoint: str, dataset: str, val_episodes: int, confidence: float, rec
     from planner_vlm.learned.state_model import StateModel
     from planner_vlm.learned.trace_data import parse_signature
     from planner_vlm.oracle_verifier import DEFAULT_SKILL_PREDICATES
-    from tandem.core.types import Observation
     from tandem.evaluation.reliability import reliability_plot
 
     torch.set_num_threads(1)
@@ -53,20 +52,20 @@ def run(checkpoint: str, dataset: str, val_episodes: int, confidence: float, rec
     data = StateDataset(dataset, camera=model.cfg.camera, episodes=held)
     model.set_calibration(data.calibration)
     row_of = {(int(e), int(f)): i for i, (e, f) in enumerate(zip(data.episode, data.frame))}
-    # per-frame, every predicate
-    logits, labels = [], []
+    # per-frame, every predicate; each frame read once (the attempts below judge the same readings)
+    logits, labels, states = [], [], []
     for s in range(0, len(data), 64):
         idx = np.arange(s, min(s + 64, len(data)))
         o = model.predict_arrays(data.images[idx], data.proprio[idx])
         logits.append(o["logits"])
         labels.append(data.predicate_labels[idx])
+        states += [model.scene_state(o, j) for j in range(len(idx))]
     lg, lb = np.concatenate(logits), np.concatenate(labels)
     sig = lambda z, t: 1.0 / (1.0 + np.exp(-z / t))  # noqa: E731
 
     def judge(i: int, pred: str, args: tuple[str, ...]) -> tuple[float, float]:
-        state = model.predict(Observation(images={model.cfg.camera: data.images[i]}, proprio=data.proprio[i]))
-        p = state.probability(pred)
-        return p, max(p, 1 - p) * located_confidence(state, args)[0]
+        p = states[i].probability(pred)
+        return p, max(p, 1 - p) * located_confidence(states[i], args)[0]
 
     attempts = []
     for rec in journal["episodes"]:

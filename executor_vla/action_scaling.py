@@ -51,6 +51,11 @@ def _lib(a: Any) -> Any:
     return torch if isinstance(a, torch.Tensor) else np
 
 
+def _floored(x: Any) -> Any:
+    """``x`` floored at :data:`ACTION_SPAN_MIN` (a tensor stays a tensor, an array keeps its float32)."""
+    return x.clamp_min(ACTION_SPAN_MIN) if isinstance(x, torch.Tensor) else np.maximum(x, np.float32(ACTION_SPAN_MIN))
+
+
 def compand(x: Any, scale: float, bound: Any) -> Any:
     """Mu-law companding ``x -> sign(x) log1p(|x|/scale) / log1p(bound/scale)`` (see module doc).
 
@@ -70,16 +75,13 @@ def expand(y: Any, scale: float, bound: Any) -> Any:
 
 def span_of(low: Any, high: Any) -> Any:
     """Min-max span ``high - low``, floored at :data:`ACTION_SPAN_MIN`."""
-    d = high - low
-    return d.clamp_min(ACTION_SPAN_MIN) if isinstance(d, torch.Tensor) else np.maximum(d, np.float32(ACTION_SPAN_MIN))
+    return _floored(high - low)
 
 
 def compand_bound(low: Any, high: Any) -> Any:
     """``(COMPANDED_DIMS,)`` largest ``|x|`` of the companded dimensions from the action range, floored at
     :data:`ACTION_SPAN_MIN`."""
-    lib = _lib(low)
-    b = lib.maximum(lib.abs(low[:COMPANDED_DIMS]), lib.abs(high[:COMPANDED_DIMS]))
-    return b.clamp_min(ACTION_SPAN_MIN) if lib is torch else np.maximum(b, np.float32(ACTION_SPAN_MIN))
+    return _floored(_lib(low).maximum(abs(low[:COMPANDED_DIMS]), abs(high[:COMPANDED_DIMS])))
 
 
 def normalise_actions(a: Any, low: Any, high: Any, compand_m: float | None) -> Any:
@@ -90,19 +92,16 @@ def normalise_actions(a: Any, low: Any, high: Any, compand_m: float | None) -> A
         a: ``(..., A)``. low, high: ``(A,)`` the dataset's action range. compand_m: companding scale, or None.
     """
     y = to_unit_range(a, low, span_of(low, high))
-    if compand_m is None:
-        return y
-    c = compand(a[..., :COMPANDED_DIMS], compand_m, compand_bound(low, high))
-    lib = _lib(a)
-    return lib.concatenate([c, y[..., COMPANDED_DIMS:]], -1) if lib is np else torch.cat([c, y[..., COMPANDED_DIMS:]], -1)
+    if compand_m is not None:
+        y[..., :COMPANDED_DIMS] = compand(a[..., :COMPANDED_DIMS], compand_m, compand_bound(low, high))
+    return y
 
 
 def unnormalise_actions(y: Any, low: Any, high: Any, compand_m: float | None) -> Any:
     """Inverse of :func:`normalise_actions`: ``[-1, 1]`` ``(..., A)`` -> controller units."""
     a = from_unit_range(y, low, span_of(low, high))
-    if compand_m is None:
-        return a
-    a[..., :COMPANDED_DIMS] = expand(y[..., :COMPANDED_DIMS], compand_m, compand_bound(low, high))
+    if compand_m is not None:
+        a[..., :COMPANDED_DIMS] = expand(y[..., :COMPANDED_DIMS], compand_m, compand_bound(low, high))
     return a
 
 

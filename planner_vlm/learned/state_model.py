@@ -222,14 +222,23 @@ class StateModel:
         if image is None:
             raise ConfigError(f"the learned state model reads the {self.cfg.camera!r} camera, but the observation has "
                               f"{sorted(observation.images) or 'no images'} (render it: env.render=true, env.cameras)")
-        out = self.predict_arrays(image[None], np.asarray(observation.proprio)[None])
+        return self.scene_state(self.predict_arrays(image[None], np.asarray(observation.proprio)[None]), 0)
+
+    def scene_state(self, out: dict[str, np.ndarray], row: int) -> SceneState:
+        """Row ``row`` of a :meth:`predict_arrays` batch ``out`` as a :class:`SceneState` (what :meth:`predict`
+        returns for that frame): an object's confidence is the lower of its two keypoints', the scene's the lowest
+        of all (1.0 for a model without objects).
+
+        Raises:
+            IndexError: ``row`` outside the batch.
+        """
         o = len(self.cfg.objects)
-        conf = out["confidence"][0].reshape(o, 2)
+        conf = out["confidence"][row].reshape(o, 2)
         return SceneState(objects=self.cfg.objects, predicates=self.cfg.predicates,
-                          probabilities=out["probabilities"][0], keypoints_px=out["px"][0].reshape(o, 2, 2),
-                          keypoints_3d=out["keypoints_3d"][0].reshape(o, 2, 3), object_confidence=conf.min(axis=1),
+                          probabilities=out["probabilities"][row], keypoints_px=out["px"][row].reshape(o, 2, 2),
+                          keypoints_3d=out["keypoints_3d"][row].reshape(o, 2, 3), object_confidence=conf.min(axis=1),
                           scene_confidence=float(conf.min()) if conf.size else 1.0,
-                          heatmap_entropy=out["entropy"][0].reshape(o, 2))
+                          heatmap_entropy=out["entropy"][row].reshape(o, 2))
 
     # ------------------------------------------------------------------ tandem.core.protocols.ObjectKeypointReader
     @property

@@ -257,8 +257,6 @@ def resume_seed(requested: int, next_recorded: int | None, num_episodes: int) ->
     A ``requested`` seed below it would repeat recorded seeds: the recorded one is taken and a line on stderr says so.
     """
     recorded = requested + num_episodes if next_recorded is None else int(next_recorded)
-    if num_episodes == 0 and next_recorded is None:
-        return requested
     if requested < recorded:
         print(f"tandem-collect: resuming at the dataset's next seed {recorded} (seed={requested} would repeat its "
               "recorded episodes)", file=sys.stderr)
