@@ -12,6 +12,12 @@ Perturbations (each fires at most once per episode):
   :data:`CLOSE_GRIPPER_STEPS` control steps (a spurious closure, or a grasp that closed on nothing), so the next
   motion starts with a closed gripper that must open again. Its n-th event is the n-th time the gripper is free:
   at the start of the episode (n = 1), then after each grasp.
+* ``jam_on_peg`` (nut_assembly): while the n-th grasped nut (n = ``after_success``) is carried close above its peg,
+  the task's :meth:`TaskDefinition.perturb` drives the arm so that the nut comes down 1.5-3 cm off the peg's axis
+  and rests, still grasped, on the peg's top: the position part of the action is replaced for
+  :data:`PUSH_STEPS` control steps by a proportional law towards the grip-site point the task names (``push_to``);
+  the rotation part is zeroed and the gripper command kept. Whoever drives the arm then has to rise and align again
+  (the learned executor's commonest insertion failure, and the recovery its demonstrations lacked).
 * ``slip_fast`` (stack_three; *recurring*, e.g. worn finger pads): whenever a carried object (as above) moves
   faster than :data:`SLIP_SPEED` (end-effector speed over the last control step), it slips: the gripper is
   forced open as for ``open_gripper``. It fires again on every later fast carry (at most once per grasp). With
@@ -21,7 +27,9 @@ Perturbations (each fires at most once per episode):
 Trigger (:class:`PerturbationSpec`): with ``at_step=k`` the perturbation fires at the first step ``>= k`` at which
 its condition holds; otherwise it fires on the ``after_success``-th *event* of its kind (an event is a predicate
 such as ``on(red,green)``, ``in_bin(milk)`` or "x carried" becoming true for the first time in the episode).
-The env reports ``info["perturbation"] = {"name", "step", "detail"}`` on the step it fires.
+The env reports ``info["perturbation"] = {"name", "step", "detail"}`` on the step it fires. A task-implemented
+perturbation may decline (its ``perturb`` returns None, e.g. ``jam_on_peg`` until the nut is over its peg); it is then
+retried on every later step while its triggering event still holds.
 """
 
 from __future__ import annotations
@@ -71,10 +79,18 @@ class PerturbableEnv(Protocol):
         """``mj_forward`` after qpos was written."""
         ...
 
+    @property
+    def controller_settings(self) -> dict[str, Any]:
+        """The live OSC controller's settings; ``"output_max"[:3]`` is m of set-point offset per unit action."""
+        ...
+
 #: Every perturbation name; a task supports those in its ``perturbation_names``.
-PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "close_gripper", "pull_from_bin", "slip_fast")
+PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "close_gripper", "pull_from_bin", "slip_fast",
+                                  "jam_on_peg")
 #: Perturbations implemented by the task itself through ``TaskDefinition.perturb``.
-TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin",)
+TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin", "jam_on_peg")
+#: Control steps for which a task perturbation's ``push_to`` replaces the position action.
+PUSH_STEPS = 20
 #: Control steps the gripper is forced open by ``open_gripper``.
 OPEN_GRIPPER_STEPS = 10
 #: Control steps the gripper is forced closed by ``close_gripper``.
@@ -104,7 +120,7 @@ class PerturbationSpec:
 
 def _event_prefix(name: str) -> str:
     return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried(",
-            "close_gripper": "free(", "slip_fast": "carried("}[name]
+            "close_gripper": "free(", "slip_fast": "carried(", "jam_on_peg": "grasped("}[name]
 
 
 def _args_of(pred: str) -> tuple[str, ...]:
@@ -140,6 +156,9 @@ class Perturber:
         self.prev_eef: np.ndarray | None = None
         self.slipped: set[str] = set()  # slip_fast: objects that slipped during their current grasp
         self.n_fired = 0
+        self.pending: str | None = None  # a triggering event whose task perturbation declined (retried)
+        self.push_to: np.ndarray | None = None  # grip-site target (m, world) of a task perturbation's push
+        self.push_left = 0
 
     @staticmethod
     def validate(spec: PerturbationSpec, task_def: TaskDefinition) -> None:
@@ -160,7 +179,8 @@ class Perturber:
                 "grasps": self.grasps, "grasping": self.grasping,
                 "start_z": None if self.start_z is None else dict(self.start_z), "rng": self.rng.bit_generator.state,
                 "slipped": sorted(self.slipped), "n_fired": self.n_fired,
-                "prev_eef": None if self.prev_eef is None else self.prev_eef.tolist()}
+                "prev_eef": None if self.prev_eef is None else self.prev_eef.tolist(), "pending": self.pending,
+                "push_to": None if self.push_to is None else self.push_to.tolist(), "push_left": self.push_left}
 
     def set_state(self, st: dict[str, Any]) -> None:
         self.fired, self.events, self.seen = st["fired"], st["events"], set(st["seen"])
@@ -171,11 +191,21 @@ class Perturber:
         self.rng.bit_generator.state = st["rng"]
         self.slipped, self.n_fired = set(st.get("slipped", ())), int(st.get("n_fired", 0))
         self.prev_eef = None if st.get("prev_eef") is None else np.asarray(st["prev_eef"], dtype=np.float64)
+        self.pending = st.get("pending")
+        self.push_to = None if st.get("push_to") is None else np.asarray(st["push_to"], dtype=np.float64)
+        self.push_left = int(st.get("push_left", 0))
 
     # -- hooks called by the env
     def before_step(self, env: PerturbableEnv, action: np.ndarray) -> np.ndarray:
-        """Override the gripper command while it is forced open or closed. Returns the (possibly modified) ``(7,)``
-        action."""
+        """Override the gripper command while it is forced open or closed, and the arm's motion while a task
+        perturbation pushes it (``push_to``: the position action becomes ``clip((push_to - grip site) /
+        output_max[:3], -1, 1)``, the rotation action 0). Returns the (possibly modified) ``(7,)`` action."""
+        if self.push_left > 0 and self.push_to is not None:
+            self.push_left -= 1
+            scale = np.asarray(env.controller_settings["output_max"], dtype=np.float64)[:3]
+            action = np.array(action, copy=True)
+            action[:3] = np.clip((self.push_to - env.eef_pose()[0]) / scale, -1.0, 1.0)
+            action[3:6] = 0.0
         if self.force_open_left > 0:
             self.force_open_left -= 1
             action = np.array(action, copy=True)
@@ -229,13 +259,20 @@ class Perturber:
             if step < self.spec.at_step or not current:
                 return None
             trigger = new[0] if new else current[0]
+        elif self.pending is not None:  # a declined task perturbation: retried while its event still holds
+            if self.pending not in current:
+                self.pending = None
+                return None
+            trigger = self.pending
         else:
             if not new or self.events < self.spec.after_success:
                 return None
             trigger = new[-1]
         detail = self._apply(env, trigger)
         if detail is None:
+            self.pending = trigger if self.spec.name in TASK_IMPLEMENTED else None
             return None
+        self.pending = None
         self.fired = True
         return {"name": self.spec.name, "step": step, "detail": detail}
 
@@ -281,6 +318,10 @@ class Perturber:
         detail = self.task_def.perturb(env.rs_env, env.episode, self.spec.name, self.rng, target=args[0])
         if detail is not None:
             env.forward()
+            if detail.get("push_to") is not None:
+                self.push_to = np.asarray(detail["push_to"], dtype=np.float64)
+                self.push_left = PUSH_STEPS
+                detail = {**detail, "push_steps": PUSH_STEPS}
         return detail
 
 

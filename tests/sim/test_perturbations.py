@@ -150,3 +150,95 @@ def test_task_implemented_perturbation_is_routed_to_the_task(spec):
             fired.append(out)
     assert fired == [{"name": "pull_from_bin", "step": 3, "detail": {"object": "milk", "to": [0.0, 0.0, 0.9]}}]
     assert task.calls == [("pull_from_bin", "milk")] and env.forwards == 1
+
+
+class _DecliningTask(_FakeTask):
+    """in_bin(milk) holds from step 3 until step 8; perturb declines until step 5."""
+
+    def predicates(self, rs_env, episode):
+        return {"in_bin(milk)": 3 <= rs_env["step"] < 8, "in_bin(can)": False}
+
+    def perturb(self, rs_env, episode, name, rng, target=None):
+        self.calls.append((name, target))
+        return None if rs_env["step"] < 5 else {"object": target, "push_to": [0.1, 0.2, 0.9]}
+
+
+def test_a_declined_task_perturbation_is_retried_while_its_event_holds_and_its_push_drives_the_arm():
+    """The documented contract of TaskDefinition.perturb: None declines and the perturbation is retried on the next
+    step (it used to be dropped for good in event mode). A detail with ``push_to`` replaces the position action by
+    the P-law towards it for PUSH_STEPS steps, zeroes the rotation and keeps the gripper."""
+    from sim.perturbations import PUSH_STEPS, Perturber
+
+    task, env = _DecliningTask(), _FakeEnv()
+    env.controller_settings = {"output_max": [0.05, 0.05, 0.05, 0.5, 0.5, 0.5]}
+    env.eef_pose = lambda: (np.array([0.1, 0.2, 1.0]), np.eye(3))
+    p = Perturber(PerturbationSpec("pull_from_bin"), task, np.random.default_rng(0))
+    fired = []
+    for step in range(1, 10):
+        env.step_count = env.rs_env["step"] = step
+        out = p.after_step(env)
+        if out is not None:
+            fired.append(out)
+    assert [f["step"] for f in fired] == [5]
+    assert fired[0]["detail"]["push_steps"] == PUSH_STEPS
+    assert task.calls == [("pull_from_bin", "milk")] * 3  # steps 3, 4 (declined), 5 (applied)
+    action = np.array([0.3, -0.2, 0.1, 0.4, 0.4, 0.4, 1.0])
+    pushed = p.before_step(env, action)
+    np.testing.assert_allclose(pushed, [0.0, 0.0, -1.0, 0.0, 0.0, 0.0, 1.0])  # 10 cm down, clipped to one unit
+    for _ in range(PUSH_STEPS - 1):
+        p.before_step(env, action)
+    np.testing.assert_array_equal(p.before_step(env, action), action)  # the push is over
+
+
+def test_a_declined_perturbation_is_dropped_once_its_event_no_longer_holds():
+    from sim.perturbations import Perturber
+
+    class Never(_DecliningTask):
+        def perturb(self, rs_env, episode, name, rng, target=None):
+            self.calls.append((name, target))
+            return None
+
+    task, env = Never(), _FakeEnv()
+    p = Perturber(PerturbationSpec("pull_from_bin"), task, np.random.default_rng(0))
+    for step in range(1, 12):
+        env.step_count = env.rs_env["step"] = step
+        assert p.after_step(env) is None
+    assert len(task.calls) == 5 and p.pending is None  # steps 3..7, while in_bin(milk) held
+
+
+def test_jam_on_peg_brings_the_nut_down_on_its_pegs_top_and_the_expert_still_inserts_it():
+    """nut_assembly's jam_on_peg: over its peg, the grasped nut is driven 1.5-3 cm off the axis onto the peg's top
+    (still grasped, resting about 1 cm above the top); the expert then rises, aligns and threads it."""
+    from sim.robosuite_env import RobosuiteEnv
+    from sim.tasks.nut_assembly.perturbations import JAM_OFFSET
+    from sim.tasks.nut_assembly.scene import NUTS, PEG_TOP_Z
+
+    env = RobosuiteEnv("nut_assembly", render=False, perturbation=PerturbationSpec("jam_on_peg"))
+    try:
+        obs, _ = env.reset(3)
+        nut = env.episode.choices["order"][0]
+        peg = NUTS[nut].peg
+        ex = ScriptedExecutor(env)
+        obs, info, _ = run_subgoal(env, ex, make_subgoal(env, 0, "pick", (nut,)), obs)
+        assert info["predicates"][f"grasped({nut})"]
+        axis = env.task_def.parts.scene.peg_pos(env.rs_env, peg)[:2]
+        ex.set_subgoal(make_subgoal(env, 1, "insert", (nut, peg)), env.spec)
+        fired_at, jammed = None, []
+        for t in range(400):
+            obs, _, _, _, info = env.step(ex.select_action(obs))
+            if "perturbation" in info:
+                fired_at = t
+                detail = info["perturbation"]["detail"]
+                assert detail["object"] == nut and detail["peg"] == peg
+                assert JAM_OFFSET[0] <= detail["offset_m"] <= JAM_OFFSET[1]
+            if fired_at is not None and t == fired_at + 16:  # the end of the push: resting on the peg's top
+                pos = np.asarray(obs.privileged["objects"][nut]["pos"])
+                jammed = [float(np.linalg.norm(pos[:2] - axis)), float(pos[2] - PEG_TOP_Z)]
+                assert info["predicates"][f"grasped({nut})"]
+            if ex.subgoal_done():
+                break
+        assert fired_at is not None
+        assert jammed[0] > 0.012 and 0.0 < jammed[1] < 0.015, jammed
+        assert info["predicates"][f"on_peg({nut},{peg})"]
+    finally:
+        env.close()

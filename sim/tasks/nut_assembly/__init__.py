@@ -60,4 +60,4 @@ class NutAssemblyTask(TaskDefinition):
         scene = NutAssemblyScene()
         predicates = NutAssemblyPredicates(scene)
         super().__init__(scene=scene, predicates=predicates, expert=NutAssemblyExpert(scene, predicates),
-                         perturbations=NutAssemblyPerturbations())
+                         perturbations=NutAssemblyPerturbations(scene, predicates))

@@ -112,9 +112,7 @@ class NutAssemblyExpert(TaskExpert):
         self.preds = predicates
 
     def _eef(self, rs_env: Any) -> tuple[np.ndarray, np.ndarray]:
-        robot = rs_env.robots[0]
-        sid = robot.eef_site_id[robot.arms[0]] if isinstance(robot.eef_site_id, dict) else robot.eef_site_id
-        return np.array(rs_env.sim.data.site_xpos[sid]), np.array(rs_env.sim.data.site_xmat[sid]).reshape(3, 3)
+        return self.scene.grip_site(rs_env)
 
     def _q7(self, rs_env: Any) -> float:
         robot = rs_env.robots[0]

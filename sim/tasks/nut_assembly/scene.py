@@ -194,6 +194,12 @@ class NutAssemblyScene(TaskScene):
         bid = rs_env.obj_body_id[NUTS[name].rs_name]
         return np.array(rs_env.sim.data.body_xpos[bid]), np.array(rs_env.sim.data.body_xquat[bid])
 
+    def grip_site(self, rs_env: Any) -> tuple[np.ndarray, np.ndarray]:
+        """``(pos float64 (3,) m world, rotation float64 (3, 3) site->world)`` of the Panda's grip site."""
+        robot = rs_env.robots[0]
+        sid = robot.eef_site_id[robot.arms[0]] if isinstance(robot.eef_site_id, dict) else robot.eef_site_id
+        return np.array(rs_env.sim.data.site_xpos[sid]), np.array(rs_env.sim.data.site_xmat[sid]).reshape(3, 3)
+
     def peg_pos(self, rs_env: Any, peg: str) -> np.ndarray:
         """``float64 (3,)`` world position (m) of a peg's centre (its top is 0.1 m higher).
 
