@@ -191,6 +191,26 @@ def read_journal(root: str | Path) -> dict[str, Any] | None:
     return j
 
 
+def episode_seeds(root: str | Path, episodes: list[int] | None = None) -> dict[str, list[int]]:
+    """The simulator seeds of a dataset's episodes, per task: ``{task: sorted seeds}`` from its journal (only the
+    episodes whose ``episode_index`` is in ``episodes``, when given); ``{}`` for a dataset without a journal.
+
+    A checkpoint records these (``extra.dataset.seeds``) so that an evaluation on the seeds it was trained on is
+    refused (``tandem.evaluation.held_out``).
+
+    Raises:
+        DatasetSchemaError: the journal exists but is not valid (see :func:`read_journal`).
+    """
+    j = read_journal(root) or {}
+    keep = None if episodes is None else {int(e) for e in episodes}
+    out: dict[str, set[int]] = {}
+    for r in j.get("episodes", []):
+        if r.get("seed") is None or (keep is not None and int(r.get("episode_index", -1)) not in keep):
+            continue
+        out.setdefault(str(r.get("task")), set()).add(int(r["seed"]))
+    return {t: sorted(s) for t, s in sorted(out.items())}
+
+
 def _atomic_write_text(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "w") as f:

@@ -43,7 +43,7 @@ def run(cfg) -> dict:
         Suite.from_config(to_dict(c.suite)), variants, out_dir=c.out_dir, backend=c.backend, workers=c.workers,
         env=to_dict(c.env), agent=to_dict(c.agent), resume=c.resume, retry_errors=c.retry_errors,
         video_failures=c.video == "failures", ray_address=c.ray.address, progress=c.progress,
-        max_episodes=c.max_episodes, validate=c.validate,
+        max_episodes=c.max_episodes, validate=c.validate, allow_training_seeds=c.allow_training_seeds,
     )
     print(f"{outcome.n_run} episode(s) run, {outcome.n_skipped} already recorded; results in {outcome.out_dir}")
     print(f"ran on {outcome.ran_on}")

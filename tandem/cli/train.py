@@ -280,6 +280,7 @@ def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
     """
     import dataclasses
 
+    from executor_vla.dataset_writer import episode_seeds
     from executor_vla.track_config import TrackExecutorConfig
     from executor_vla.track_data import TrackDataset
     from executor_vla.track_policy import TrackExecutor
@@ -304,7 +305,8 @@ def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
         dataset.attach_text_embeddings(executor.text_encoder.encode(dataset.texts))
     tcfg = cfg.train
     meta = {"dataset": {"root": root, "episodes": len(dataset.episodes), "frames": dataset.num_frames,
-                        "train_frames": len(dataset.train_index), "val_frames": len(dataset.val_index)}}
+                        "train_frames": len(dataset.train_index), "val_frames": len(dataset.val_index),
+                        "seeds": episode_seeds(root, dataset.episodes)}}
     trainer = Trainer(executor, dataset, tcfg, out_dir, eval_fn=build_eval_fn(cfg), command=command, extra_meta=meta)
     if cfg.resume:
         trainer.resume(cfg.resume)
@@ -370,6 +372,7 @@ def run(cfg: Any) -> dict[str, Any]:
     import torch
 
     from executor_vla.checkpoint import read_config
+    from executor_vla.dataset_writer import episode_seeds
     from executor_vla.policy import DiffusionExecutor
     from executor_vla.train import Trainer
 
@@ -389,7 +392,8 @@ def run(cfg: Any) -> dict[str, Any]:
     executor.set_stats(dataset.stats)
     tcfg = cfg.train
     meta = {"dataset": {"root": root, "repo_id": cfg.dataset.repo_id, "episodes": len(dataset.meta.episodes),
-                        "frames": len(dataset)}}
+                        "frames": len(dataset),
+                        "seeds": episode_seeds(root, list(cfg.dataset.episodes) if cfg.dataset.episodes else None)}}
     trainer = Trainer(executor, dataset, tcfg, out_dir, eval_fn=build_eval_fn(cfg), command=command, extra_meta=meta)
     if cfg.resume:
         trainer.resume(cfg.resume)

@@ -100,6 +100,8 @@ class EvalConfig(Schema):
         video: ``none`` or ``failures`` (re-run failed episodes with rendering and record their videos).
         max_episodes: run at most this many of the remaining episodes (None: all).
         progress: show a progress bar. validate: check task, perturbation and component names first.
+        allow_training_seeds: run even where an executor checkpoint was trained on the suite's seeds (refused by
+            default: :mod:`tandem.evaluation.held_out`).
     """
 
     suite: SuiteConfig = field(default_factory=SuiteConfig)
@@ -117,6 +119,7 @@ class EvalConfig(Schema):
     max_episodes: int | None = None
     progress: bool = True
     validate: bool = True
+    allow_training_seeds: bool = False
 
     def check(self) -> None:
         for name, variant in self.variants.items():  # a dict of any, so that '+variants.new.planner=...' composes

@@ -17,6 +17,7 @@ from typing import Any
 from tandem.core.errors import UnknownNameError
 from tandem.evaluation.backends import run_jobs
 from tandem.evaluation.config import BACKENDS
+from tandem.evaluation.held_out import check_held_out
 from tandem.evaluation.rows import RETRYABLE_KINDS
 from tandem.evaluation.statistics import write_metrics
 from tandem.evaluation.store import PART_FILE, VIDEO_FILE, ResultStore
@@ -42,7 +43,7 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
              workers: int = 1, env: Mapping[str, Any] | None = None, agent: Mapping[str, Any] | None = None,
              resume: bool = True, retry_errors: bool = False, video_failures: bool = False,
              ray_address: str | None = None, progress: bool = True, max_episodes: int | None = None,
-             validate: bool = True) -> EvalOutcome:
+             validate: bool = True, allow_training_seeds: bool = False) -> EvalOutcome:
     """Run a suite for each variant into ``out_dir`` and write ``results.parquet`` and ``metrics.json``.
 
     Args:
@@ -60,9 +61,12 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
         max_episodes: run at most this many of the episodes still to do (a quick look; resume does the rest).
         validate: check task and perturbation names and every variant's stack config (component names and options,
             env and agent overrides) before starting.
+        allow_training_seeds: with ``validate``, run even jobs whose executor checkpoint was trained on their seed
+            (refused otherwise: :func:`tandem.evaluation.held_out.check_held_out`).
 
     Raises:
-        UnknownNameError / ConfigError: bad suite, variant, backend or a results folder with another config.
+        UnknownNameError / ConfigError: bad suite, variant, backend or a results folder with another config; seeds
+            that an executor checkpoint was trained on (unless ``allow_training_seeds``).
     """
     from tqdm import tqdm
 
@@ -82,6 +86,8 @@ def evaluate(suite: Suite, variants: Sequence[Variant], out_dir: str | Path, bac
             if not j.builder and j.variant not in checked:
                 checked.add(j.variant)
                 load(StackConfig, j.build, f"variants.{j.variant}")
+        if not allow_training_seeds:
+            check_held_out(jobs)
     todo, n_skipped = store.plan_resume(jobs, retry_errors=retry_errors)
     todo.sort(key=lambda j: (j.seed, j.key))  # seed-major: an interrupted run has covered every task evenly
     todo = [replace(j, memory_db=str(store.root / "memory.sqlite")) for j in todo]  # tandem-replay <out_dir>
