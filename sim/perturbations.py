@@ -166,7 +166,8 @@ class Perturber:
         if spec.name not in PERTURBATIONS:
             raise UnknownNameError("perturbation", spec.name, list(PERTURBATIONS))
         if spec.name not in task_def.perturbation_names:
-            raise UnknownNameError(f"perturbation for task {task_def.name!r}", spec.name, list(task_def.perturbation_names))
+            raise UnknownNameError("perturbation", spec.name, list(task_def.perturbation_names),
+                                   where=f"for task {task_def.name!r}")
         if spec.at_step is not None and spec.at_step < 0:
             raise ConfigError(f"PerturbationSpec.at_step must be >= 0, got {spec.at_step}")
         if spec.after_success < 1:

@@ -24,11 +24,15 @@ class UnknownNameError(ConfigError, KeyError):
         kind: what kind of name it was, e.g. ``"task"``.
         name: the offending name.
         known: the names that would have been accepted.
+
+    ``where`` (e.g. ``"for task 'stack_three'"``) narrows the message: "unknown perturbation 'x' for task
+    'stack_three'; known perturbations for task 'stack_three': ...".
     """
 
-    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...]):
+    def __init__(self, kind: str, name: str, known: list[str] | tuple[str, ...], where: str = ""):
         self.kind, self.name, self.known = kind, name, sorted(known)
-        super().__init__(f"unknown {kind} {name!r}; known {kind}s: {', '.join(self.known) or '(none)'}")
+        at = f" {where}" if where else ""
+        super().__init__(f"unknown {kind} {name!r}{at}; known {kind}s{at}: {', '.join(self.known) or '(none)'}")
 
     def __str__(self) -> str:  # KeyError would repr() the message
         return self.args[0]

@@ -237,8 +237,8 @@ class Suite:
         for t in self.tasks:
             task_def = make_task(t.name)
             if t.perturb.name != "none" and t.perturb.name not in task_def.perturbation_names:
-                raise UnknownNameError(f"perturbation for task {t.name!r}", t.perturb.name,
-                                       list(task_def.perturbation_names))
+                raise UnknownNameError("perturbation", t.perturb.name, list(task_def.perturbation_names),
+                                       where=f"for task {t.name!r}")
 
 
 @dataclass(frozen=True)

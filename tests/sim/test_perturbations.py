@@ -242,3 +242,12 @@ def test_jam_on_peg_brings_the_nut_down_on_its_pegs_top_and_the_expert_still_ins
         assert info["predicates"][f"on_peg({nut},{peg})"]
     finally:
         env.close()
+
+
+def test_a_perturbation_the_task_lacks_is_named_with_the_task_and_its_perturbations():
+    from sim.robosuite_env import RobosuiteEnv
+
+    with pytest.raises(UnknownNameError) as e:
+        RobosuiteEnv("stack_three", render=False, perturbation=PerturbationSpec("jam_on_peg"))
+    assert str(e.value) == ("unknown perturbation 'jam_on_peg' for task 'stack_three'; known perturbations for task "
+                            "'stack_three': close_gripper, knock_top_cube, open_gripper, slip_fast")
