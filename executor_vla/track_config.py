@@ -70,6 +70,15 @@ class TrackExecutorConfig:
             proportional law that closes the loop at every control step inside the chunk, where delta actions run
             open-loop (Diffusion Policy's finding that position control beats velocity control, Chi et al. 2023,
             Sec. 5). Rotation and gripper stay deltas / commands.
+        trace_servo_m: with ``action_space="setpoint"`` and the 3-D trace, a servo on the trace's *contact point*
+            (its first point whose gripper state differs from the first point's: the grasp of a pick, the release
+            of an insert, stack or place): while the gripper is still in its starting state, the grip site within
+            ``trace_servo_m`` (m, xy) of that point and less than ``trace_servo_height_m`` above it, the position
+            action's x and y become the proportional law to the point's xy, and the arm does not descend while the
+            xy error exceeds ``trace_servo_gate_m`` (the scripted expert's align-then-descend). The network still
+            decides when to descend and grip. A hand-written controller beside the learned one, off by default
+            (None), reported separately wherever it is used.
+        trace_servo_height_m, trace_servo_gate_m: see ``trace_servo_m`` (m).
         action_compand_m: with ``action_space="setpoint"``, normalise the set-points' position by mu-law companding
             at this scale (m) instead of min-max (:mod:`executor_vla.action_scaling`): about 12 times the resolution
             for offsets of a few millimetres, where an insertion needs it (None: min-max, as in checkpoints written
@@ -127,6 +136,9 @@ class TrackExecutorConfig:
     fine_scale_m: float | None = 0.02
     action_space: ActionSpace = "delta"
     action_compand_m: float | None = None
+    trace_servo_m: float | None = None
+    trace_servo_height_m: float = 0.06
+    trace_servo_gate_m: float = 0.004
     position_scale_m: float = 0.05
     obs_noise_std: float = 0.0
     scene_input: SceneInput = "none"
@@ -138,7 +150,8 @@ class TrackExecutorConfig:
 
     #: Fields a user may change when loading a trained checkpoint (they do not change the weights' meaning).
     INFERENCE_OVERRIDES: ClassVar[tuple[str, ...]] = ("n_action_steps", "inference_scheduler", "num_inference_steps",
-                                                      "done_threshold", "gripper_hysteresis", "done_at_trace_end_m")
+                                                      "done_threshold", "gripper_hysteresis", "done_at_trace_end_m",
+                                                      "trace_servo_m", "trace_servo_height_m", "trace_servo_gate_m")
 
     def __post_init__(self) -> None:
         self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]
@@ -178,6 +191,13 @@ class TrackExecutorConfig:
         if self.action_compand_m is not None and not (self.action_compand_m > 0 and self.action_space == "setpoint"):
             errs.append(f"action_compand_m must be > 0 m with action_space='setpoint', or null (got "
                         f"{self.action_compand_m} with action_space={self.action_space!r})")
+        if self.trace_servo_m is not None and not (self.trace_servo_m > 0 and self.action_space == "setpoint"
+                                                   and self.trace_input == "3d"):
+            errs.append(f"trace_servo_m must be > 0 m with action_space='setpoint' and trace_input='3d', or null (got "
+                        f"{self.trace_servo_m} with {self.action_space!r}, {self.trace_input!r})")
+        if not (self.trace_servo_height_m > 0 and self.trace_servo_gate_m > 0):
+            errs.append(f"trace_servo_height_m and trace_servo_gate_m must be > 0 m, got {self.trace_servo_height_m}, "
+                        f"{self.trace_servo_gate_m}")
         if not self.position_scale_m > 0:
             errs.append(f"position_scale_m must be > 0 m per unit action, got {self.position_scale_m}")
         if len(set(self.scene_objects)) != len(self.scene_objects):
@@ -209,7 +229,8 @@ class TrackExecutorConfig:
             raise ConfigError(f"unknown TrackExecutorConfig keys {unknown}; known: {sorted(known)}")
         # a null inference setting means its default (configs/executor/track.yaml: "the checkpoint's own" at load)
         return cls(**{k: v for k, v in d.items() if not (v is None and k in cls.INFERENCE_OVERRIDES
-                                                         and k not in ("gripper_hysteresis", "done_at_trace_end_m"))})
+                                                         and k not in ("gripper_hysteresis", "done_at_trace_end_m",
+                                                                      "trace_servo_m"))})
 
     def scene_orders(self) -> tuple[int, ...]:
         """Each scene object's symmetry order (``scene_symmetries``, or 1 for every object when empty)."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import json
+import math
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -279,6 +280,7 @@ class TrackExecutor(nn.Module):
         self._queue: collections.deque[np.ndarray] = collections.deque()
         self._trace: tuple[np.ndarray, np.ndarray] | None = None
         self._trace_end: tuple[np.ndarray, bool, float] | None = None  # _end_of_trace(), per subgoal
+        self._contact: tuple[np.ndarray, float] | None = None  # _contact_point(), per subgoal
         self._text: Tensor | None = None
         self._done = False
         self._gripper: float | None = None  # binarised gripper state (None until the first action)
@@ -316,6 +318,7 @@ class TrackExecutor(nn.Module):
         self._history.clear()
         self._trace, self._text, self._done, self.last_progress = None, None, False, None
         self._trace_end = None
+        self._contact = None
         self._check_vocabulary(subgoal, task)
         if cfg.scene_input != "none" and self._scene is None:
             raise ConfigError(f"this track executor conditions on the keypoints of {list(cfg.scene_objects)} "
@@ -349,6 +352,7 @@ class TrackExecutor(nn.Module):
             self._text = torch.from_numpy(np.asarray(self.text_encoder.encode([text]), np.float32)).to(self.device)
         self._trace = trace
         self._trace_end = self._end_of_trace()
+        self._contact = self._contact_point()
 
     def features(self, proprio: np.ndarray, keypoints_3d: np.ndarray | None = None) -> np.ndarray:
         """``float32 (T, F)`` features of proprio frames ``(T, D)`` against the current subgoal's trace (and, with
@@ -401,7 +405,38 @@ class TrackExecutor(nn.Module):
             elif (self._gripper < 0 and g > h) or (self._gripper > 0 and g < -h):
                 self._gripper = -self._gripper
             action[-1] = self._gripper
+        if self._contact is not None:
+            self._servo(action, p)
         return action
+
+    def _servo(self, action: np.ndarray, proprio: np.ndarray) -> None:
+        """``trace_servo_m`` (see :class:`TrackExecutorConfig`): near the contact point and while this step's gripper
+        command is still the trace's starting state, the position action's xy becomes the P-law to the point's xy
+        (clipped) and a descent waits for alignment (``action``: this step's clipped ``(A,)`` action in controller
+        units, changed in place)."""
+        cfg = self.cfg
+        point, start_state = self._contact  # type: ignore[misc]
+        if (1.0 if action[-1] > 0 else -1.0) != start_state:  # this step's gripper command: the contact is made
+            return
+        ex, ey = float(point[0] - proprio[0]), float(point[1] - proprio[1])
+        dist = math.hypot(ex, ey)
+        if dist >= cfg.trace_servo_m or proprio[2] - point[2] >= cfg.trace_servo_height_m:  # type: ignore[operator]
+            return
+        action[0] = min(max(ex / cfg.position_scale_m, self.action_low[0]), self.action_high[0])
+        action[1] = min(max(ey / cfg.position_scale_m, self.action_low[1]), self.action_high[1])
+        if dist > cfg.trace_servo_gate_m and action[2] < 0:
+            action[2] = 0.0
+
+    def _contact_point(self) -> tuple[np.ndarray, float] | None:
+        """``(point (3,) m, gripper state before it: -1 open / +1 closed)``: the 3-D trace's first point whose gripper
+        state differs from its first point's, or None (servo off, no 3-D trace, or no change along the trace)."""
+        if self.cfg.trace_servo_m is None or self._trace is None or self.cfg.trace_input != "3d":
+            return None
+        rows, mask = self._trace
+        rows = rows[: int(max(mask.sum(), 1))]
+        start = 1.0 if rows[0, 4] > 0 else -1.0
+        changed = np.flatnonzero((rows[:, 4] > 0) != (start > 0))
+        return (rows[int(changed[0]), :3].astype(np.float64), start) if len(changed) else None
 
     @torch.no_grad()
     def _next_chunk(self, observation: Observation, p: np.ndarray) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -278,6 +279,42 @@ def test_setpoint_executor_servoes_each_step_to_its_setpoint():
     lagged[0] -= 0.01  # the arm is 1 cm behind where the chunk assumed
     a = ex.select_action(Observation(images={}, proprio=lagged))
     np.testing.assert_allclose(a[:3], np.clip((target - lagged[:3]) / 0.05, -1, 1), atol=1e-6)
+
+
+def test_trace_servo_aligns_xy_over_the_contact_point_and_holds_the_descent_until_aligned():
+    """trace_servo_m: the pick's contact point is its first closed-gripper point (0.1, 0, 0.9). Within the radius and
+    height, x/y become the P-law to its xy and z may not go down while the xy error exceeds the gate; outside, or once
+    the gripper has closed, the network's action is untouched."""
+    trace = _trace([[0.0, 0.0, 1.0], [0.1, 0.0, 0.95], [0.1, 0.0, 0.9], [0.1, 0.0, 1.0]], grip=[-1, -1, 1, 1])
+    sg = Subgoal(id="sg0", skill="pick", args=("obj0",), text="pick up the obj0", trace_3d=trace)
+    kw = {"head": "mse", "action_space": "setpoint", "n_action_steps": 8, "gripper_hysteresis": 0.99}
+    plain, servo = _executor(**kw), _executor(**kw, trace_servo_m=0.03)
+    servo.load_state_dict(plain.state_dict())
+
+    def act(ex, xyz, grip=0.08):
+        ex.reset()
+        ex.set_subgoal(sg, TASK)
+        ex._gripper = -1.0  # open, as at the end of the previous subgoal
+        return ex.select_action(Observation(images={}, proprio=np.array([*xyz, *_down_quat(0.0), grip], np.float32)))
+
+    near = (0.09, 0.005, 0.93)  # 11 mm off in xy, 3 cm above the contact point
+    a_plain, a_servo = act(plain, near), act(servo, near)
+    np.testing.assert_allclose(a_servo[:2], [0.01 / 0.05, -0.005 / 0.05], atol=1e-6)
+    assert a_servo[2] == pytest.approx(max(float(a_plain[2]), 0.0))
+    np.testing.assert_allclose(a_servo[3:], a_plain[3:])
+    far = (0.05, 0.0, 0.93)  # 5 cm off: outside the radius
+    np.testing.assert_allclose(act(servo, far), act(plain, far))
+    high = (0.095, 0.0, 0.97)  # 7 cm above it
+    np.testing.assert_allclose(act(servo, high), act(plain, high))
+    obs = Observation(images={}, proprio=np.array([*near, *_down_quat(0.0), 0.08], np.float32))
+    for ex in (servo, plain):
+        ex.reset()
+        ex.set_subgoal(sg, TASK)
+        ex._gripper = 1.0  # the gripper has closed: the contact is made, the servo is off
+        ex.cfg = dataclasses.replace(ex.cfg, gripper_hysteresis=0.99)  # and stays closed whatever the net says
+    np.testing.assert_allclose(servo.select_action(obs), plain.select_action(obs))
+    with pytest.raises(ConfigError, match="trace_servo_m must be > 0"):
+        TrackExecutorConfig(trace_servo_m=0.03)  # delta actions: no set-points to servo
 
 
 def test_action_space_is_validated():
