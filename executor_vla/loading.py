@@ -76,7 +76,8 @@ def overrides_for(checkpoint: str | Path, node: Any) -> dict[str, Any]:
     * image family: :func:`executor_vla.checkpoint.overrides_from_config` (network settings that differ from the
       checkpoint's are refused when applied);
     * track family: the node's non-null values of ``TrackExecutorConfig.INFERENCE_OVERRIDES``; any other setting
-      the user changed from its default (``configs/executor/diffusion.yaml`` or ``track.yaml``) is refused.
+      that differs both from ``TrackExecutorConfig``'s default and from the checkpoint's own value is refused (so
+      ``executor=track executor.checkpoint=<dir>`` runs with ``track.yaml``'s training defaults left in place).
 
     Raises:
         CheckpointError: unreadable checkpoint config.
@@ -93,8 +94,10 @@ def overrides_for(checkpoint: str | Path, node: Any) -> dict[str, Any]:
     node = {} if node is None else {k: plain_config_value(v) for k, v in dict(node).items()}
     if node.get("name") == "track":
         defaults = TrackExecutorConfig().to_dict()
+        own = read_checkpoint_config(checkpoint).get("executor") or {}
         asked = {k: v for k, v in node.items() if k not in WIRING_KEYS and v is not None
-                 and (k in TrackExecutorConfig.INFERENCE_OVERRIDES or v != defaults.get(k, object()))}
+                 and (k in TrackExecutorConfig.INFERENCE_OVERRIDES
+                      or (v != defaults.get(k, object()) and v != own.get(k, object())))}
     else:
         asked = overrides_from_config(node)
     bad = sorted(k for k in asked if k not in TrackExecutorConfig.INFERENCE_OVERRIDES)

@@ -322,3 +322,18 @@ def test_action_space_is_validated():
         TrackExecutorConfig(action_space="velocity")
     with pytest.raises(ConfigError, match="position_scale_m must be > 0"):
         TrackExecutorConfig(position_scale_m=0.0)
+
+
+def test_executor_track_runs_a_checkpoint_with_track_yaml_training_defaults_left_in_place():
+    """``executor=track executor.checkpoint=<dir>``: settings equal to the dataclass default or to the checkpoint's
+    own value are not requests; inference settings apply; a network setting that differs from both is refused."""
+    from pathlib import Path
+
+    from executor_vla.loading import overrides_for
+
+    shipped = Path(__file__).resolve().parents[2] / "checkpoints" / "stack_three_diffusion"  # hidden_dim 256, setpoint
+    node = {"name": "track", "checkpoint": str(shipped), "hidden_dim": 256, "action_space": "delta",
+            "trace_servo_m": 0.03, "done_threshold": None}
+    assert overrides_for(shipped, node) == {"trace_servo_m": 0.03}
+    with pytest.raises(ConfigError, match=r"\['hidden_dim'\] cannot be changed"):
+        overrides_for(shipped, {**node, "hidden_dim": 128})
