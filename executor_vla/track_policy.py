@@ -281,6 +281,8 @@ class TrackExecutor(nn.Module):
         self._trace: tuple[np.ndarray, np.ndarray] | None = None
         self._trace_end: tuple[np.ndarray, bool, float] | None = None  # _end_of_trace(), per subgoal
         self._contact: tuple[np.ndarray, float] | None = None  # _contact_point(), per subgoal
+        self._end_armed = False  # the gripper command switched into the trace's final state during this subgoal
+        self._last_grip: float | None = None  # sign of the last gripper command (kept across subgoals)
         self._text: Tensor | None = None
         self._done = False
         self._gripper: float | None = None  # binarised gripper state (None until the first action)
@@ -353,6 +355,8 @@ class TrackExecutor(nn.Module):
         self._trace = trace
         self._trace_end = self._end_of_trace()
         self._contact = self._contact_point()
+        # a trace that changes the gripper's state is done at its end only once this subgoal commanded the change
+        self._end_armed = self._trace_end is None or bool(trace[0][0, 4] > 0) == self._trace_end[1]
 
     def features(self, proprio: np.ndarray, keypoints_3d: np.ndarray | None = None) -> np.ndarray:
         """``float32 (T, F)`` features of proprio frames ``(T, D)`` against the current subgoal's trace (and, with
@@ -405,6 +409,11 @@ class TrackExecutor(nn.Module):
             elif (self._gripper < 0 and g > h) or (self._gripper > 0 and g < -h):
                 self._gripper = -self._gripper
             action[-1] = self._gripper
+        grip = 1.0 if action[-1] > 0 else -1.0
+        if (self._trace_end is not None and self._last_grip is not None and grip != self._last_grip
+                and (grip > 0) == self._trace_end[1]):
+            self._end_armed = True
+        self._last_grip = grip
         if self._contact is not None:
             self._servo(action, p)
         return action
@@ -467,9 +476,11 @@ class TrackExecutor(nn.Module):
 
     def _at_trace_end(self, proprio: np.ndarray) -> bool:
         """Whether the grip site is within ``done_at_trace_end_m`` of the 3-D trace's last point, with the gripper
-        in that point's state (open: wider than 5 cm; closed: the last command was to close)."""
+        in that point's state (open: wider than 5 cm; closed: the last command was to close) and, where the trace
+        changes the gripper's state, after this subgoal commanded that change: a retried pick whose trace ends where
+        it starts (above the object) with the gripper still closed on nothing is not done at its first step."""
         end = self._trace_end
-        if end is None:
+        if end is None or not self._end_armed:
             return False
         last, closed, d = end
         grip_ok = (self._gripper is not None and self._gripper > 0) if closed else float(proprio[7]) > 0.05

@@ -337,3 +337,27 @@ def test_executor_track_runs_a_checkpoint_with_track_yaml_training_defaults_left
     assert overrides_for(shipped, node) == {"trace_servo_m": 0.03}
     with pytest.raises(ConfigError, match=r"\['hidden_dim'\] cannot be changed"):
         overrides_for(shipped, {**node, "hidden_dim": 128})
+
+
+def test_a_retried_pick_is_not_done_at_its_first_step_with_the_gripper_closed_on_nothing():
+    """done_at_trace_end_m: a retried pick's trace starts and ends above the object; with the gripper still closed
+    from the failed grasp, the grip site is already at the trace's end in the end's gripper state. It is done only
+    after the subgoal commanded the change (open, then close); a trace without a change is done on arrival."""
+    retry = _trace([[0.0, 0.0, 0.93], [0.0, 0.0, 0.86], [0.0, 0.0, 0.83], [0.0, 0.0, 0.93]], grip=[-1, -1, 1, 1])
+    sg = Subgoal(id="sg1", skill="pick", args=("obj0",), text="pick up the obj0", trace_3d=retry)
+    ex = _executor(head="mse", action_space="setpoint", gripper_hysteresis=0.0)
+    at_end = Observation(images={}, proprio=np.array([0.0, 0.0, 0.93, *_down_quat(0.0), 0.001], np.float32))
+    ex.reset()
+    ex._gripper, ex._last_grip = 1.0, 1.0  # closed on nothing at the end of the failed attempt
+    ex.set_subgoal(sg, TASK)
+    ex._chunk_origin = at_end.proprio[:3].copy()
+    seen = []
+    for grip in (1.0, -1.0, -1.0, 1.0):  # what the network commands: still closed, then open, then close again
+        ex._queue.clear()
+        ex._queue.extend(np.array([[0, 0, 0, 0, 0, 0, grip]] * 8, np.float32))
+        ex.select_action(at_end)
+        seen.append(ex._done or ex._at_trace_end(at_end.proprio))
+    assert seen == [False, False, False, True]
+    hold = _trace([[0.0, 0.0, 0.93], [0.0, 0.0, 0.95]], grip=[1, 1])  # no gripper change along the trace
+    ex.set_subgoal(Subgoal(id="sg2", skill="pick", args=("obj0",), text="pick up the obj0", trace_3d=hold), TASK)
+    assert ex._at_trace_end(np.array([0.0, 0.0, 0.95, *_down_quat(0.0), 0.001], np.float32))
