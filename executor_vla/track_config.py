@@ -137,7 +137,7 @@ class TrackExecutorConfig:
     action_space: ActionSpace = "delta"
     action_compand_m: float | None = None
     trace_servo_m: float | None = None
-    trace_servo_height_m: float = 0.06
+    trace_servo_height_m: float = 0.15
     trace_servo_gate_m: float = 0.004
     position_scale_m: float = 0.05
     obs_noise_std: float = 0.0

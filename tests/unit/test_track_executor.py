@@ -297,14 +297,14 @@ def test_trace_servo_aligns_xy_over_the_contact_point_and_holds_the_descent_unti
         ex._gripper = -1.0  # open, as at the end of the previous subgoal
         return ex.select_action(Observation(images={}, proprio=np.array([*xyz, *_down_quat(0.0), grip], np.float32)))
 
-    near = (0.09, 0.005, 0.93)  # 11 mm off in xy, 3 cm above the contact point
+    near = (0.09, 0.005, 0.93)  # 11 mm off in xy, 3 cm above the contact point (height limit 0.15 m)
     a_plain, a_servo = act(plain, near), act(servo, near)
     np.testing.assert_allclose(a_servo[:2], [0.01 / 0.05, -0.005 / 0.05], atol=1e-6)
     assert a_servo[2] == pytest.approx(max(float(a_plain[2]), 0.0))
     np.testing.assert_allclose(a_servo[3:], a_plain[3:])
     far = (0.05, 0.0, 0.93)  # 5 cm off: outside the radius
     np.testing.assert_allclose(act(servo, far), act(plain, far))
-    high = (0.095, 0.0, 0.97)  # 7 cm above it
+    high = (0.095, 0.0, 1.06)  # 16 cm above it
     np.testing.assert_allclose(act(servo, high), act(plain, high))
     obs = Observation(images={}, proprio=np.array([*near, *_down_quat(0.0), 0.08], np.float32))
     for ex in (servo, plain):
