@@ -153,6 +153,9 @@ class TrackExecutorConfig:
                                                       "done_threshold", "gripper_hysteresis", "done_at_trace_end_m",
                                                       "trace_servo_m", "trace_servo_height_m", "trace_servo_gate_m")
 
+    #: Inference overrides whose null is a setting of its own ("off"), not "the default".
+    NULL_MEANS_OFF: ClassVar[tuple[str, ...]] = ("gripper_hysteresis", "done_at_trace_end_m", "trace_servo_m")
+
     def __post_init__(self) -> None:
         self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]
         self.down_dims = tuple(int(x) for x in self.down_dims)
@@ -229,8 +232,7 @@ class TrackExecutorConfig:
             raise ConfigError(f"unknown TrackExecutorConfig keys {unknown}; known: {sorted(known)}")
         # a null inference setting means its default (configs/executor/track.yaml: "the checkpoint's own" at load)
         return cls(**{k: v for k, v in d.items() if not (v is None and k in cls.INFERENCE_OVERRIDES
-                                                         and k not in ("gripper_hysteresis", "done_at_trace_end_m",
-                                                                      "trace_servo_m"))})
+                                                         and k not in cls.NULL_MEANS_OFF)})
 
     def scene_orders(self) -> tuple[int, ...]:
         """Each scene object's symmetry order (``scene_symmetries``, or 1 for every object when empty)."""

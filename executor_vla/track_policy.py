@@ -415,17 +415,17 @@ class TrackExecutor(nn.Module):
             self._end_armed = True
         self._last_grip = grip
         if self._contact is not None:
-            self._servo(action, p)
+            self._servo(action, p, grip)
         return action
 
-    def _servo(self, action: np.ndarray, proprio: np.ndarray) -> None:
+    def _servo(self, action: np.ndarray, proprio: np.ndarray, grip: float) -> None:
         """``trace_servo_m`` (see :class:`TrackExecutorConfig`): near the contact point and while this step's gripper
         command is still the trace's starting state, the position action's xy becomes the P-law to the point's xy
         (clipped) and a descent waits for alignment (``action``: this step's clipped ``(A,)`` action in controller
-        units, changed in place)."""
+        units, changed in place; ``grip``: the sign of its gripper command)."""
         cfg = self.cfg
         point, start_state = self._contact  # type: ignore[misc]
-        if (1.0 if action[-1] > 0 else -1.0) != start_state:  # this step's gripper command: the contact is made
+        if grip != start_state:  # this step's gripper command has left the starting state: the contact is made
             return
         ex, ey = float(point[0] - proprio[0]), float(point[1] - proprio[1])
         dist = math.hypot(ex, ey)

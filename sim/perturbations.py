@@ -270,8 +270,8 @@ class Perturber:
                 return None
             trigger = new[-1]
         detail = self._apply(env, trigger)
-        if detail is None:
-            self.pending = trigger if self.spec.name in TASK_IMPLEMENTED else None
+        if detail is None:  # only a task-implemented perturbation declines
+            self.pending = trigger
             return None
         self.pending = None
         self.fired = True

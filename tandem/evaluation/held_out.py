@@ -9,22 +9,22 @@ before they were recorded, or on a dataset without a journal) is not checked.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from tandem.core.errors import ConfigError
+from executor_vla.loading import read_checkpoint_config
+from tandem.core.errors import CheckpointError, ConfigError
 from tandem.runtime.config import StackConfig, TandemCheckpointWiring, load
 from tandem.runtime.registry import resolve_checkpoint
 
 
 def training_seeds(checkpoint: str | Path) -> dict[str, frozenset[int]]:
     """``{task: seeds}`` a checkpoint was trained on (``extra.dataset.seeds`` of its ``config.json``); ``{}`` when
-    it records none or has no readable ``config.json``."""
+    it records none or has no readable ``config.json`` (loading the stack reports that checkpoint's error)."""
     try:
-        raw = json.loads((Path(checkpoint) / "config.json").read_text())
-    except (OSError, ValueError):
+        raw = read_checkpoint_config(checkpoint)
+    except CheckpointError:
         return {}
     seeds = ((raw.get("extra") or {}).get("dataset") or {}).get("seeds") or {}
     return {str(t): frozenset(int(s) for s in v) for t, v in seeds.items()} if isinstance(seeds, dict) else {}

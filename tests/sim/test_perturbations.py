@@ -135,6 +135,17 @@ class _FakeEnv:
         self.forwards += 1
 
 
+def _step_through(perturber, env, steps) -> list:
+    """Run the perturber's after-step hook on a fake env at each of ``steps``; returns what fired."""
+    fired = []
+    for step in steps:
+        env.step_count = env.rs_env["step"] = step
+        out = perturber.after_step(env)
+        if out is not None:
+            fired.append(out)
+    return fired
+
+
 @pytest.mark.parametrize("spec", [PerturbationSpec("pull_from_bin"), PerturbationSpec("pull_from_bin", at_step=1)])
 def test_task_implemented_perturbation_is_routed_to_the_task(spec):
     """pull_from_bin is applied by TaskDefinition.perturb once in_bin(x) first holds (no robosuite needed)."""
@@ -142,12 +153,7 @@ def test_task_implemented_perturbation_is_routed_to_the_task(spec):
 
     task, env = _FakeTask(), _FakeEnv()
     p = Perturber(spec, task, np.random.default_rng(0))
-    fired = []
-    for step in range(1, 7):
-        env.step_count = env.rs_env["step"] = step
-        out = p.after_step(env)
-        if out is not None:
-            fired.append(out)
+    fired = _step_through(p, env, range(1, 7))
     assert fired == [{"name": "pull_from_bin", "step": 3, "detail": {"object": "milk", "to": [0.0, 0.0, 0.9]}}]
     assert task.calls == [("pull_from_bin", "milk")] and env.forwards == 1
 
@@ -173,12 +179,7 @@ def test_a_declined_task_perturbation_is_retried_while_its_event_holds_and_its_p
     env.controller_settings = {"output_max": [0.05, 0.05, 0.05, 0.5, 0.5, 0.5]}
     env.eef_pose = lambda: (np.array([0.1, 0.2, 1.0]), np.eye(3))
     p = Perturber(PerturbationSpec("pull_from_bin"), task, np.random.default_rng(0))
-    fired = []
-    for step in range(1, 10):
-        env.step_count = env.rs_env["step"] = step
-        out = p.after_step(env)
-        if out is not None:
-            fired.append(out)
+    fired = _step_through(p, env, range(1, 10))
     assert [f["step"] for f in fired] == [5]
     assert fired[0]["detail"]["push_steps"] == PUSH_STEPS
     assert task.calls == [("pull_from_bin", "milk")] * 3  # steps 3, 4 (declined), 5 (applied)
@@ -200,9 +201,7 @@ def test_a_declined_perturbation_is_dropped_once_its_event_no_longer_holds():
 
     task, env = Never(), _FakeEnv()
     p = Perturber(PerturbationSpec("pull_from_bin"), task, np.random.default_rng(0))
-    for step in range(1, 12):
-        env.step_count = env.rs_env["step"] = step
-        assert p.after_step(env) is None
+    assert _step_through(p, env, range(1, 12)) == []
     assert len(task.calls) == 5 and p.pending is None  # steps 3..7, while in_bin(milk) held
 
 
