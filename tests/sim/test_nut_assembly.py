@@ -10,6 +10,7 @@ from sim.experts import ScriptedExecutor
 from sim.tasks.nut_assembly import NUT_REST_Z, NUTS, ON_PEG_MAX_Z, PEGS, handle_turn, yaw_steps
 from sim.tasks.registry import make_task
 from tandem.core.errors import UnknownObjectError, UnknownSkillError
+from tandem.core.geometry import wrap_angle, yaw_of_quat
 
 pytestmark = pytest.mark.sim
 
@@ -123,6 +124,9 @@ def test_expert_solves_nut_assembly_and_on_peg_waits_for_release(nut_env):
         assert info["predicates"][pred], (skill, args, info["predicates"])
         if skill == "pick":
             assert not info["predicates"][f"on_peg({nut},{NUTS[nut].peg})"]
+            if NUTS[nut].square_to_peg:  # turned square to its (axis-aligned) peg: 6.75 mm of clearance per side
+                yaw = yaw_of_quat(task.parts.scene.nut_pose(env.rs_env, nut)[1])
+                assert abs(wrap_angle(yaw, np.pi / 2)) < np.radians(5), np.degrees(yaw)
         else:
             assert not info["predicates"][f"grasped({nut})"]
     assert held_low_around_peg > 0  # the check above really ran
@@ -150,6 +154,11 @@ def test_wrist_planning_helpers():
     # handle pointing away from the robot (+x): turn it by about +-(pi - window), within the wrist limits
     turn = handle_turn(0.0, q7=0.0)
     assert turn is not None and abs(abs(turn) - (np.pi - np.radians(40))) < 1e-9
+    # square: as nearly at -x as the wrist allows (joint 7 may move by 2.5 rad from 0), inside the window
+    assert abs(abs(handle_turn(0.0, q7=0.0, square=True)) - 2.5) < 1e-9
+    # a handle 0.3 rad off -x: already inside the window, or turned exactly to -x (faces parallel to the peg's)
+    assert handle_turn(np.pi - 0.3, q7=0.0) == 0.0
+    assert handle_turn(np.pi - 0.3, q7=0.0, square=True) == pytest.approx(0.3)
     # wrist near its upper limit: yaw +d moves q7 by -d, so only a positive turn is admissible
     assert handle_turn(0.0, q7=2.4) > 0
     assert handle_turn(np.pi, q7=0.0) == 0.0  # already towards the robot

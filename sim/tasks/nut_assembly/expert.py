@@ -37,33 +37,42 @@ RELEASE_NUT_Z = NUT_REST_Z + 0.035  # nut origin height at which the gripper ope
 RETREAT_HEIGHT = 0.15  # grip site rises this much after releasing
 
 
-def handle_turn(handle_yaw: float, q7: float, q7_shift_at_peg: float = 0.0) -> float | None:
-    """Smallest rotation (rad, about +z) that brings a nut's handle into :data:`HANDLE_WINDOW` around world -x
-    while the wrist joint 7 stays within :data:`Q7_LIMIT` (turning the gripper yaw by +d moves joint 7 by
-    about -d), both where the nut is turned and, later, over the peg.
+def handle_turn(handle_yaw: float, q7: float, q7_shift_at_peg: float = 0.0, square: bool = False) -> float | None:
+    """Rotation (rad, about +z) that brings a nut's handle into :data:`HANDLE_WINDOW` around world -x (towards the
+    robot) while the wrist joint 7 stays within :data:`Q7_LIMIT` (turning the gripper yaw by +d moves joint 7 by
+    about -d), both where the nut is turned and, later, over the peg: the smallest such rotation or, with
+    ``square``, the one that points the handle most nearly at -x (then the smallest).
+
+    Why ``square``: the handle's direction is the nut's yaw, and the square nut fits its square peg with 6.75 mm of
+    clearance on each side when their faces are parallel (nut yaw a multiple of pi/2) but 0.25 mm at 40 degrees
+    off (the peg's half-diagonal then nearly spans the hole). The smallest rotation stops at the window's edge, 40
+    degrees off, which left the learned executor's square-nut inserts to sub-millimetre alignment. The round nut
+    fits at any yaw, and turning it further costs wrist range (a centred turn threw it off the table on seed 3000).
 
     Args:
         handle_yaw: current handle direction (rad).
         q7: Panda joint 7 angle (rad) predicted at the grasp.
         q7_shift_at_peg: predicted change of joint 7 (rad) when the arm then moves over the peg at constant
             gripper yaw (the arm's azimuth changes, see :func:`arm_azimuth`).
+        square: aim at the window's centre (:attr:`NutInfo.square_to_peg`) instead of its nearest admissible point.
 
     Returns:
         the rotation, or None if no admissible one exists.
     """
     lo_q = q7 - Q7_LIMIT + max(0.0, q7_shift_at_peg)  # admissible rotations for the wrist
     hi_q = q7 + Q7_LIMIT + min(0.0, q7_shift_at_peg)
-    best: float | None = None
-    base = math.pi - handle_yaw
+    best: tuple[float, float] | None = None  # (distance from the handle pointing exactly at -x, |turn|)
+    best_turn: float | None = None
     for k in range(-2, 3):
-        lo = max(base - HANDLE_WINDOW + 2 * math.pi * k, lo_q)
-        hi = min(base + HANDLE_WINDOW + 2 * math.pi * k, hi_q)
+        centre = math.pi - handle_yaw + 2 * math.pi * k  # the turn that points the handle exactly at -x
+        lo, hi = max(centre - HANDLE_WINDOW, lo_q), min(centre + HANDLE_WINDOW, hi_q)
         if lo > hi:
             continue
-        cand = min(max(0.0, lo), hi)  # closest point of [lo, hi] to 0
-        if best is None or abs(cand) < abs(best):
-            best = cand
-    return best
+        cand = min(max(centre if square else 0.0, lo), hi)  # the admissible turn nearest to the aim
+        key = (round(abs(cand - centre), 9) if square else 0.0, abs(cand))
+        if best is None or key < best:
+            best, best_turn = key, cand
+    return best_turn
 
 
 def arm_azimuth(point: np.ndarray, base_pos: np.ndarray) -> float:
@@ -142,7 +151,7 @@ class NutAssemblyExpert(TaskExpert):
             q7_g = q7_there - (g - start)
             if abs(q7_g) > Q7_LIMIT:
                 continue
-            turn = handle_turn(handle_yaw, q7_g, peg_shift)
+            turn = handle_turn(handle_yaw, q7_g, peg_shift, square=NUTS[nut].square_to_peg)
             if turn is None:
                 continue
             cost = abs(g - start) + abs(turn)

@@ -46,12 +46,16 @@ class NutInfo:
         label: words used in the instruction (``"square nut"``).
         grasp_offset: distance (m) from the nut origin along its local +x axis at which the expert grasps the
             handle: past the ring, so the finger pads touch only the handle.
+        square_to_peg: the nut's hole fits its peg only with their faces near parallel (the square nut: 6.75 mm
+            of clearance per side when its yaw is a multiple of pi/2, 0.25 mm at 40 degrees off), so the expert
+            turns it square to the peg; a round nut on its round peg fits at any yaw (11 mm).
     """
 
     rs_name: str
     peg: str
     label: str
     grasp_offset: float
+    square_to_peg: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,7 +68,7 @@ class PegInfo:
 
 
 NUTS: dict[str, NutInfo] = {
-    "square_nut": NutInfo("SquareNut", "square_peg", "square nut", 0.062),
+    "square_nut": NutInfo("SquareNut", "square_peg", "square nut", 0.062, square_to_peg=True),
     "round_nut": NutInfo("RoundNut", "round_peg", "round nut", 0.068),
 }
 PEGS: dict[str, PegInfo] = {
