@@ -32,6 +32,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from executor_vla.config import ExecutorConfig
+from executor_vla.loading import config_text
 from executor_vla.normalizer import MinMaxNormalizer, validate_stats
 from tandem.core.errors import CheckpointError, ConfigError
 
@@ -70,7 +71,7 @@ def save_checkpoint(executor, path: str | Path, command: str = "", extra: dict[s
     cfg_json = {"format": FORMAT, "executor": executor.cfg.to_dict(), "text_encoder": text,
                 "action_low": np.asarray(executor.action_low).tolist(),
                 "action_high": np.asarray(executor.action_high).tolist(), "extra": extra or {}}
-    (path / CONFIG).write_text(json.dumps(cfg_json, indent=2))
+    (path / CONFIG).write_text(config_text(cfg_json))
     (path / STATS).write_text(json.dumps(executor.normalizer.stats(), indent=2))
     (path / COMMAND).write_text((command or "(unknown)").strip() + "\n")
     return path

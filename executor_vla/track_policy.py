@@ -33,6 +33,7 @@ from torch import Tensor, nn
 
 from executor_vla.action_scaling import normalise_actions, standardise, unnormalise_actions
 from executor_vla.fused_mlp_ddim import FusedMLPDDIM
+from executor_vla.loading import config_text
 from executor_vla.numpy_track_encoder import NumpyTrackEncoder
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.scene_reading import SceneKeypoints
@@ -521,10 +522,9 @@ class TrackExecutor(nn.Module):
         sd = state_dict if state_dict is not None else self.state_dict()
         sd = {k: v.detach().cpu().contiguous().clone() for k, v in sd.items()}
         save_file(sd, str(path / "model.safetensors"), metadata={"format": FORMAT, "family": FAMILY})
-        (path / "config.json").write_text(json.dumps({
+        (path / "config.json").write_text(config_text({
             "format": FORMAT, "family": FAMILY, "executor": self.cfg.to_dict(),
-            "action_low": self.action_low.tolist(), "action_high": self.action_high.tolist(), "extra": extra or {}},
-            indent=2))
+            "action_low": self.action_low.tolist(), "action_high": self.action_high.tolist(), "extra": extra or {}}))
         (path / "stats.json").write_text(json.dumps(self.stats().to_json(), indent=1))
         (path / "command.txt").write_text((command if command is not None else self.command or "(unknown)").strip()
                                           + "\n")

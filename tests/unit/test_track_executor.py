@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
 
 import numpy as np
@@ -128,7 +129,11 @@ def test_a_checkpoint_for_another_task_or_object_vocabulary_is_refused():
 
 def test_checkpoint_round_trip_and_inference_overrides(tmp_path):
     ex = _executor()
-    path = ex.save(tmp_path / "ck", command="test")
+    seeds = {"dataset": {"seeds": {"toy": list(range(300))}}}
+    path = ex.save(tmp_path / "ck", command="test", extra=seeds)
+    text = (path / "config.json").read_text()
+    assert json.loads(text)["extra"] == seeds
+    assert f'"toy": {list(range(300))}' in text  # the training seeds on one line, not 300
     again = TrackExecutor.from_checkpoint(path)
     for e in (ex, again):
         e.reset()
