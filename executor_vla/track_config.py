@@ -10,6 +10,7 @@ costs about a millisecond on one CPU core.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
@@ -61,6 +62,11 @@ class TrackExecutorConfig:
             trace until the agent verifies, rather than doing something it never saw.
         done_at_trace_end_m: also report ``subgoal_done`` once the grip site is within this distance (m) of the
             trace's last point with the gripper in that point's state (None = the progress head only).
+        done_at_trace_end_rad: ... and with the gripper's yaw within this angle (rad, modulo pi: the gripper is
+            symmetric under a half turn, as the scripted expert's yaw targets) of that point's yaw (None: position
+            only, as before the option existed). A pick that turns the lifted object in place (nut_assembly turns
+            the square nut square to its peg, up to 2.5 rad) ends where the lift ends: by position alone it was
+            done before the turn.
         fine_scale_m: add ``tanh(relative position / fine_scale_m)`` per trace point to the features (m; None: off,
             as in checkpoints written before the option existed): millimetre resolution near each point.
         action_space: ``"delta"``: the chunk is the controller's actions (OSC_POSE deltas, robosuite's units);
@@ -133,6 +139,7 @@ class TrackExecutorConfig:
     gripper_hysteresis: float | None = 0.3
     hold_after_end: bool = True
     done_at_trace_end_m: float | None = 0.015
+    done_at_trace_end_rad: float | None = 0.1
     fine_scale_m: float | None = 0.02
     action_space: ActionSpace = "delta"
     action_compand_m: float | None = None
@@ -151,10 +158,12 @@ class TrackExecutorConfig:
     #: Fields a user may change when loading a trained checkpoint (they do not change the weights' meaning).
     INFERENCE_OVERRIDES: ClassVar[tuple[str, ...]] = ("n_action_steps", "inference_scheduler", "num_inference_steps",
                                                       "done_threshold", "gripper_hysteresis", "done_at_trace_end_m",
+                                                      "done_at_trace_end_rad",
                                                       "trace_servo_m", "trace_servo_height_m", "trace_servo_gate_m")
 
     #: Inference overrides whose null is a setting of its own ("off"), not "the default".
-    NULL_MEANS_OFF: ClassVar[tuple[str, ...]] = ("gripper_hysteresis", "done_at_trace_end_m", "trace_servo_m")
+    NULL_MEANS_OFF: ClassVar[tuple[str, ...]] = ("gripper_hysteresis", "done_at_trace_end_m", "done_at_trace_end_rad",
+                                                 "trace_servo_m")
 
     def __post_init__(self) -> None:
         self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]
@@ -189,6 +198,8 @@ class TrackExecutorConfig:
             errs.append(f"done_threshold must be in (0, 1], got {self.done_threshold}")
         if self.gripper_hysteresis is not None and not 0.0 <= self.gripper_hysteresis < 1.0:
             errs.append(f"gripper_hysteresis must be in [0, 1) or null, got {self.gripper_hysteresis}")
+        if self.done_at_trace_end_rad is not None and not 0 < self.done_at_trace_end_rad <= math.pi / 2:
+            errs.append(f"done_at_trace_end_rad must be in (0, pi/2] rad or null, got {self.done_at_trace_end_rad}")
         if self.fine_scale_m is not None and self.fine_scale_m <= 0:
             errs.append(f"fine_scale_m must be > 0 m or null, got {self.fine_scale_m}")
         if self.action_compand_m is not None and not (self.action_compand_m > 0 and self.action_space == "setpoint"):

@@ -366,3 +366,26 @@ def test_a_retried_pick_is_not_done_at_its_first_step_with_the_gripper_closed_on
     hold = _trace([[0.0, 0.0, 0.93], [0.0, 0.0, 0.95]], grip=[1, 1])  # no gripper change along the trace
     ex.set_subgoal(Subgoal(id="sg2", skill="pick", args=("obj0",), text="pick up the obj0", trace_3d=hold), TASK)
     assert ex._at_trace_end(np.array([0.0, 0.0, 0.95, *_down_quat(0.0), 0.001], np.float32))
+
+
+def test_a_pick_that_turns_the_lifted_object_is_done_only_after_the_turn():
+    """done_at_trace_end_rad: nut_assembly's pick lifts the nut and then turns it in place, so the trace's last point
+    is where the lift ends. At that point with the grasp yaw the pick is not done; within the tolerance of the last
+    yaw (modulo a half turn: the gripper is symmetric) it is; with the option off, position alone decides."""
+    turn = _trace([[0.0, 0.0, 0.95], [0.0, 0.0, 0.83], [0.0, 0.0, 0.93], [0.0, 0.0, 0.93]],
+                  yaw=np.array([0.3, 0.3, 0.3, 1.8]), grip=[-1, 1, 1, 1])
+    sg = Subgoal(id="sg1", skill="pick", args=("obj0",), text="pick up the obj0", trace_3d=turn)
+
+    def done_at(ex, yaw):
+        ex.reset()
+        ex.set_subgoal(sg, TASK)
+        ex._gripper, ex._end_armed = 1.0, True  # closed, as the trace's end asks, after the subgoal closed it
+        return ex._at_trace_end(np.array([0.0, 0.0, 0.93, *_down_quat(yaw), 0.01], np.float32))
+
+    ex = _executor(head="mse", action_space="setpoint")
+    assert ex.cfg.done_at_trace_end_rad == pytest.approx(0.1)
+    assert not done_at(ex, 0.3)  # lifted, not turned yet
+    assert done_at(ex, 1.75) and done_at(ex, 1.8 - math.pi)  # turned (the half turn is the same grasp)
+    assert done_at(_executor(head="mse", action_space="setpoint", done_at_trace_end_rad=None), 0.3)
+    with pytest.raises(ConfigError, match="done_at_trace_end_rad"):
+        TrackExecutorConfig(done_at_trace_end_rad=0.0)
