@@ -31,8 +31,8 @@ import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
+from executor_vla.checkpoint_json import config_text
 from executor_vla.config import ExecutorConfig
-from executor_vla.loading import config_text
 from executor_vla.normalizer import MinMaxNormalizer, validate_stats
 from tandem.core.errors import CheckpointError, ConfigError
 

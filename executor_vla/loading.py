@@ -11,26 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import re
 from pathlib import Path
 from typing import Any
 
 from tandem.core.errors import CheckpointError, ConfigError
 
 FAMILIES: tuple[str, ...] = ("track", "image")
-
-
-#: A list of numbers only as ``json.dumps(indent=...)`` lays it out, one per line (a JSON string never holds a raw
-#: newline, so this cannot match inside one).
-_NUMBER_LIST = re.compile(r"\[(\n[-+0-9.eE,\s]*)\]")
-
-
-def config_text(config: dict[str, Any]) -> str:
-    """The text of a checkpoint's ``config.json``: indented JSON, with each list of numbers on one line (a
-    checkpoint's training seeds, ``extra.dataset.seeds``, run to hundreds of integers; one per line buried the
-    settings), so ``json.loads(config_text(c)) == c``."""
-    return _NUMBER_LIST.sub(lambda m: "[" + ", ".join(x.strip() for x in m.group(1).split(",") if x.strip()) + "]",
-                            json.dumps(config, indent=2))
 
 
 def read_checkpoint_config(path: str | Path) -> dict[str, Any]:

@@ -32,8 +32,8 @@ from safetensors.torch import load_file, save_file
 from torch import Tensor, nn
 
 from executor_vla.action_scaling import normalise_actions, standardise, unnormalise_actions
+from executor_vla.checkpoint_json import config_text
 from executor_vla.fused_mlp_ddim import FusedMLPDDIM
-from executor_vla.loading import config_text
 from executor_vla.numpy_track_encoder import NumpyTrackEncoder
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.scene_reading import SceneKeypoints
