@@ -43,7 +43,7 @@ from executor_vla.track_features import config_feature_dim, frame_features
 from executor_vla.track_net import MLPDenoiser, TrackNet
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import CheckpointError, ConfigError, NonFiniteActionError, SubgoalSchemaError
-from tandem.core.geometry import yaw_of_quat
+from tandem.core.geometry import wrap_angle, yaw_of_quat
 from tandem.core.protocols import ObjectKeypointReader
 from tandem.core.types import Observation, Subgoal, TaskSpec
 
@@ -281,7 +281,7 @@ class TrackExecutor(nn.Module):
         self._history: collections.deque[np.ndarray] = collections.deque(maxlen=self.cfg.n_obs_steps)
         self._queue: collections.deque[np.ndarray] = collections.deque()
         self._trace: tuple[np.ndarray, np.ndarray] | None = None
-        self._trace_end: tuple[np.ndarray, bool, float, float, float | None] | None = None  # _end_of_trace()
+        self._trace_end: tuple[np.ndarray, bool, float] | None = None  # _end_of_trace(), per subgoal
         self._contact: tuple[np.ndarray, float] | None = None  # _contact_point(), per subgoal
         self._end_armed = False  # the gripper command switched into the trace's final state during this subgoal
         self._last_grip: float | None = None  # sign of the last gripper command (kept across subgoals)
@@ -485,27 +485,26 @@ class TrackExecutor(nn.Module):
         end = self._trace_end
         if end is None or not self._end_armed:
             return False
-        last, closed, d, yaw, yaw_tol = end
+        last, closed, yaw = end
         grip_ok = (self._gripper is not None and self._gripper > 0) if closed else float(proprio[7]) > 0.05
         if not grip_ok:
             return False
         diff = proprio[:3] - last
-        if not np.sqrt(diff.dot(diff)) < d:  # np.linalg.norm's arithmetic, without its per-call checks
+        if not np.sqrt(diff.dot(diff)) < self.cfg.done_at_trace_end_m:  # np.linalg.norm's arithmetic, unchecked
             return False
-        if yaw_tol is None:
-            return True
-        off = (yaw_of_quat(proprio[3:7]) - yaw + math.pi / 2) % math.pi - math.pi / 2  # the gripper's half-turn symmetry
-        return abs(off) < yaw_tol
+        yaw_tol = self.cfg.done_at_trace_end_rad
+        # modulo pi: the gripper is symmetric under a half turn
+        return yaw_tol is None or abs(wrap_angle(yaw_of_quat(proprio[3:7]) - yaw, math.pi)) < yaw_tol
 
-    def _end_of_trace(self) -> tuple[np.ndarray, bool, float, float, float | None] | None:
-        """``(last point (3,) m, closed gripper there, done_at_trace_end_m, its yaw (rad), done_at_trace_end_rad)``
-        of the current 3-D trace, or None where :meth:`_at_trace_end` does not apply; computed once per subgoal."""
+    def _end_of_trace(self) -> tuple[np.ndarray, bool, float] | None:
+        """``(last point (3,) m, closed gripper there, its yaw (rad))`` of the current 3-D trace, or None where
+        :meth:`_at_trace_end` does not apply; computed once per subgoal."""
         d = self.cfg.done_at_trace_end_m
         if d is None or self._trace is None or self.cfg.trace_input != "3d" or self.cfg.conditioning_source != "subgoal":
             return None
         rows, mask = self._trace
         last = rows[int(max(mask.sum(), 1)) - 1]
-        return last[:3].copy(), bool(last[4] > 0), d, float(last[3]), self.cfg.done_at_trace_end_rad
+        return last[:3].copy(), bool(last[4] > 0), float(last[3])
 
     def subgoal_done(self) -> bool:
         """Whether the progress head, at the latest chunk, reached ``done_threshold``, or the gripper reached the

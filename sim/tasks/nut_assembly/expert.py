@@ -61,18 +61,15 @@ def handle_turn(handle_yaw: float, q7: float, q7_shift_at_peg: float = 0.0, squa
     """
     lo_q = q7 - Q7_LIMIT + max(0.0, q7_shift_at_peg)  # admissible rotations for the wrist
     hi_q = q7 + Q7_LIMIT + min(0.0, q7_shift_at_peg)
-    best: tuple[float, float] | None = None  # (distance from the handle pointing exactly at -x, |turn|)
-    best_turn: float | None = None
+    cands: list[tuple[tuple[float, float], float]] = []  # ((distance from the handle exactly at -x, |turn|), turn)
     for k in range(-2, 3):
         centre = math.pi - handle_yaw + 2 * math.pi * k  # the turn that points the handle exactly at -x
         lo, hi = max(centre - HANDLE_WINDOW, lo_q), min(centre + HANDLE_WINDOW, hi_q)
         if lo > hi:
             continue
         cand = min(max(centre if square else 0.0, lo), hi)  # the admissible turn nearest to the aim
-        key = (round(abs(cand - centre), 9) if square else 0.0, abs(cand))
-        if best is None or key < best:
-            best, best_turn = key, cand
-    return best_turn
+        cands.append(((round(abs(cand - centre), 9) if square else 0.0, abs(cand)), cand))
+    return min(cands, key=lambda c: c[0])[1] if cands else None  # the first of equal keys, as k runs
 
 
 def arm_azimuth(point: np.ndarray, base_pos: np.ndarray) -> float:
