@@ -22,6 +22,7 @@ SHIPPED = {  # path under checkpoints/ -> (family, conditioning, size limit MB)
     **{f"{task}_diffusion": ("track", "subgoal", 10) for task in ("stack_three", "pick_place_bins", "nut_assembly")},
     "image/stack_three_diffusion": ("image", "subgoal", 50),
     "image/stack_three_flat": ("image", "instruction", 50),
+    **{f"flat_state/{task}": ("track", "instruction", 10) for task in ("stack_three", "pick_place_bins")},
 }
 
 
@@ -38,7 +39,7 @@ def test_shipped_checkpoint_is_small_and_loads_without_pickle(name):
     extra = json.loads((path / "config.json").read_text())["extra"]
     assert extra["step"] > 0  # trained, not initialised
     if family == "track":  # trained on this CPU within the budget, on its own task's demonstrations
-        assert extra["train_minutes"] <= 30 and ex.cfg.tasks == (name.removesuffix("_diffusion"),)
+        assert extra["train_minutes"] <= 30 and ex.cfg.tasks == (name.split("/")[-1].removesuffix("_diffusion"),)
 
 
 def _cfg(planner: str, verifier: str, goals: dict, budget, render: bool):
