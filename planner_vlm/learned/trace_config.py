@@ -8,6 +8,9 @@ from typing import Any
 
 from tandem.core.errors import ConfigError
 
+#: Orders of the trace model's output slots (see :attr:`TraceModelConfig.slot_order`).
+SLOT_ORDERS = ("start", "end")
+
 
 @dataclass(frozen=True)
 class TraceModelConfig:
@@ -29,6 +32,15 @@ class TraceModelConfig:
             this). 0: the yaw is exactly a candidate (the gripper's yaw or an argument's, up to a quarter turn), as
             for a stack_three cube, whose expert grasp yaw is the cube's own; off the demonstrations' states a free
             correction drifted 7-29 deg from the state model's cube yaw (seeds 1019, 1020, 1046, 1049).
+        slot_order: which output slot predicts which trace point. ``"start"`` (the default of older checkpoints):
+            slot k is the trace's row k. ``"end"``: slot 0 is still row 0 (the gripper now), and slot k >= 1 is the
+            k-th row from the end, so a skill's closing points (a pick's hover, grasp, close and lift) sit in the
+            same slots whatever number of wrist-turn points the expert put before them (pick_place_bins: 0-4).
+            With ``"start"`` the slots of those points shifted with that number, and the network blended them: a
+            pick's hover point came out 6 cm off in xy on a trace with three turn points.
+        coherent_turns: whether the decoded yaws are made one turn of the wrist, from the gripper's yaw now to the
+            last point's (:func:`planner_vlm.learned.trace_model.coherent_turns`). False: each row's half turn is its
+            own decision (older checkpoints).
     """
 
     objects: tuple[str, ...] = ()
@@ -40,6 +52,8 @@ class TraceModelConfig:
     layers: int = 3
     use_gripper_opening: bool = True
     yaw_correction_deg: float = 45.0
+    slot_order: str = "start"
+    coherent_turns: bool = False
 
     def __post_init__(self) -> None:
         for name in ("objects", "skills", "arg_names"):
@@ -54,6 +68,8 @@ class TraceModelConfig:
             raise ConfigError(f"trace model arg_names must include every object; missing {missing}")
         if not 0.0 <= self.yaw_correction_deg <= 90.0:
             raise ConfigError(f"trace model yaw_correction_deg must be in [0, 90], got {self.yaw_correction_deg}")
+        if self.slot_order not in SLOT_ORDERS:
+            raise ConfigError(f"trace model slot_order must be one of {list(SLOT_ORDERS)}, got {self.slot_order!r}")
         bad = {k: v for k, v in self.symmetries.items() if k not in self.objects or v < 1}
         if bad:
             raise ConfigError(f"trace model symmetries must name its objects with orders >= 1, got {bad}")
@@ -93,6 +109,18 @@ class TraceTrainConfig:
         steps: optimisation steps. max_minutes: wall-clock cap (min).
         keypoint_noise_m: standard deviation (m) of the Gaussian noise added to every input keypoint, per sample and
             per step, so that the model is trained on inputs as noisy as the state model's predictions.
+        carry_height_jitter_m: half-width (m) of a uniform vertical shift given, per sample and per step, to the
+            gripper and the object it carries at the start of a carrying subgoal (one whose trace starts closed:
+            place, stack, insert), with the trace's row 0 (the gripper now) moved with them. The expert's other
+            points do not depend on that height, but in the demonstrations a carry always starts at the end of the
+            expert's lift, so without it the network tied the release height to the start height: 3 cm lower at
+            the start put pick_place_bins' release points 15-20 mm too low, where the learned executor's lift can
+            end 3 cm short. 0: off (the default of older recipes).
+        start_jitter_m: half-width (m, per axis) of a uniform shift of the gripper at the start of the other
+            subgoals (an open gripper: pick), with the trace's rows tied to the start moved along
+            (:func:`planner_vlm.learned.trace_train.start_jitter`): a re-pick starts about 10 cm lower than any
+            pick of the demonstrations, and a 10 cm lower start put the previous pick_place_bins model's grasp points
+            4 cm off in height at the median (``benchmarks/trace_start_shift.py``). 0: off.
         val_episodes: the last this-many episodes are held out for the validation metrics.
         seed: initialisation, noise and batch order.
         eval_every: steps between held-out evaluations.
@@ -104,6 +132,8 @@ class TraceTrainConfig:
     steps: int = 6000
     max_minutes: float = 10.0
     keypoint_noise_m: float = 0.004
+    carry_height_jitter_m: float = 0.0
+    start_jitter_m: float = 0.0
     val_episodes: int = 20
     seed: int = 0
     eval_every: int = 500
@@ -112,6 +142,7 @@ class TraceTrainConfig:
         if self.batch_size < 1 or self.lr <= 0 or self.steps < 1 or self.max_minutes <= 0 or self.eval_every < 1:
             raise ConfigError("trace training needs batch_size, steps, eval_every >= 1 and lr, max_minutes > 0, got "
                               f"{self.batch_size}, {self.steps}, {self.eval_every}, {self.lr}, {self.max_minutes}")
-        if self.keypoint_noise_m < 0 or self.val_episodes < 0:
-            raise ConfigError(f"trace training keypoint_noise_m and val_episodes must be >= 0, got "
-                              f"{self.keypoint_noise_m}, {self.val_episodes}")
+        jitters = (self.keypoint_noise_m, self.carry_height_jitter_m, self.start_jitter_m, self.val_episodes)
+        if min(jitters) < 0:
+            raise ConfigError(f"trace training keypoint_noise_m, carry_height_jitter_m, start_jitter_m and "
+                              f"val_episodes must be >= 0, got {jitters}")

@@ -215,10 +215,60 @@ def axial(angle: np.ndarray | Tensor) -> np.ndarray | Tensor:
     return (angle + math.pi / 2) % math.pi - math.pi / 2
 
 
-def decode_rows(out: dict[str, Tensor], eef: np.ndarray, yaw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def reorder_slots(rows: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Rows ``(B, K, C)`` of traces with masks ``(B, K)`` (a contiguous run of real rows from row 0) with each
+    trace's rows ``1 .. n-1`` reversed, the padding left in place: the map between trace rows and the output slots
+    of ``slot_order="end"`` (:class:`~planner_vlm.learned.trace_config.TraceModelConfig`). Its own inverse."""
+    out = np.array(rows, copy=True)
+    n = np.asarray(mask).sum(1).astype(int)
+    for b, m in enumerate(n):
+        if m > 2:
+            out[b, 1:m] = rows[b, 1:m][::-1]
+    return out
+
+
+def coherent_turns(yaw: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Yaws ``(B, K)`` rad of traces with masks ``(B, K)`` made one turn of the wrist, by whole half turns.
+
+    The turn's end is the last point's yaw modulo a half turn, at the representative that most of the settled rows
+    (``1 .. n-1`` within 0.2 rad of it modulo a half turn: not the intermediate points of a turn) lie nearest to (ties:
+    the smallest turn from row 0, the gripper's yaw now); every settled row then moves to its representative
+    nearest that end, and every other row to its representative nearest the interval between row 0's yaw and that
+    end (ties: the one nearest the end).
+
+    A pick turns the wrist once, in one direction, through intermediate points, and keeps the yaw from the hover to
+    the lift; per-row half-turn decisions turned it out and back (1.6 -> 3.13 -> 0.05 rad) or by a half turn at the
+    grasp (1.32 -> 4.46 rad between the grasp and the close, which drove the arm to its wrist limit and away), which
+    the expert never does and the executor was never shown. The gripper is symmetric under a half turn, so no row's
+    grasp changes."""
+    out = np.array(yaw, np.float64, copy=True)
+    n = np.asarray(mask).sum(1).astype(int)
+    ks = np.arange(-3, 4) * np.pi
+    for b, m in enumerate(n):
+        if m < 2:
+            continue
+        reps = out[b, m - 1] + ks  # (7,)
+        rows = out[b, 1:m]
+        settled = rows[np.abs(axial(rows - out[b, m - 1])) < 0.2]
+        votes = np.bincount(np.abs(settled[:, None] - reps).argmin(1), minlength=len(ks))
+        best = np.flatnonzero(votes == votes.max())
+        end = reps[best[np.abs(reps[best] - out[b, 0]).argmin()]]
+        lo, hi = sorted((out[b, 0], end))
+        cand = rows[:, None] + ks  # (m-1, 7)
+        score = np.maximum(np.maximum(lo - cand, cand - hi), 0.0) + 1e-6 * np.abs(cand - end)
+        near_end = np.abs(axial(rows - end)) < 0.2
+        score = np.where(near_end[:, None], np.abs(cand - end), score)
+        out[b, 1:m] = np.take_along_axis(cand, score.argmin(1)[:, None], 1)[:, 0]
+    return out
+
+
+def decode_rows(out: dict[str, Tensor], eef: np.ndarray, yaw: np.ndarray, cfg: TraceModelConfig | None = None
+                ) -> tuple[np.ndarray, np.ndarray]:
     """``(rows (B, K, 5), mask (B, K))`` of :data:`tandem.core.dataset_schema.TRACE_3D_COLUMNS` from network
     outputs, the gripper positions ``eef (B, 3)`` and yaws ``yaw (B,)``; the mask is the first contiguous run of
-    points with ``sigmoid(mask_logit) >= 0.5`` (at least row 0)."""
+    points with ``sigmoid(mask_logit) >= 0.5`` (at least row 0). With ``cfg.slot_order="end"`` the slots are put
+    back in the trace's order (:func:`reorder_slots`), with ``cfg.coherent_turns`` the yaws made one turn
+    (:func:`coherent_turns`); without ``cfg``, neither."""
     rel = out["rel"].detach().double().numpy()
     pick = out["yaw_logits"].detach().argmax(-1).numpy()[..., None]  # (B, K, 1)
     cand = np.broadcast_to(out["yaw_candidates"].detach().double().numpy()[:, None], pick.shape[:2] + (N_YAW,))
@@ -230,6 +280,10 @@ def decode_rows(out: dict[str, Tensor], eef: np.ndarray, yaw: np.ndarray) -> tup
     valid = out["mask_logit"].detach().numpy() >= 0
     valid[:, 0] = True
     mask = np.cumprod(valid, axis=1).astype(np.float32)
+    if cfg is not None and cfg.slot_order == "end":
+        rows = reorder_slots(rows, mask)
+    if cfg is not None and cfg.coherent_turns:
+        rows[..., 3] = coherent_turns(rows[..., 3], mask)
     return rows.astype(np.float32), mask
 
 
@@ -266,7 +320,7 @@ class TraceModel:
         s, a = encode_subgoal(self.cfg, skill, tuple(args))
         x = trace_inputs(self.cfg, np.asarray(keypoints_3d)[None], np.asarray(proprio)[None], np.array([s]), a[None])
         out = self.net(torch.from_numpy(x["features"]), torch.from_numpy(x["anchors"]), torch.from_numpy(x["refs"]))
-        rows, mask = decode_rows(out, x["eef"], x["yaw"])
+        rows, mask = decode_rows(out, x["eef"], x["yaw"], self.cfg)
         n = int(mask[0].sum())
         return Trace3D(points=rows[0, :n, :3], yaw=rows[0, :n, 3], gripper=rows[0, :n, 4])
 

@@ -5,7 +5,8 @@ gripper; for the yaw modulo a half turn, cross-entropy of the candidate nearest 
 Huber of that candidate's correction (delta 1 deg); cross-entropy of the whole turns, binary cross-entropy of the
 gripper command; and, over all K3 rows, binary cross-entropy of the mask (how many points the
 trace has). Inputs get Gaussian keypoint noise (``keypoint_noise_m``) every step, as large as the state model's
-errors. AdamW, cosine learning rate, 1 torch thread: a minute or two on one core.
+errors, and the gripper a random start (``carry_height_jitter_m``, ``start_jitter_m``: :func:`start_jitter`).
+AdamW, cosine learning rate, 1 torch thread: a minute or two on one core.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import torch.nn.functional as F
 
 from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
 from planner_vlm.learned.trace_data import TraceDataset
-from planner_vlm.learned.trace_model import TraceModel, axial, decode_rows, trace_inputs
+from planner_vlm.learned.trace_model import TraceModel, axial, decode_rows, reorder_slots, trace_inputs
 from tandem.core.errors import ConfigError
 
 
@@ -61,13 +62,68 @@ def trace_losses(out: dict[str, torch.Tensor], tgt: dict[str, torch.Tensor]) -> 
     return {"loss": loss, "points": pts, "yaw": yaw, "turn": turn, "gripper": grip, "mask": mask}
 
 
-def _inputs(cfg: TraceModelConfig, data: TraceDataset, idx: np.ndarray, noise: float, rng: np.random.Generator
-            ) -> tuple[dict[str, np.ndarray], dict[str, torch.Tensor]]:
+def start_jitter(cfg: TraceModelConfig, keypoints_3d: np.ndarray, proprio: np.ndarray, rows: np.ndarray,
+                 mask: np.ndarray, args: np.ndarray, carry_half_width_m: float, free_half_width_m: float,
+                 rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Move the gripper at a subgoal's start, and what is tied to it, by a random offset (training augmentation).
+
+    * A *carrying* sample (the trace's row 0 is closed and the first argument is an object with keypoints: place,
+      stack, insert) moves up or down by ``U(-carry_half_width_m, carry_half_width_m)`` m together with the carried
+      object's keypoints; the trace's row 0 moves with it, its other rows stay (an expert's release point does not
+      depend on the height the carry starts from).
+    * Any other sample (an open gripper: pick) moves by ``U(-free_half_width_m, free_half_width_m)`` m on each axis,
+      objects unmoved; row 0 moves, and so do the rows tied to the start: those within 1 mm of row 0 in xy (a rise
+      or a wrist turn above the start) move in xy, and in z too when they were within 1 mm of its height. The rows
+      at the object stay.
+
+    In the demonstrations every carry starts at the end of the expert's lift and every pick where the last place
+    ended; closed loop, a lift can end 3 cm short and a re-pick starts 10 cm lower, right above the object. Without
+    the shift, a 3 cm lower start put pick_place_bins' release points 15-20 mm too low, and a 10 cm lower start its
+    grasp points 4 cm off in height (``benchmarks/trace_start_shift.py``; see
+    :class:`~planner_vlm.learned.trace_config.TraceTrainConfig`).
+
+    Args:
+        keypoints_3d: ``(B, O, 2, 3)`` m. proprio: ``(B, 8)``. rows: ``(B, K, 5)`` in the trace's order, with masks
+            ``mask (B, K)``. args: ``(B, 2)`` argument indices into ``cfg.arg_names``, -1 for none.
+
+    Returns:
+        new ``(keypoints_3d, proprio, rows)`` (float64 copies).
+    """
+    kp, p, r = (np.array(a, np.float64, copy=True) for a in (keypoints_3d, proprio, rows))
+    obj_of_arg = np.array([cfg.objects.index(a) if a in cfg.objects else -1 for a in cfg.arg_names] + [-1], np.int64)
+    held = obj_of_arg[np.where(args[:, 0] >= 0, args[:, 0], len(cfg.arg_names))]
+    carrying = (r[:, 0, 4] > 0) & (held >= 0)
+    carry = np.flatnonzero(carrying)
+    dz = rng.uniform(-carry_half_width_m, carry_half_width_m, len(carry))
+    p[carry, 2] += dz
+    r[carry, 0, 2] += dz
+    kp[carry, held[carry], :, 2] += dz[:, None]
+    free = np.flatnonzero(~carrying)
+    d = rng.uniform(-free_half_width_m, free_half_width_m, (len(free), 3))
+    start = r[free, :1, :3]  # (F, 1, 3)
+    real = np.asarray(mask)[free] > 0
+    tied_xy = (np.linalg.norm(r[free, :, :2] - start[..., :2], axis=-1) < 1e-3) & real  # (F, K), row 0 included
+    tied_z = tied_xy & (np.abs(r[free, :, 2] - start[..., 2]) < 1e-3)
+    r[free, :, :2] += np.where(tied_xy[..., None], d[:, None, :2], 0.0)
+    r[free, :, 2] += np.where(tied_z, d[:, None, 2], 0.0)
+    r[free, 0, :3] = start[:, 0] + d
+    p[free, :3] += d
+    return kp, p, r
+
+
+def _inputs(cfg: TraceModelConfig, data: TraceDataset, idx: np.ndarray, noise: float, rng: np.random.Generator,
+            tcfg: TraceTrainConfig | None = None) -> tuple[dict[str, np.ndarray], dict[str, torch.Tensor]]:
     kp = data.keypoints_3d[idx].astype(np.float64)
+    proprio, rows = data.proprio[idx].astype(np.float64), data.rows[idx].astype(np.float64)
+    if tcfg is not None and (tcfg.carry_height_jitter_m > 0 or tcfg.start_jitter_m > 0):
+        kp, proprio, rows = start_jitter(cfg, kp, proprio, rows, data.mask[idx], data.args[idx],
+                                         tcfg.carry_height_jitter_m, tcfg.start_jitter_m, rng)
     if noise > 0:
         kp = kp + rng.normal(0.0, noise, kp.shape)
-    x = trace_inputs(cfg, kp, data.proprio[idx], data.skill[idx], data.args[idx])
-    return x, trace_targets(data.rows[idx].astype(np.float64), data.mask[idx], x["eef"].astype(np.float64),
+    x = trace_inputs(cfg, kp, proprio, data.skill[idx], data.args[idx])
+    if cfg.slot_order == "end":
+        rows = reorder_slots(rows, data.mask[idx])
+    return x, trace_targets(rows, data.mask[idx], x["eef"].astype(np.float64),
                             x["yaw"].astype(np.float64), x["refs"].astype(np.float64))
 
 
@@ -88,7 +144,7 @@ def evaluate_traces(model: TraceModel, data: TraceDataset, index: np.ndarray, no
     if len(index) == 0:
         return {"samples": 0}
     x, _ = _inputs(model.cfg, data, index, noise, np.random.default_rng(seed))
-    rows, mask = decode_rows(_forward(model, x), x["eef"], x["yaw"])
+    rows, mask = decode_rows(_forward(model, x), x["eef"], x["yaw"], model.cfg)
     true_rows, true_mask = data.rows[index], data.mask[index]
     both = (mask > 0) & (true_mask > 0)
     err = np.linalg.norm(rows[..., :3] - true_rows[..., :3], axis=-1) * 100.0
@@ -146,7 +202,7 @@ def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrai
         for g in opt.param_groups:
             g["lr"] = tcfg.lr * (0.05 + 0.95 * 0.5 * (1 + math.cos(math.pi * frac)))
         idx = rng.choice(data.train_index, size=tcfg.batch_size, replace=len(data.train_index) < tcfg.batch_size)
-        x, tgt = _inputs(cfg, data, idx, tcfg.keypoint_noise_m, rng)
+        x, tgt = _inputs(cfg, data, idx, tcfg.keypoint_noise_m, rng, tcfg)
         net.train()
         losses = trace_losses(_forward(model, x), tgt)
         opt.zero_grad(set_to_none=True)

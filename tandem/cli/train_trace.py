@@ -53,6 +53,8 @@ class TraceModelSection(Schema):
     layers: int = 3
     use_gripper_opening: bool = True
     yaw_correction_deg: float = 45.0
+    slot_order: str = "start"
+    coherent_turns: bool = False
     trace_len: int = 16
     symmetries: dict[str, int] | None = None
 
@@ -67,6 +69,8 @@ class TraceTrainSection(Schema):
     steps: int = 6000
     max_minutes: float = 10.0
     keypoint_noise_m: float = 0.004
+    carry_height_jitter_m: float = 0.0
+    start_jitter_m: float = 0.0
     seed: int = 0
     eval_every: int = 500
 
@@ -127,7 +131,8 @@ def run(cfg: Any) -> dict[str, Any]:
     model_cfg = TraceModelConfig(objects=data.objects, skills=data.skills, arg_names=data.arg_names,
                                  symmetries=task_symmetries(root, m.symmetries), trace_len=m.trace_len,
                                  hidden=m.hidden, layers=m.layers, use_gripper_opening=m.use_gripper_opening,
-                                 yaw_correction_deg=m.yaw_correction_deg)
+                                 yaw_correction_deg=m.yaw_correction_deg, slot_order=m.slot_order,
+                                 coherent_turns=m.coherent_turns)
     print(f"trace model: {len(data)} subgoal starts ({len(data.train_index)} train, {len(data.val_index)} held out) of "
           f"{root}; skills {list(data.skills)}, arguments {list(data.arg_names)}, symmetries {model_cfg.symmetries}",
           flush=True)

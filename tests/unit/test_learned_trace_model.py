@@ -12,8 +12,15 @@ import torch
 from planner_vlm.learned.synthetic import make_synthetic_dataset
 from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
 from planner_vlm.learned.trace_data import TraceDataset, parse_signature
-from planner_vlm.learned.trace_model import TraceModel, TraceNet, decode_rows, trace_inputs
-from planner_vlm.learned.trace_train import train_trace_model
+from planner_vlm.learned.trace_model import (
+    TraceModel,
+    TraceNet,
+    coherent_turns,
+    decode_rows,
+    reorder_slots,
+    trace_inputs,
+)
+from planner_vlm.learned.trace_train import start_jitter, train_trace_model
 from tandem.core.errors import (
     CheckpointError,
     ConfigError,
@@ -110,6 +117,82 @@ def test_without_the_gripper_opening_the_inputs_do_not_depend_on_it():
     assert not np.array_equal(trace_inputs(with_opening, kp, proprio, skill, args)["features"],
                               trace_inputs(with_opening, kp, closed, skill, args)["features"])
     assert TraceModelConfig.from_dict({**cfg.to_dict(), "use_gripper_opening": False}) == cfg
+
+
+def test_end_slots_hold_the_closing_points_of_traces_of_any_length():
+    rows = np.zeros((2, 6, 5))
+    rows[..., 0] = np.arange(6)  # x = row index
+    mask = np.array([[1, 1, 1, 1, 1, 0], [1, 1, 1, 0, 0, 0]], np.float32)
+    slots = reorder_slots(rows, mask)
+    assert slots[0, :, 0].tolist() == [0, 4, 3, 2, 1, 5]  # the gripper first, then the last point, ..., padding kept
+    assert slots[1, :, 0].tolist() == [0, 2, 1, 3, 4, 5]
+    np.testing.assert_array_equal(reorder_slots(slots, mask), rows)  # its own inverse
+    with pytest.raises(ConfigError, match="slot_order"):
+        TraceModelConfig(objects=("red",), skills=("pick",), arg_names=("red",), slot_order="middle")
+
+
+def test_coherent_turns_make_one_turn_of_the_wrist_without_changing_a_grasp():
+    mask = np.ones((4, 5), np.float32)
+    mask[3, 3:] = 0
+    yaw = np.array([[1.6, 3.13, 0.05, 0.05, 0.05],  # a half turn out and back: seen closed loop
+                    [1.086, 1.903, 2.721 - np.pi, 3.538, 3.538],  # the expert's stepwise turn, one step flipped
+                    [0.702, 1.317, 1.317, 1.317 + np.pi, 1.317 + np.pi],  # a half turn at the grasp: seen too
+                    [0.3, 0.3 + np.pi, 0.3, 9.0, 9.0]])  # the padding is left alone
+    out = coherent_turns(yaw, mask)
+    np.testing.assert_allclose(out[0], [1.6, 3.13 - np.pi, 0.05, 0.05, 0.05])
+    np.testing.assert_allclose(out[1], [1.086, 1.903, 2.721, 3.538, 3.538])
+    np.testing.assert_allclose(out[2], [0.702, 1.317, 1.317, 1.317, 1.317])  # a tie: the smaller turn
+    np.testing.assert_allclose(out[3], [0.3, 0.3, 0.3, 9.0, 9.0])
+    half_turns = (out - yaw) / np.pi
+    np.testing.assert_allclose(half_turns, np.round(half_turns), atol=1e-9)  # the same grasp modulo a half turn
+
+
+def test_start_jitter_moves_what_is_tied_to_the_gripper_and_nothing_else():
+    cfg = TraceModelConfig(objects=("red", "blue"), skills=("pick", "stack"), arg_names=("blue", "red"))
+    kp = np.zeros((2, 2, 2, 3))
+    kp[:, 1, :, 2] = 0.90  # red (object 0) on the table, blue (object 1) at 0.90 m
+    proprio = np.tile([0.1, 0.2, 1.0, 0.0, 1.0, 0.0, 0.0, 0.08], (2, 1))
+    rows = np.zeros((2, 5, 5))
+    # sample 0, a pick of red from above it: rise at the start, a point above red, the grasp, close
+    rows[0, :4, :3] = [[0.1, 0.2, 1.0], [0.1, 0.2, 1.0], [0.3, 0.0, 0.92], [0.3, 0.0, 0.82]]
+    rows[0, :, 4] = [-1, -1, -1, 1, 0]
+    # sample 1, stacking blue (held, closed) on red: two points over red, then open
+    rows[1, :4, :3] = [[0.1, 0.2, 1.0], [0.3, 0.0, 0.95], [0.3, 0.0, 0.87], [0.3, 0.0, 0.87]]
+    rows[1, :, 4] = [1, 1, 1, -1, 0]
+    mask = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 1, 0]], np.float32)
+    args = np.array([[1, -1], [0, 1]])  # pick(red); stack(blue, red)
+    rng = np.random.default_rng(0)
+    kp2, p2, r2 = start_jitter(cfg, kp, proprio, rows, mask, args, 0.04, 0.1, rng)
+    d_pick, d_carry = p2[0, :3] - proprio[0, :3], p2[1, :3] - proprio[1, :3]
+    assert np.abs(d_pick).max() > 0 and np.abs(d_pick).max() <= 0.1
+    np.testing.assert_allclose(r2[0, :2, :3], rows[0, :2, :3] + d_pick)  # the start and the rise above it
+    np.testing.assert_array_equal(r2[0, 2:], rows[0, 2:])  # the points at red stay
+    np.testing.assert_array_equal(kp2[0], kp[0])  # a pick moves no object
+    assert d_carry[:2].tolist() == [0.0, 0.0] and 0 < abs(d_carry[2]) <= 0.04
+    np.testing.assert_allclose(kp2[1, 1, :, 2], kp[1, 1, :, 2] + d_carry[2])  # blue rides with the gripper
+    np.testing.assert_array_equal(kp2[1, 0], kp[1, 0])
+    np.testing.assert_allclose(r2[1, 0, :3], rows[1, 0, :3] + d_carry)
+    np.testing.assert_array_equal(r2[1, 1:], rows[1, 1:])  # the release points stay
+    with pytest.raises(ConfigError, match="start_jitter_m"):
+        TraceTrainConfig(start_jitter_m=-0.1)
+
+
+def test_a_model_with_end_slots_learns_and_decodes_in_trace_order(trained, tmp_path):
+    data = trained[0]
+    cfg = TraceModelConfig(objects=data.objects, skills=data.skills, arg_names=data.arg_names,
+                           symmetries={"red": 4, "blue": 4}, hidden=64, layers=2, slot_order="end")
+    tcfg = TraceTrainConfig(batch_size=32, steps=400, max_minutes=3, eval_every=200, keypoint_noise_m=0.002,
+                            val_episodes=16)
+    model, summary = train_trace_model(data, cfg, tcfg, tmp_path, command="pytest", log=lambda _: None)
+    assert summary["held_out"]["point_error_cm"]["median"] < 2.0  # compared with the rows in the trace's order
+    assert summary["held_out"]["length_accuracy"] >= 0.9
+    loaded = TraceModel.from_checkpoint(tmp_path / "checkpoint")
+    assert loaded.cfg.slot_order == "end"
+    j = int(data.val_index[0])
+    tr = loaded.predict(data.keypoints_3d[j], data.proprio[j], data.skills[data.skill[j]],
+                        tuple(data.arg_names[a] for a in data.args[j] if a >= 0))
+    n = int(data.mask[j].sum())
+    assert len(tr.points) == n and np.linalg.norm(tr.points[-1] - data.rows[j, n - 1, :3]) < 0.03
 
 
 
