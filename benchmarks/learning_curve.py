@@ -9,10 +9,13 @@ every smaller one (``train.snapshot_minutes``); each snapshot is then evaluated 
 * ``track_mse``: the same inputs as ``track_diffusion``, MSE chunk regression;
 * ``track_2d``: the track executor given the 2-D agentview pixel trace instead of the 3-D one (LoHo-Manip's input);
 * ``image``: the image executor (2 cameras, goal image, raster trace; the GPU recipe), on an image dataset;
-* ``flat_image``: the flat end-to-end image policy (instruction only, whole episodes), on the image dataset.
+* ``flat_image``: the flat end-to-end image policy (instruction only, whole episodes), on the image dataset;
+* ``flat_state``: the flat policy with the learned high level's perception (the track network trained flat on the
+  instruction, seeing every object's 3-D keypoint: the labels in training, the shipped state model
+  ``checkpoints/state/<task>`` reading agentview at run time), on the low-dimensional dataset.
 
-Hierarchical designs run under the oracle planner, verifier and traces (they measure the executor); the flat one
-runs the whole task as one subgoal (``planner=instruction``, judged by the task's success). Up to ``--jobs`` runs
+Hierarchical designs run under the oracle planner, verifier and traces (they measure the executor); the flat
+ones run the whole task as one subgoal (``planner=instruction``, judged by the task's success). Up to ``--jobs`` runs
 train side by side (the machine has 2 cores; FIELD-NOTES: two 1-thread runs beat one 2-thread run).
 
 Writes ``<out>/learning_curve.json`` (every snapshot: minutes, steps, task success with a Wilson interval, subgoal
@@ -52,6 +55,8 @@ DESIGNS: dict[str, tuple[list[str], str, str]] = {
                "train.batch_size=32", "train.lr=3e-4", "train.warmup_steps=200"], "image", "oracle_diffusion"),
     "flat_image": (["executor=flat", "dataset.cache=true", "executor.image_size=[84,84]",
                     "train.batch_size=32", "train.lr=3e-4", "train.warmup_steps=200"], "image", "flat"),
+    "flat_state": (["executor=track", "executor.action_space=setpoint", "executor.conditioning_source=instruction",
+                    "executor.scene_input=objects_3d"], "lowdim", "flat_state"),
 }
 #: Training settings shared by the track designs (tuned on stack_three; see checkpoints/README.md).
 TRACK_TRAIN = ["executor.hidden_dim=256", "train.batch_size=256", "train.lr=3e-4", "train.warmup_steps=200",
@@ -108,7 +113,7 @@ def evaluate(design: str, minutes: float, ckpt: Path, args: argparse.Namespace, 
     cmd = [str(BIN / "tandem-eval"), f"suite={args.task}", f"suite.seeds={args.seeds}", f"run_variants=[{variant}]",
            f"variants.{variant}.executor.checkpoint={ckpt}", f"variants.{variant}.executor.torch_threads=1",
            "backend=inline", "progress=false", f"out_dir={eval_dir}"]
-    if variant != "oracle_track":  # image executors render their cameras at the checkpoint's size
+    if variant != "oracle_track":  # image executors render their cameras (flat_state: agentview for its state model)
         cmd.append(f"variants.{variant}.env.render=true")
     print(f"[learning_curve] evaluating {design} @ {minutes:.1f} min: {ckpt}", flush=True)
     log = eval_dir.with_suffix(".log")
