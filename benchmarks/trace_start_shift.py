@@ -44,27 +44,39 @@ def _first_row(rows: np.ndarray, n: int, closed: bool) -> int | None:
 
 
 def measure(checkpoint: Path, data: Any, index: np.ndarray) -> dict[str, Any]:
-    """Grasp/release errors and half-turn flips of one checkpoint under every shift of :data:`SHIFTS`."""
+    """Grasp/release errors and half-turn flips of one checkpoint under every shift of :data:`SHIFTS`.
+
+    Args:
+        checkpoint: a trace model checkpoint directory. data: a
+            :class:`~planner_vlm.learned.trace_data.TraceDataset` (its vocabulary is set to the checkpoint's).
+        index: ``(N,)`` sample indices of ``data``.
+
+    Returns:
+        JSON-safe ``{"checkpoint", "config", "shifts": [{"dx_m", "dz_m", "samples", "half_turn_flips", "grasp":
+        {"n", "median_mm_xyz", "p90_mm_xyz"}, "release": {...}}]}`` (errors in mm per world axis).
+
+    Raises:
+        CheckpointError: an unreadable checkpoint. UnknownSkillError / UnknownNameError: a dataset subgoal outside
+            the checkpoint's vocabulary.
+    """
     import torch
 
     from planner_vlm.learned.trace_model import TraceModel, axial, decode_rows, trace_inputs
+    from planner_vlm.learned.trace_train import carried_objects
 
     model = TraceModel.from_checkpoint(checkpoint)
     data.set_vocabulary(model.cfg.skills, model.cfg.arg_names)
-    objects = list(model.cfg.objects)
+    held = carried_objects(model.cfg, data.rows[index], data.args[index])
+    carrying = held >= 0
     out: dict[str, Any] = {"checkpoint": str(checkpoint), "config": model.cfg.to_dict(), "shifts": []}
     for dx, dz in SHIFTS:
         kp = data.keypoints_3d[index].astype(np.float64).copy()
         proprio = data.proprio[index].astype(np.float64).copy()
         proprio[:, 0] += dx
         proprio[:, 2] += dz
-        carrying = data.rows[index, 0, 4] > 0
-        for j, i in enumerate(index):
-            arg = data.args[i, 0]
-            name = model.cfg.arg_names[arg] if arg >= 0 else None
-            if carrying[j] and name in objects:  # the carried object moves with the gripper
-                kp[j, objects.index(name), :, 0] += dx
-                kp[j, objects.index(name), :, 2] += dz
+        rows_carrying = np.flatnonzero(carrying)  # the carried object moves with the gripper
+        kp[rows_carrying, held[rows_carrying], :, 0] += dx
+        kp[rows_carrying, held[rows_carrying], :, 2] += dz
         x = trace_inputs(model.cfg, kp, proprio, data.skill[index], data.args[index])
         with torch.no_grad():
             net_out = model.net(*(torch.from_numpy(x[k]) for k in ("features", "anchors", "refs")))

@@ -83,6 +83,12 @@ def object_yaw_offsets(keypoints_3d: np.ndarray, yaw_now: float | np.ndarray, or
     return (rel + period / 2) % period - period / 2
 
 
+def argument_objects(cfg: TraceModelConfig) -> np.ndarray:
+    """``int64 (A + 1,)``: for each name of ``cfg.arg_names`` its index in ``cfg.objects``, -1 for a name that is
+    not an object (a bin, a peg); the last entry, -1, stands for "no argument" (argument index -1)."""
+    return np.array([cfg.objects.index(a) if a in cfg.objects else -1 for a in cfg.arg_names] + [-1], np.int64)
+
+
 def encode_subgoal(cfg: TraceModelConfig, skill: str, args: tuple[str, ...]) -> tuple[int, np.ndarray]:
     """``(skill index, argument indices (2,) with -1 for none)`` of a subgoal (at most 2 arguments are used).
 
@@ -128,7 +134,7 @@ def trace_inputs(cfg: TraceModelConfig, keypoints_3d: np.ndarray, proprio: np.nd
     dyaw = object_yaw_offsets(kp, yaw, orders)  # (B, O)
     per_obj = np.concatenate([kp[:, :, 0] - eef[:, None], kp[:, :, 0, 2:3], dyaw[..., None],
                               np.sin(orders * dyaw)[..., None], np.cos(orders * dyaw)[..., None]], axis=2)
-    obj_of_arg = np.array([cfg.objects.index(a) if a in cfg.objects else -1 for a in cfg.arg_names] + [-1], np.int64)
+    obj_of_arg = argument_objects(cfg)
     args = np.asarray(args, np.int64).reshape(b, 2)
     rows = np.arange(b)
     anchors, refs, slots = np.zeros((b, N_ANCHORS, 3)), np.zeros((b, N_REFS)), []

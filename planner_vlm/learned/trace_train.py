@@ -23,7 +23,14 @@ import torch.nn.functional as F
 
 from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
 from planner_vlm.learned.trace_data import TraceDataset
-from planner_vlm.learned.trace_model import TraceModel, axial, decode_rows, reorder_slots, trace_inputs
+from planner_vlm.learned.trace_model import (
+    TraceModel,
+    argument_objects,
+    axial,
+    decode_rows,
+    reorder_slots,
+    trace_inputs,
+)
 from tandem.core.errors import ConfigError
 
 
@@ -62,15 +69,27 @@ def trace_losses(out: dict[str, torch.Tensor], tgt: dict[str, torch.Tensor]) -> 
     return {"loss": loss, "points": pts, "yaw": yaw, "turn": turn, "gripper": grip, "mask": mask}
 
 
+def carried_objects(cfg: TraceModelConfig, rows: np.ndarray, args: np.ndarray) -> np.ndarray:
+    """``int64 (B,)``: the index in ``cfg.objects`` of the object each subgoal start carries, -1 for none.
+
+    A start carries when its trace's row 0 is closed (gripper command > 0: place, stack, insert) and its first
+    argument is an object with keypoints.
+
+    Args:
+        rows: ``(B, K, 5)`` trace rows. args: ``(B, 2)`` argument indices into ``cfg.arg_names``, -1 for none.
+    """
+    held = argument_objects(cfg)[np.where(args[:, 0] >= 0, args[:, 0], len(cfg.arg_names))]
+    return np.where(np.asarray(rows)[:, 0, 4] > 0, held, -1)
+
+
 def start_jitter(cfg: TraceModelConfig, keypoints_3d: np.ndarray, proprio: np.ndarray, rows: np.ndarray,
                  mask: np.ndarray, args: np.ndarray, carry_half_width_m: float, free_half_width_m: float,
                  rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Move the gripper at a subgoal's start, and what is tied to it, by a random offset (training augmentation).
 
-    * A *carrying* sample (the trace's row 0 is closed and the first argument is an object with keypoints: place,
-      stack, insert) moves up or down by ``U(-carry_half_width_m, carry_half_width_m)`` m together with the carried
-      object's keypoints; the trace's row 0 moves with it, its other rows stay (an expert's release point does not
-      depend on the height the carry starts from).
+    * A *carrying* sample (:func:`carried_objects`) moves up or down by ``U(-carry_half_width_m,
+      carry_half_width_m)`` m together with the carried object's keypoints; the trace's row 0 moves with it, its
+      other rows stay (an expert's release point does not depend on the height the carry starts from).
     * Any other sample (an open gripper: pick) moves by ``U(-free_half_width_m, free_half_width_m)`` m on each axis,
       objects unmoved; row 0 moves, and so do the rows tied to the start: those within 1 mm of row 0 in xy (a rise
       or a wrist turn above the start) move in xy, and in z too when they were within 1 mm of its height. The rows
@@ -90,9 +109,8 @@ def start_jitter(cfg: TraceModelConfig, keypoints_3d: np.ndarray, proprio: np.nd
         new ``(keypoints_3d, proprio, rows)`` (float64 copies).
     """
     kp, p, r = (np.array(a, np.float64, copy=True) for a in (keypoints_3d, proprio, rows))
-    obj_of_arg = np.array([cfg.objects.index(a) if a in cfg.objects else -1 for a in cfg.arg_names] + [-1], np.int64)
-    held = obj_of_arg[np.where(args[:, 0] >= 0, args[:, 0], len(cfg.arg_names))]
-    carrying = (r[:, 0, 4] > 0) & (held >= 0)
+    held = carried_objects(cfg, r, args)
+    carrying = held >= 0
     carry = np.flatnonzero(carrying)
     dz = rng.uniform(-carry_half_width_m, carry_half_width_m, len(carry))
     p[carry, 2] += dz
