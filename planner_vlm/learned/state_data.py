@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import glob
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -116,7 +117,9 @@ class StateDataset:
     """A tandem dataset's frames for the state model, in RAM.
 
     Args:
-        root: a ``tandem-collect`` dataset with the camera's images and the ``labels.*`` features.
+        root: a ``tandem-collect`` dataset with the camera's images and the ``labels.*`` features, or several of one
+            task and image size (e.g. shards collected in parallel), read as one: each root's episodes are numbered
+            after the previous root's (``episode`` + the earlier roots' ``total_episodes``).
         camera: the camera to read (``"agentview"``).
         frame_stride: keep every n-th frame of each episode.
         episodes: episode indices to use (default all).
@@ -132,31 +135,30 @@ class StateDataset:
         train_index, val_index: frame indices of the two splits.
 
     Raises:
-        DatasetSchemaError: no such camera or no labels in the dataset (named), no frames, or labels that no single
-            pinhole camera explains.
+        DatasetSchemaError: no such camera or no labels in a dataset (named), roots of different vocabularies or image
+            sizes (named), no frames, or labels that no single pinhole camera explains.
     """
 
-    def __init__(self, root: str | Path, camera: str = "agentview", frame_stride: int = 1,
+    def __init__(self, root: str | Path | Sequence[str | Path], camera: str = "agentview", frame_stride: int = 1,
                  episodes: list[int] | None = None, val_episodes: int = 0, max_frames: int | None = None):
-        self.root = Path(root)
-        info = read_info(root)
-        feats = info.get("features", {})
-        img_key = schema.image_key(camera)
-        vocab = schema.label_vocabulary_of(feats)
-        missing = [k for k in (img_key, schema.STATE_KEY, schema.LABEL_PREDICATES_KEY, schema.LABEL_KEYPOINTS_3D_KEY,
-                               schema.LABEL_KEYPOINTS_PX_KEY) if k not in feats]
-        if missing or vocab is None:
-            raise DatasetSchemaError(f"{root}: the state model needs {missing or 'labels'}; collect the dataset with "
-                                     f"tandem-collect, rendering the {camera!r} camera, with dataset.labels=true")
-        self.objects, self.predicates = vocab
+        roots = [Path(root)] if isinstance(root, (str, Path)) else [Path(r) for r in root]
+        if not roots:
+            raise DatasetSchemaError("no dataset root given")
+        self.roots = roots
+        self.root = roots[0]
         self.camera = camera
-        h, w = (int(v) for v in feats[img_key]["shape"][:2])
-        self.image_size = (h, w)
-        files = data_files(root)
-        col = read_columns(files, [schema.STATE_KEY, schema.LABEL_PREDICATES_KEY, schema.LABEL_KEYPOINTS_3D_KEY,
-                                   schema.LABEL_KEYPOINTS_PX_KEY, "episode_index", "frame_index"])
-        ep = col["episode_index"].reshape(-1).astype(np.int64)
-        fr = col["frame_index"].reshape(-1).astype(np.int64)
+        parts = [self._read_labels(r, camera, frame_stride, first_episode) for r, first_episode in
+                 zip(roots, self._episode_offsets(roots))]
+        first = parts[0]
+        for r, part in zip(roots[1:], parts[1:]):
+            for name in ("objects", "predicates", "image_size"):
+                if part[name] != first[name]:
+                    raise DatasetSchemaError(f"{r}: its {name} {part[name]} differ from {roots[0]}'s {first[name]}; "
+                                             "read together, the datasets must be of one task and one image size")
+        self.objects, self.predicates = first["objects"], first["predicates"]
+        self.image_size = h, w = first["image_size"]
+        col = {k: np.concatenate([p["columns"][k] for p in parts]) for k in first["columns"]}
+        ep, fr = col["episode_index"], col["frame_index"]
         keep = (fr % int(frame_stride)) == 0
         if episodes is not None:
             keep &= np.isin(ep, np.asarray(episodes, np.int64))
@@ -172,19 +174,60 @@ class StateDataset:
         self.predicate_labels = col[schema.LABEL_PREDICATES_KEY][rows].astype(np.float32)
         self.keypoints_3d = col[schema.LABEL_KEYPOINTS_3D_KEY][rows].astype(np.float32).reshape(-1, 2 * o, 3)
         self.keypoints_px = col[schema.LABEL_KEYPOINTS_PX_KEY][rows].astype(np.float32).reshape(-1, 2 * o, 2)
-        self.images = self._decode(files, img_key, rows, (h, w))
+        self.images = np.empty((len(rows), h, w, 3), np.uint8)
+        base = 0
+        for part in parts:
+            n = len(part["columns"]["episode_index"])
+            mine = (rows >= base) & (rows < base + n)
+            self.images[mine] = self._decode(part["files"], part["image_key"], rows[mine] - base, (h, w))
+            base += n
         pick = np.linspace(0, len(rows) * 2 * o - 1, min(CALIBRATION_POINTS, len(rows) * 2 * o)).astype(np.int64)
         self.calibration, self.calibration_rms_px = fit_calibration(
             self.keypoints_3d.reshape(-1, 3)[pick], self.keypoints_px.reshape(-1, 2)[pick], (h, w), camera)
         if self.calibration_rms_px > MAX_CALIBRATION_RMS_PX:
             raise DatasetSchemaError(f"{root}: the keypoint labels do not fit one pinhole camera (rms "
                                      f"{self.calibration_rms_px:.2f} px > {MAX_CALIBRATION_RMS_PX}); were they "
-                                     "collected at several image sizes?")
+                                     "collected at several image sizes or camera placements?")
         used = np.unique(self.episode)
         n_val = min(int(val_episodes), max(len(used) - 1, 0))
         is_val = np.isin(self.episode, used[len(used) - n_val:]) if n_val else np.zeros(len(rows), bool)
         self.train_index, self.val_index = np.flatnonzero(~is_val), np.flatnonzero(is_val)
         self.episodes = used.tolist()
+
+    @staticmethod
+    def _episode_offsets(roots: list[Path]) -> list[int]:
+        """The first combined episode index of each root: each root's episodes follow the previous root's (its
+        ``total_episodes`` in ``meta/info.json``)."""
+        offsets, total = [], 0
+        for r in roots:
+            offsets.append(total)
+            total += int(read_info(r).get("total_episodes", 0))
+        return offsets
+
+    @staticmethod
+    def _read_labels(root: Path, camera: str, frame_stride: int, first_episode: int) -> dict[str, Any]:
+        """One root's vocabulary, image size, data files and numeric columns (episode indices shifted by
+        ``first_episode``).
+
+        Raises:
+            DatasetSchemaError: no such camera or no labels (named).
+        """
+        info = read_info(root)
+        feats = info.get("features", {})
+        img_key = schema.image_key(camera)
+        vocab = schema.label_vocabulary_of(feats)
+        missing = [k for k in (img_key, schema.STATE_KEY, schema.LABEL_PREDICATES_KEY, schema.LABEL_KEYPOINTS_3D_KEY,
+                               schema.LABEL_KEYPOINTS_PX_KEY) if k not in feats]
+        if missing or vocab is None:
+            raise DatasetSchemaError(f"{root}: the state model needs {missing or 'labels'}; collect the dataset with "
+                                     f"tandem-collect, rendering the {camera!r} camera, with dataset.labels=true")
+        files = data_files(root)
+        col = read_columns(files, [schema.STATE_KEY, schema.LABEL_PREDICATES_KEY, schema.LABEL_KEYPOINTS_3D_KEY,
+                                   schema.LABEL_KEYPOINTS_PX_KEY, "episode_index", "frame_index"])
+        col["episode_index"] = col["episode_index"].reshape(-1).astype(np.int64) + int(first_episode)
+        col["frame_index"] = col["frame_index"].reshape(-1).astype(np.int64)
+        return {"objects": tuple(vocab[0]), "predicates": tuple(vocab[1]), "image_key": img_key,
+                "image_size": tuple(int(v) for v in feats[img_key]["shape"][:2]), "files": files, "columns": col}
 
     @staticmethod
     def _decode(files: list[str], key: str, rows: np.ndarray, size: tuple[int, int]) -> np.ndarray:

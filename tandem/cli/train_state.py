@@ -49,12 +49,14 @@ class StateDatasetSection(Schema):
     """``dataset``: where the frames come from.
 
     Attributes:
-        root: a tandem dataset with images and labels. synthetic: generate one instead (CI).
+        root: a tandem dataset with images and labels. roots: several of one task instead (e.g. shards collected in
+        parallel), read as one, the last root's episodes last. synthetic: generate one instead (CI).
         camera: the camera the model reads. frame_stride: keep every n-th frame. episodes: episode indices (null:
         all). val_episodes: the last N are held out. max_frames: cap on frames (evenly spaced).
     """
 
     root: str | None = None
+    roots: list[str] | None = None
     synthetic: SyntheticSection | None = None
     camera: str = "agentview"
     frame_stride: int = 2
@@ -63,9 +65,15 @@ class StateDatasetSection(Schema):
     max_frames: int | None = None
 
     def check(self) -> None:
-        if self.root is None and self.synthetic is None:
+        given = [name for name, v in (("root", self.root), ("roots", self.roots), ("synthetic", self.synthetic))
+                 if v is not None]
+        if not given:
             raise FieldError("root", "is not set: pass dataset.root=<tandem dataset with images and labels> "
                                      "(or state_train=debug)")
+        if len(given) > 1:
+            raise FieldError(given[1], f"set together with dataset.{given[0]}: give one of root, roots, synthetic")
+        if self.roots is not None and not self.roots:
+            raise FieldError("roots", "is empty: name one or more tandem datasets")
         if self.frame_stride < 1 or self.val_episodes < 0:
             raise FieldError("frame_stride", f"must be >= 1 (and val_episodes >= 0), got {self.frame_stride}, "
                                              f"{self.val_episodes}")
@@ -184,7 +192,7 @@ def run(cfg: Any) -> dict[str, Any]:
     out = Path(c.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     d = c.dataset
-    root = d.root
+    root: str | list[str] | None = list(d.roots) if d.roots is not None else d.root
     if d.synthetic is not None:
         root = str(out / "synthetic_dataset")
         if not Path(root, "meta", "info.json").exists():
@@ -194,7 +202,7 @@ def run(cfg: Any) -> dict[str, Any]:
                         val_episodes=d.val_episodes, max_frames=d.max_frames)
     m = c.model
     model_cfg = StateModelConfig(objects=data.objects, predicates=data.predicates,
-                                 symmetries=task_symmetries(root, m.symmetries), camera=d.camera,
+                                 symmetries=task_symmetries(data.root, m.symmetries), camera=d.camera,
                                  image_size=data.image_size, channels=tuple(m.channels), head_hidden=m.head_hidden,
                                  use_proprio=m.use_proprio, heatmap_stride=m.heatmap_stride, yaw_head=m.yaw_head)
     tcfg = StateTrainConfig(**c.train.fields(), frame_stride=d.frame_stride, val_episodes=d.val_episodes)
@@ -203,7 +211,7 @@ def run(cfg: Any) -> dict[str, Any]:
           f"symmetries {model_cfg.symmetries}", flush=True)
     _, summary = train_state_model(data, model_cfg, tcfg, out, command=command_line("tandem-train-state"),
                                    log=lambda line: print(line, flush=True))
-    summary["dataset"] = {"root": str(root), "frames": len(data), "episodes": len(data.episodes)}
+    summary["dataset"] = {"root": root if isinstance(root, list) else str(root), "frames": len(data), "episodes": len(data.episodes)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     held = summary["held_out"]
     print(json.dumps({"checkpoint": summary["checkpoint"], "train_minutes": summary["train_minutes"],

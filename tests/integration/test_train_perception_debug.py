@@ -56,3 +56,10 @@ def test_a_missing_dataset_is_one_clear_line(module, tmp_path):
     proc = _run(module, f"output_dir={tmp_path / 'x'}", timeout=300)
     assert proc.returncode == 2
     assert "dataset.root is not set" in proc.stderr
+
+
+def test_state_model_root_and_roots_together_are_refused(tmp_path):
+    proc = _run("tandem.cli.train_state", "dataset.root=a", "dataset.roots=[b,c]", f"output_dir={tmp_path / 'x'}",
+                timeout=300)
+    assert proc.returncode == 2
+    assert "dataset.roots" in proc.stderr and "give one of root, roots, synthetic" in proc.stderr

@@ -205,3 +205,24 @@ def test_the_held_out_metrics_include_the_gripper_closed_on_nothing(trained):
     data, model, summary, _ = trained
     acc = summary["held_out"]["empty_closed_accuracy"]
     assert acc is not None and 0.0 <= acc <= 1.0
+
+
+def test_several_roots_read_as_one_dataset(tmp_path):
+    a = make_synthetic_dataset(tmp_path / "a", episodes=3, frames=6, image_size=(32, 32), seed=0)
+    b = make_synthetic_dataset(tmp_path / "b", episodes=2, frames=6, image_size=(32, 32), seed=1)
+    one_a, one_b = StateDataset(a), StateDataset(b)
+    both = StateDataset([a, b], val_episodes=2)
+    assert len(both) == len(one_a) + len(one_b)
+    assert both.episodes == [0, 1, 2, 3, 4]  # b's episodes 0, 1 follow a's three
+    np.testing.assert_array_equal(both.images[: len(one_a)], one_a.images)
+    np.testing.assert_array_equal(both.images[len(one_a):], one_b.images)
+    np.testing.assert_array_equal(both.keypoints_px[len(one_a):], one_b.keypoints_px)
+    assert set(both.episode[both.val_index]) == {3, 4}  # the held-out episodes are the last root's
+    assert StateDataset([a, b], episodes=[1, 3]).episodes == [1, 3]
+
+
+def test_roots_of_different_image_sizes_are_refused(tmp_path):
+    a = make_synthetic_dataset(tmp_path / "a", episodes=2, frames=4, image_size=(32, 32))
+    b = make_synthetic_dataset(tmp_path / "b", episodes=2, frames=4, image_size=(48, 48))
+    with pytest.raises(DatasetSchemaError, match=r"b: its image_size \(48, 48\) differ"):
+        StateDataset([a, b])
