@@ -74,9 +74,15 @@ def failed_row(job: EpisodeJob, kind: str, reason: str, **extra: Any) -> dict[st
 
 def skill_results(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]:
     """Per skill ``[successful verdicts, verdicts]`` of an episode, from its verdicts' ``subgoal`` signatures
-    (``"pick(red)"`` counts for ``pick``): the subgoal success rate of each skill, over attempts."""
+    (``"pick(red)"`` counts for ``pick``): the subgoal success rate of each skill, over judged attempts.
+
+    An attempt cut by the episode's end (``at_episode_end``: the task succeeded, or a step limit) while its verdict
+    was still uncertain was never judged, and does not count: a learned verifier that waits for a released cube to
+    settle would otherwise count the last subgoal of every successful episode as failed."""
     out: dict[str, list[int]] = {}
     for v in verdicts:
+        if v.get("at_episode_end") and v.get("uncertain"):
+            continue
         skill = str(v.get("subgoal", "?")).split("(")[0]
         acc = out.setdefault(skill, [0, 0])
         acc[0] += int(bool(v.get("success")))

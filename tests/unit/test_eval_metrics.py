@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from tandem.core.errors import ConfigError, UnknownNameError
-from tandem.evaluation.rows import classify_failure, failed_row, row_from_result
+from tandem.evaluation.rows import classify_failure, failed_row, row_from_result, skill_results
 from tandem.evaluation.statistics import compute_metrics, ratio_interval, wilson_interval
 from tandem.evaluation.store import rows_to_frame
 from tandem.evaluation.suite import PerturbSetting, Suite, Variant, expand_suite
@@ -189,3 +189,18 @@ def test_the_comparison_table_says_undefined_for_a_ratio_over_a_zero_rate():
     text = format_comparison(res)
     assert "undefined (B = 0)" in text and "undefined (0 / 0)" in text and "2.00x" in text
     assert "inf " not in text and "nan" not in text
+
+
+def test_skill_results_leave_out_attempts_cut_while_uncertain():
+    verdicts = [
+        {"subgoal": "pick(red)", "success": True, "uncertain": False, "at_episode_end": False},
+        {"subgoal": "stack(red,green)", "success": False, "uncertain": False, "at_episode_end": False},
+        {"subgoal": "pick(red)", "success": True, "uncertain": False, "at_episode_end": False},
+        # the task succeeded while the learned verifier waited for the cube to settle: never judged
+        {"subgoal": "stack(red,green)", "success": False, "uncertain": True, "at_episode_end": True},
+    ]
+    assert skill_results(verdicts) == {"pick": [2, 2], "stack": [0, 1]}
+    # a certain verdict at the episode's end (the oracle verifier's) and an uncertain one before it both count
+    verdicts[3]["uncertain"] = False
+    verdicts[1]["uncertain"] = True
+    assert skill_results(verdicts) == {"pick": [2, 2], "stack": [0, 2]}
