@@ -40,6 +40,7 @@ from tandem.core.errors import (
     TandemError,
     UnknownNameError,
 )
+from tandem.core.lazy_images import LazyImages
 from tandem.core.types import Observation, TaskSpec
 
 #: User-facing camera name -> robosuite/MuJoCo camera name.
@@ -91,6 +92,10 @@ class RobosuiteEnv:
         image_size: ``(H, W)`` in px of every camera.
         control_freq: control steps per second (Hz); ``TaskSpec.control_dt = 1 / control_freq``.
         render: if False no images are rendered (``Observation.images == {}``) and no GL context is created.
+        lazy_images: if True (default) ``Observation.images`` is a :class:`tandem.core.lazy_images.LazyImages`: a
+            camera is rendered when a component first reads it, while the simulator still holds that state (the
+            joint positions are unchanged), so a stack that reads no images at a step renders none. False: every
+            camera is rendered at every step.
         perturbation: optional :class:`sim.perturbations.PerturbationSpec` applied inside ``step``.
         max_steps: episode budget in control steps; defaults to the task's ``max_steps``.
 
@@ -121,6 +126,7 @@ class RobosuiteEnv:
         render: bool = True,
         perturbation: PerturbationSpec | None = None,
         max_steps: int | None = None,
+        lazy_images: bool = True,
     ) -> None:
         self.task_def: TaskDefinition = make_task(task)
         if perturbation is not None:
@@ -132,6 +138,7 @@ class RobosuiteEnv:
         if control_freq <= 0:
             raise ConfigError(f"control_freq must be > 0 Hz, got {control_freq}")
         self.render_enabled = bool(render)
+        self.lazy_images = bool(lazy_images)
         self.camera_names: tuple[str, ...] = tuple(cameras) if render else ()
         self.control_freq = control_freq
         self._max_steps_override = max_steps
@@ -486,7 +493,12 @@ class RobosuiteEnv:
     def _observe(self, preds: dict[str, bool] | None = None) -> Observation:
         if preds is None:
             preds = self.task_def.predicates(self.rs_env, self.episode)
-        images = {name: self.render_camera(name) for name in self.camera_names}
+        if self.lazy_images and self.camera_names:
+            qpos = self.rs_env.sim.data.qpos.copy()
+            images: dict[str, np.ndarray] | LazyImages = LazyImages(
+                self.camera_names, self.render_camera, lambda: self._holds_state(qpos), step=self._step)
+        else:
+            images = {name: self.render_camera(name) for name in self.camera_names}
         success = all(preds.get(g, False) for g in self.spec.goals)
         privileged = {
             "task": self.task_name,
@@ -496,6 +508,11 @@ class RobosuiteEnv:
             "goals": list(self.spec.goals),
         }
         return Observation(images=images, proprio=self.proprio(), t=self.t, privileged=privileged, step=self._step)
+
+    def _holds_state(self, qpos: np.ndarray) -> bool:
+        """Whether the simulator is open and still at the joint positions ``qpos`` (a lazy image's state)."""
+        sim = None if self._closed else getattr(self.rs_env, "sim", None)
+        return sim is not None and np.array_equal(sim.data.qpos, qpos)
 
     def observe(self) -> Observation:
         """Observation of the current state without stepping (e.g. after ``restore_state``/``teleport``)."""

@@ -105,3 +105,12 @@ class PrivilegedAccessError(TandemError):
     Raised by the guard that :mod:`tandem.core.privileged` puts in place of the privileged state in every
     observation the runtime hands to a component whose ``is_oracle`` is False; the message names the component.
     """
+
+
+class StaleObservationError(TandemError):
+    """An image of an observation was read after the simulator had moved on, and it had not been rendered.
+
+    Raised by :class:`tandem.core.lazy_images.LazyImages`: images are rendered when first read, and only while the
+    simulator still holds the observed state. A component that keeps an observation to read later (a verifier's
+    ``before``, a planner in a worker thread) must have it rendered first (``LazyImages.materialize``).
+    """

@@ -32,12 +32,20 @@ VerdictSource = Literal["oracle", "vlm", "learned"]
 ActionSpace = Literal["eef_delta", "joint_pos", "eef_twist"]
 
 
+def check_image(name: str, img: Any) -> None:
+    """Raise ``ValueError`` naming the camera unless ``img`` is an ``uint8 (H, W, 3)`` array."""
+    if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3):
+        raise ValueError(f"Observation.images[{name!r}] must be uint8 (H, W, 3), got "
+                         f"{getattr(img, 'dtype', type(img))} {getattr(img, 'shape', '')}")
+
+
 @dataclass
 class Observation:
     """One observation of the world.
 
     Attributes:
-        images: camera name -> ``uint8 (H, W, 3)`` RGB, upright, origin top-left.
+        images: camera name -> ``uint8 (H, W, 3)`` RGB, upright, origin top-left: a ``dict``, or in simulation a
+            :class:`tandem.core.lazy_images.LazyImages` that renders a camera when it is first read.
         proprio: ``float32 (D,)``; in sim D = 8 laid out as :data:`PROPRIO_LAYOUT`:
             end-effector position (m, world frame), end-effector quaternion (wxyz),
             gripper opening (m, distance between the fingers).
@@ -54,12 +62,9 @@ class Observation:
     step: int = 0
 
     def __post_init__(self) -> None:
-        for name, img in self.images.items():
-            if not (isinstance(img, np.ndarray) and img.dtype == np.uint8 and img.ndim == 3 and img.shape[2] == 3):
-                raise ValueError(
-                    f"Observation.images[{name!r}] must be uint8 (H, W, 3), got "
-                    f"{getattr(img, 'dtype', type(img))} {getattr(img, 'shape', '')}"
-                )
+        if not getattr(self.images, "validates_on_read", False):  # tandem.core.lazy_images.LazyImages checks on read
+            for name, img in self.images.items():
+                check_image(name, img)
         self.proprio = np.asarray(self.proprio, dtype=np.float32)
         if self.proprio.ndim != 1:
             raise ValueError(f"Observation.proprio must be 1-D (D,), got shape {self.proprio.shape}")

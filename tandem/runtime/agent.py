@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.core.lazy_images import materialize_images
 from tandem.core.privileged import observation_for
 from tandem.core.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier, require_protocol
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
@@ -294,7 +295,7 @@ class HierarchicalAgent:
             if planned_trace_3d is not None:
                 subgoal.trace_3d = planned_trace_3d
         self.subgoal = subgoal
-        self._before = observation
+        self._before = materialize_images(observation)  # the verifier reads it after the simulator moved on
         self._steps_in_subgoal = 0
         self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
         policy = self.memory.retry_policy(subgoal)
@@ -376,6 +377,7 @@ class HierarchicalAgent:
         """Hand the planner (in its worker thread) a request for ``observation`` (privileged state withheld from a
         non-oracle planner) and a snapshot of memory; returns at once."""
         assert self._worker is not None
+        materialize_images(observation)  # the worker thread reads it while this thread steps the simulator
         self._worker.submit(observation_for(self.planner, observation, "planner"), self.memory.snapshot(),
                             tag=(self._version, self._last_failed()))
 

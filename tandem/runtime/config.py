@@ -112,16 +112,19 @@ class EnvConfig(Schema):
     """``env``: the simulated cameras and control rate.
 
     Attributes:
-        cameras: camera names rendered every step, e.g. ``["agentview", "wrist"]``.
+        cameras: the cameras of the observations, e.g. ``["agentview", "wrist"]``.
         image_size: ``[H, W]`` px of every camera.
         control_freq: control steps per second (Hz).
         render: render camera images (off: no GL context, about 3x faster, for stacks that need no images).
+        lazy_images: render a camera only when a component reads it, at that step (``tandem.core.lazy_images``);
+            off: every camera at every step.
     """
 
     cameras: tuple[str, ...] = ("agentview", "wrist")
     image_size: tuple[int, int] = (128, 128)
     control_freq: int = 20
     render: bool = True
+    lazy_images: bool = True
 
     def check(self) -> None:
         size = list(self.image_size)

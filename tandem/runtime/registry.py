@@ -24,7 +24,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -561,7 +561,8 @@ def build_sim_env(task: TaskConfig, env: EnvConfig, perturb: PerturbConfig | Non
     if perturb is not None and perturb.name and perturb.name != "none":
         spec = PerturbationSpec(name=perturb.name, at_step=perturb.at_step, after_success=perturb.after_success)
     return RobosuiteEnv(task.name, cameras=tuple(env.cameras), image_size=tuple(env.image_size),
-                        control_freq=int(env.control_freq), render=bool(env.render), perturbation=spec)
+                        control_freq=int(env.control_freq), render=bool(env.render), perturbation=spec,
+                        lazy_images=bool(env.lazy_images))
 
 
 def build_memory(spec: MemoryConfig | None = None) -> TaskMemory:
@@ -621,8 +622,7 @@ def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
     if spec is not None and (tuple(env_cfg.cameras), tuple(env_cfg.image_size)) != spec:
         logger.info("env cameras/image size %s -> %s, as the executor checkpoint was trained",
                     (tuple(env_cfg.cameras), tuple(env_cfg.image_size)), spec)
-        env_cfg = EnvConfig(cameras=spec[0], image_size=spec[1], control_freq=env_cfg.control_freq,
-                            render=env_cfg.render)
+        env_cfg = replace(env_cfg, cameras=spec[0], image_size=spec[1])
     seen = perception_camera(cfg)
     if seen is not None:  # a learned planner/verifier reads this camera: render it (at its size unless an executor
         camera, size = seen  # checkpoint fixed the size; the state model then resizes)
@@ -630,7 +630,7 @@ def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
         size = tuple(env_cfg.image_size) if spec is not None else size
         if (cams, size, True) != (tuple(env_cfg.cameras), tuple(env_cfg.image_size), env_cfg.render):
             logger.info("env renders %s at %s for the learned state model", cams, size)
-            env_cfg = EnvConfig(cameras=cams, image_size=size, control_freq=env_cfg.control_freq, render=True)
+            env_cfg = replace(env_cfg, cameras=cams, image_size=size, render=True)
     env = build_sim_env(cfg.task, env_cfg, cfg.perturb)
     try:
         ctx = BuildContext(env=env, simulated=True, task=cfg.task.name, planner=cfg.planner.name)

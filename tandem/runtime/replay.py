@@ -61,6 +61,7 @@ class Resimulation:
         cfg = episode_config(self.info)
         env_cfg = dict(cfg.get("env") or {})
         env_cfg["render"] = True
+        env_cfg["lazy_images"] = False  # a viewer may keep the frames past the step (and the env's close)
         if self.cameras is not None:
             env_cfg["cameras"] = list(self.cameras)
         seed = self.info.meta.get("seed")

@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import TandemError
+from tandem.core.lazy_images import materialize_images
 from tandem.core.protocols import Env
 from tandem.core.types import EpisodeLog, Observation
 from tandem.runtime.agent import HierarchicalAgent
@@ -150,6 +151,8 @@ def run_episode(
                 break
             sg = agent.subgoal
             prev_obs = obs
+            if on_step is not None:  # it reads the observation the action was chosen from after the step
+                materialize_images(prev_obs)
             obs, _r, terminated, truncated, info = env.step(action)
             step += 1
             log.add_step(step=step, t=obs.t, subgoal_id=sg.id if sg else None, action=action, proprio=obs.proprio)

@@ -180,3 +180,50 @@ def test_two_envs_render_independently(render_env):
     finally:
         other.close()
     np.testing.assert_array_equal(render_env.render_camera("agentview"), obs_a.images["agentview"])
+
+
+def test_images_render_when_first_read_and_only_while_current(render_env, monkeypatch):
+    from tandem.core.errors import StaleObservationError
+    from tandem.core.lazy_images import LazyImages, materialize_images
+
+    env = render_env
+    obs, _ = env.reset(5)
+    assert isinstance(obs.images, LazyImages) and set(obs.images) == {"agentview", "wrist"}
+    renders: list[str] = []
+    real = env.render_camera
+    monkeypatch.setattr(env, "render_camera", lambda cam, size=None: renders.append(cam) or real(cam, size))
+    move = np.array([0.5, 0, 0, 0, 0, 0, -1], np.float32)  # the arm moves: every step changes the state
+    first, _, _, _, _ = env.step(move)
+    second, _, _, _, _ = env.step(move)
+    assert renders == []  # nobody read an image: nothing rendered
+    agentview = second.images["agentview"]
+    assert renders == ["agentview"] and second.images["agentview"] is agentview  # rendered once, kept
+    np.testing.assert_array_equal(agentview, real("agentview"))  # the same picture as an eager render
+    with pytest.raises(StaleObservationError, match="'wrist' image of step 1 was never rendered"):
+        first.images["wrist"]
+    materialize_images(second)
+    env.step(move)
+    assert second.images["wrist"].shape == (128, 128, 3)  # rendered while current: readable after the step
+    assert "wrist" in first.images and len(first.images) == 2  # the keys cost no render
+
+
+def test_eager_images_on_request():
+    from sim.robosuite_env import RobosuiteEnv
+
+    env = RobosuiteEnv("stack_three", cameras=("agentview",), image_size=(32, 32), lazy_images=False)
+    try:
+        obs, _ = env.reset(0)
+        assert type(obs.images) is dict and obs.images["agentview"].shape == (32, 32, 3)
+    finally:
+        env.close()
+
+
+def test_an_image_never_rendered_before_the_env_closed_is_stale():
+    from sim.robosuite_env import RobosuiteEnv
+    from tandem.core.errors import StaleObservationError
+
+    env = RobosuiteEnv("stack_three", cameras=("agentview",), image_size=(32, 32))
+    obs, _ = env.reset(0)
+    env.close()
+    with pytest.raises(StaleObservationError, match="never rendered"):
+        obs.images["agentview"]
