@@ -113,6 +113,17 @@ def symmetric_keypoints(kp_3d: np.ndarray, order: int) -> np.ndarray:
     return out
 
 
+def _journal_seeds(root: Path) -> dict[int, int]:
+    """Episode index -> simulator seed, from the ``tandem-collect`` journal (``meta/tandem_collect.json``); empty
+    when there is none or it records no seeds."""
+    try:
+        episodes = json.loads((Path(root) / "meta" / "tandem_collect.json").read_text()).get("episodes") or []
+    except (OSError, ValueError):
+        return {}
+    return {int(e["episode_index"]): int(e["seed"]) for e in episodes
+            if isinstance(e, dict) and isinstance(e.get("episode_index"), int) and isinstance(e.get("seed"), int)}
+
+
 class StateDataset:
     """A tandem dataset's frames for the state model, in RAM.
 
@@ -133,6 +144,8 @@ class StateDataset:
         ``float32 (N, P)``; episode ``int64 (N,)``; frame ``int64 (N,)``.
         calibration: the camera calibration fitted from the labels; calibration_rms_px: its fit error.
         train_index, val_index: frame indices of the two splits.
+        episode_seeds: episode (as numbered here) -> the simulator seed it was collected with (from the collector's
+        journal; empty for a dataset without one).
 
     Raises:
         DatasetSchemaError: no such camera or no labels in a dataset (named), roots of different vocabularies or image
@@ -193,6 +206,16 @@ class StateDataset:
         is_val = np.isin(self.episode, used[len(used) - n_val:]) if n_val else np.zeros(len(rows), bool)
         self.train_index, self.val_index = np.flatnonzero(~is_val), np.flatnonzero(is_val)
         self.episodes = used.tolist()
+        self.episode_seeds = {e + first: s for r, first in zip(roots, self._episode_offsets(roots))
+                              for e, s in _journal_seeds(r).items()}
+
+    def seeds(self, index: np.ndarray) -> list[int] | None:
+        """The simulator seeds of the episodes of frames ``index`` (sorted), or None where the collector's journal
+        does not record them (a dataset not written by ``tandem-collect``)."""
+        eps = np.unique(self.episode[np.asarray(index, np.int64)]).tolist()
+        if any(e not in self.episode_seeds for e in eps):
+            return None
+        return sorted({self.episode_seeds[e] for e in eps})
 
     @staticmethod
     def _episode_offsets(roots: list[Path]) -> list[int]:

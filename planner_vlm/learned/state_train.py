@@ -421,6 +421,7 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
                "calibration_rms_px": data.calibration_rms_px, "held_out": after,
                "ece_before_temperature": before["ece"], "history": history,
                "frames": {"train": int(len(data.train_index)), "val": int(len(data.val_index))},
+               "seeds": {"train": data.seeds(data.train_index), "val": data.seeds(data.val_index)},
                "parameters": int(sum(p.numel() for p in net.parameters()))}
     ckpt = model.save(out_dir / "checkpoint", command=command, extra={"summary": {k: v for k, v in summary.items()
                                                                                    if k != "history"}})

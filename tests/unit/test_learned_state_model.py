@@ -218,6 +218,11 @@ def test_several_roots_read_as_one_dataset(tmp_path):
     np.testing.assert_array_equal(both.images[len(one_a):], one_b.images)
     np.testing.assert_array_equal(both.keypoints_px[len(one_a):], one_b.keypoints_px)
     assert set(both.episode[both.val_index]) == {3, 4}  # the held-out episodes are the last root's
+    for root, seeds in ((a, [10, 11, 12]), (b, [20, 21])):  # the collector's journal names each episode's seed
+        (root / "meta" / "tandem_collect.json").write_text(json.dumps(
+            {"episodes": [{"episode_index": i, "seed": s} for i, s in enumerate(seeds)]}))
+    both = StateDataset([a, b], val_episodes=2)
+    assert both.seeds(both.train_index) == [10, 11, 12] and both.seeds(both.val_index) == [20, 21]
     assert StateDataset([a, b], episodes=[1, 3]).episodes == [1, 3]
 
 
