@@ -113,7 +113,7 @@ def symmetric_keypoints(kp_3d: np.ndarray, order: int) -> np.ndarray:
     return out
 
 
-def _journal_seeds(root: Path) -> dict[int, int]:
+def journal_seeds(root: str | Path) -> dict[int, int]:
     """Episode index -> simulator seed, from the ``tandem-collect`` journal (``meta/tandem_collect.json``); empty
     when there is none or it records no seeds."""
     try:
@@ -122,6 +122,15 @@ def _journal_seeds(root: Path) -> dict[int, int]:
         return {}
     return {int(e["episode_index"]): int(e["seed"]) for e in episodes
             if isinstance(e, dict) and isinstance(e.get("episode_index"), int) and isinstance(e.get("seed"), int)}
+
+
+def seeds_of(episode_seeds: dict[int, int], episodes: np.ndarray) -> list[int] | None:
+    """The sorted simulator seeds of ``episodes`` (episode indices, repeats allowed), or None where the journal does
+    not record one (a dataset not written by ``tandem-collect``): what a checkpoint records it trained on."""
+    eps = np.unique(np.asarray(episodes, np.int64)).tolist()
+    if any(e not in episode_seeds for e in eps):
+        return None
+    return sorted({episode_seeds[e] for e in eps})
 
 
 class StateDataset:
@@ -207,15 +216,11 @@ class StateDataset:
         self.train_index, self.val_index = np.flatnonzero(~is_val), np.flatnonzero(is_val)
         self.episodes = used.tolist()
         self.episode_seeds = {e + first: s for r, first in zip(roots, self._episode_offsets(roots))
-                              for e, s in _journal_seeds(r).items()}
+                              for e, s in journal_seeds(r).items()}
 
     def seeds(self, index: np.ndarray) -> list[int] | None:
-        """The simulator seeds of the episodes of frames ``index`` (sorted), or None where the collector's journal
-        does not record them (a dataset not written by ``tandem-collect``)."""
-        eps = np.unique(self.episode[np.asarray(index, np.int64)]).tolist()
-        if any(e not in self.episode_seeds for e in eps):
-            return None
-        return sorted({self.episode_seeds[e] for e in eps})
+        """The simulator seeds of the episodes of frames ``index`` (:func:`seeds_of`)."""
+        return seeds_of(self.episode_seeds, self.episode[np.asarray(index, np.int64)])
 
     @staticmethod
     def _episode_offsets(roots: list[Path]) -> list[int]:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner_vlm.learned.state_data import data_files, read_columns, read_info
+from planner_vlm.learned.state_data import data_files, journal_seeds, read_columns, read_info, seeds_of
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import DatasetSchemaError
 
@@ -100,6 +100,11 @@ class TraceDataset:
         n_val = min(int(val_episodes), max(len(used) - 1, 0))
         is_val = np.isin(self.episode, used[len(used) - n_val:]) if n_val else np.zeros(len(rows), bool)
         self.train_index, self.val_index = np.flatnonzero(~is_val), np.flatnonzero(is_val)
+        self.episode_seeds = journal_seeds(self.root)
+
+    def seeds(self, index: np.ndarray) -> list[int] | None:
+        """The simulator seeds of the episodes of samples ``index`` (:func:`~planner_vlm.learned.state_data.seeds_of`)."""
+        return seeds_of(self.episode_seeds, self.episode[np.asarray(index, np.int64)])
 
     def set_vocabulary(self, skills: tuple[str, ...], arg_names: tuple[str, ...]) -> None:
         """Index the subgoals by another vocabulary (a checkpoint's, which must contain every name seen here).

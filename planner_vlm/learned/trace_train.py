@@ -251,7 +251,8 @@ def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrai
                "train_minutes": round((time.perf_counter() - t0) / 60, 2),
                "train_cpu_minutes": round((time.process_time() - cpu0) / 60, 2), "first_loss": first,
                "last_loss": last.get("loss"), "held_out": clean, "held_out_noisy_keypoints": noisy,
-               "samples": {"train": int(len(data.train_index)), "val": int(len(data.val_index))}, "history": history}
+               "samples": {"train": int(len(data.train_index)), "val": int(len(data.val_index))},
+               "seeds": {"train": data.seeds(data.train_index), "val": data.seeds(data.val_index)}, "history": history}
     ckpt = model.save(Path(out_dir) / "checkpoint", command=command,
                       extra={"summary": {k: v for k, v in summary.items() if k != "history"}})
     summary["checkpoint"] = str(ckpt)

@@ -30,6 +30,7 @@ def test_state_model_debug_config_learns_the_synthetic_scene(tmp_path):
     assert summary["steps"] == 120 and summary["last_loss"] < 0.5 * summary["first_loss"]
     assert held["px_median"] < 3.0 and held["m3d_median"] < 0.05  # 48 px images; chance is > 8 px
     assert summary["train_minutes"] < 3.0
+    assert summary["seeds"] == {"train": [0, 1, 2, 3], "val": [4]}  # the collector journal's seeds
     ckpt = Path(summary["checkpoint"])
     assert (ckpt / "command.txt").read_text().startswith("tandem-train-state state_train=debug")
     from planner_vlm.learned.state_model import StateModel
@@ -44,6 +45,7 @@ def test_trace_model_debug_config_learns_the_synthetic_traces(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 800
+    assert summary["seeds"] == {"train": list(range(64)), "val": list(range(64, 80))}
     assert summary["held_out"]["point_error_cm"]["median"] < 2.0  # a trace staying at the gripper: ~16 cm
     from planner_vlm.learned.trace_model import TraceModel
 
