@@ -169,8 +169,8 @@ class StateDataset:
         self.roots = roots
         self.root = roots[0]
         self.camera = camera
-        parts = [self._read_labels(r, camera, frame_stride, first_episode) for r, first_episode in
-                 zip(roots, self._episode_offsets(roots))]
+        offsets = self._episode_offsets(roots)
+        parts = [self._read_labels(r, camera, first) for r, first in zip(roots, offsets)]
         first = parts[0]
         for r, part in zip(roots[1:], parts[1:]):
             for name in ("objects", "predicates", "image_size"):
@@ -215,8 +215,7 @@ class StateDataset:
         is_val = np.isin(self.episode, used[len(used) - n_val:]) if n_val else np.zeros(len(rows), bool)
         self.train_index, self.val_index = np.flatnonzero(~is_val), np.flatnonzero(is_val)
         self.episodes = used.tolist()
-        self.episode_seeds = {e + first: s for r, first in zip(roots, self._episode_offsets(roots))
-                              for e, s in journal_seeds(r).items()}
+        self.episode_seeds = {e + first: s for r, first in zip(roots, offsets) for e, s in journal_seeds(r).items()}
 
     def seeds(self, index: np.ndarray) -> list[int] | None:
         """The simulator seeds of the episodes of frames ``index`` (:func:`seeds_of`)."""
@@ -233,7 +232,7 @@ class StateDataset:
         return offsets
 
     @staticmethod
-    def _read_labels(root: Path, camera: str, frame_stride: int, first_episode: int) -> dict[str, Any]:
+    def _read_labels(root: Path, camera: str, first_episode: int) -> dict[str, Any]:
         """One root's vocabulary, image size, data files and numeric columns (episode indices shifted by
         ``first_episode``).
 
