@@ -169,8 +169,10 @@ class StateDataset:
         self.roots = roots
         self.root = roots[0]
         self.camera = camera
-        offsets = self._episode_offsets(roots)
-        parts = [self._read_labels(r, camera, first) for r, first in zip(roots, offsets)]
+        parts = [self._read_labels(r, camera) for r in roots]
+        offsets = np.concatenate([[0], np.cumsum([p["total_episodes"] for p in parts])[:-1]]).astype(int).tolist()
+        for part, offset in zip(parts, offsets):  # each root's episodes follow the previous root's
+            part["columns"]["episode_index"] += offset
         first = parts[0]
         for r, part in zip(roots[1:], parts[1:]):
             for name in ("objects", "predicates", "image_size"):
@@ -218,23 +220,13 @@ class StateDataset:
         self.episode_seeds = {e + first: s for r, first in zip(roots, offsets) for e, s in journal_seeds(r).items()}
 
     def seeds(self, index: np.ndarray) -> list[int] | None:
-        """The simulator seeds of the episodes of frames ``index`` (:func:`seeds_of`)."""
+        """The simulator seeds of the episodes of frames ``index`` ``(N,)`` (:func:`seeds_of`)."""
         return seeds_of(self.episode_seeds, self.episode[np.asarray(index, np.int64)])
 
     @staticmethod
-    def _episode_offsets(roots: list[Path]) -> list[int]:
-        """The first combined episode index of each root: each root's episodes follow the previous root's (its
-        ``total_episodes`` in ``meta/info.json``)."""
-        offsets, total = [], 0
-        for r in roots:
-            offsets.append(total)
-            total += int(read_info(r).get("total_episodes", 0))
-        return offsets
-
-    @staticmethod
-    def _read_labels(root: Path, camera: str, first_episode: int) -> dict[str, Any]:
-        """One root's vocabulary, image size, data files and numeric columns (episode indices shifted by
-        ``first_episode``).
+    def _read_labels(root: Path, camera: str) -> dict[str, Any]:
+        """One root's vocabulary, image size, data files, ``total_episodes`` (``meta/info.json``) and numeric
+        columns.
 
         Raises:
             DatasetSchemaError: no such camera or no labels (named).
@@ -251,9 +243,10 @@ class StateDataset:
         files = data_files(root)
         col = read_columns(files, [schema.STATE_KEY, schema.LABEL_PREDICATES_KEY, schema.LABEL_KEYPOINTS_3D_KEY,
                                    schema.LABEL_KEYPOINTS_PX_KEY, "episode_index", "frame_index"])
-        col["episode_index"] = col["episode_index"].reshape(-1).astype(np.int64) + int(first_episode)
+        col["episode_index"] = col["episode_index"].reshape(-1).astype(np.int64)
         col["frame_index"] = col["frame_index"].reshape(-1).astype(np.int64)
         return {"objects": tuple(vocab[0]), "predicates": tuple(vocab[1]), "image_key": img_key,
+                "total_episodes": int(info.get("total_episodes", 0)),
                 "image_size": tuple(int(v) for v in feats[img_key]["shape"][:2]), "files": files, "columns": col}
 
     @staticmethod
