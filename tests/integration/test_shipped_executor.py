@@ -22,7 +22,8 @@ SHIPPED = {  # path under checkpoints/ -> (family, conditioning, size limit MB)
     **{f"{task}_diffusion": ("track", "subgoal", 10) for task in ("stack_three", "pick_place_bins", "nut_assembly")},
     "image/stack_three_diffusion": ("image", "subgoal", 50),
     "image/stack_three_flat": ("image", "instruction", 50),
-    **{f"flat_state/{task}": ("track", "instruction", 10) for task in ("stack_three", "pick_place_bins")},
+    **{f"flat_state/{task}": ("track", "instruction", 10)
+       for task in ("stack_three", "pick_place_bins", "nut_assembly")},
 }
 
 
