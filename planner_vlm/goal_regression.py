@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,6 +165,14 @@ class GoalRegressionPlanner:
         ``("on(red,green)", "red", "stack", ("red", "green"))``."""
         return [(st.goal, st.obj, st.skill, st.args) for st in self._steps]
 
+    def goals_order_free(self) -> bool:
+        """Whether the task's goals may be achieved in any order (after :meth:`reset`): no goal names an object that
+        another goal moves. ``in_bin(milk)`` and ``in_bin(can)`` are; ``on(red,green)`` and ``on(blue,red)`` are not
+        (blue goes onto red once red is stacked)."""
+        self._require_task()
+        moved = [st.obj for st in self._steps]
+        return all(a not in moved[:i] + moved[i + 1:] for i, st in enumerate(self._steps) for a in st.args)
+
     def predicates_needed(self) -> list[str]:
         """The ground predicates :meth:`plan_from_predicates` may read: every goal and the grasp predicate of each
         goal's object (after :meth:`reset`)."""
@@ -179,19 +187,29 @@ class GoalRegressionPlanner:
             raise ConfigError(f"{type(self).__name__}.plan called before reset(task)")
         return self.task
 
-    def plan_from_predicates(self, preds: Mapping[str, Any], memory: TaskMemory) -> Plan:
+    def plan_from_predicates(self, preds: Mapping[str, Any], memory: TaskMemory,
+                             order: Sequence[str] | None = None) -> Plan:
         """Return the done/remaining plan for the given truth values of the ground predicates.
 
         Args:
             preds: ground predicate string (``"on(red,green)"``) -> truth value (anything ``bool()`` accepts).
             memory: the episode's task memory (``attempts()`` and ``view()`` are read, nothing is written).
+            order: the goal predicates in the order to walk them (a permutation of the task's goals; None: the
+                task's order). Only meaningful when :meth:`goals_order_free`.
 
         Raises:
-            ConfigError: if ``reset`` was not called.
+            ConfigError: if ``reset`` was not called, or ``order`` is not a permutation of the task's goals (names
+                both).
             UnknownNameError: if a goal or ``grasped(x)`` predicate is missing from ``preds`` (the message lists
                 the known ones).
         """
         task = self._require_task()
+        steps = self._steps
+        if order is not None:
+            by_goal = {st.goal: st for st in self._steps}
+            if sorted(order) != sorted(by_goal):
+                raise ConfigError(f"goal order {list(order)} is not a permutation of the task's goals {list(by_goal)}")
+            steps = [by_goal[g] for g in order]
         view = memory.view() or {}
         outcomes: dict[str, str] = view.get("last_outcome") or {}
         was_done = set(self._prev_done) | {s for s, o in outcomes.items() if o == "success"}
@@ -211,7 +229,7 @@ class GoalRegressionPlanner:
         remaining: list[Subgoal] = []
         notes: list[str] = []
         first_unmet: str | None = None
-        for st in self._steps:
+        for st in steps:
             place = make(st.skill, st.args, pending=False) if holds(st.goal) else None
             pick_needed = st.skill != self.grasp_skill and self.grasp_skill in task.skills
             if place is not None:  # the goal holds

@@ -11,7 +11,15 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    read true but some are not confident, those goals are planned again (a ``unconfirmed_goals`` memory event),
    because "nothing remaining" ends the episode and a false one cannot be recovered from, while an extra attempt at
    a goal that did hold costs only time (the evaluation stops at the env's success);
-3. the next subgoal gets its 3-D trace from the trace model (:class:`~planner_vlm.learned.trace_model.TraceModel`)
+3. where the goals may be met in any order
+   (:meth:`~planner_vlm.goal_regression.GoalRegressionPlanner.goals_order_free`: pick_place_bins' bins,
+   nut_assembly's pegs; not stack_three's stack) and ``best_localized_first`` is set (off by default; measured per
+   task in the README), the best-localized object goes first: an object the arm holds, then one whose pick is
+   running, then the others by :attr:`~planner_vlm.learned.scene_state.SceneState.object_uncertainty` (how diffuse the object's heatmap is; an
+   object hidden behind another reads diffuse and is often centimetres off). It is picked once the objects in front
+   of it are gone, and a pick that failed on a misread object is not retried at once while a better-read one waits;
+   the order is said in the rationale;
+4. the next subgoal gets its 3-D trace from the trace model (:class:`~planner_vlm.learned.trace_model.TraceModel`)
    and, for videos, its projection into the camera (the 2-D trace). Only ``remaining[0]`` gets a trace: the agent
    replans after every verdict (receding horizon), so later subgoals are given theirs from the state they start in.
 
@@ -54,6 +62,8 @@ class LearnedPlanner(GoalRegressionPlanner):
             this, in ``[threshold, 1)``; goals between ``threshold`` and it are planned again.
         min_object_confidence: at the first plan, an instruction object found with less confidence is absent.
         min_scene_confidence: below this, the scene is recorded as unlike the training scenes.
+        best_localized_first: order goals that may be met in any order by how well their objects are localized
+            (see the module docstring); False keeps the instruction's order.
         grasp_skill, id_prefix: as :class:`~planner_vlm.goal_regression.GoalRegressionPlanner`.
 
     Attributes:
@@ -65,7 +75,8 @@ class LearnedPlanner(GoalRegressionPlanner):
 
     def __init__(self, state_model: Any, trace_model: Any = None, threshold: float = 0.5,
                  completion_confidence: float = 0.9, min_object_confidence: float = 0.05,
-                 min_scene_confidence: float = 0.5, grasp_skill: str = "pick", id_prefix: str = "sg"):
+                 min_scene_confidence: float = 0.5, best_localized_first: bool = False, grasp_skill: str = "pick",
+                 id_prefix: str = "sg"):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"learned planner threshold must be in (0, 1), got {threshold}")
@@ -77,6 +88,9 @@ class LearnedPlanner(GoalRegressionPlanner):
         self.completion_confidence = float(completion_confidence)
         self.min_object_confidence = float(min_object_confidence)
         self.min_scene_confidence = float(min_scene_confidence)
+        self.best_localized_first = bool(best_localized_first)
+        self._object_of: dict[str, str] = {}  # goal predicate -> the object it moves (set by reset)
+        self._goal_of: dict[str, str] = {}
         self.last_state: SceneState | None = None
         self._refusal: str | None = None
         self._missing: list[str] = []
@@ -95,6 +109,8 @@ class LearnedPlanner(GoalRegressionPlanner):
         """
         super().reset(task)
         self._plans, self._refusal, self._missing, self.last_state = 0, None, [], None
+        self._object_of = {goal: obj for goal, obj, _, _ in self.goal_steps()}
+        self._goal_of = {obj: goal for goal, obj in self._object_of.items()}
         known = set(self.state_model.cfg.objects)
         goal_objects = [a for _, _, _, args in self.goal_steps() for a in args if a in task.objects]
         self._missing = sorted({o for o in goal_objects if o not in known})
@@ -146,9 +162,14 @@ class LearnedPlanner(GoalRegressionPlanner):
                                 probabilities=[round(state.probability(g), 3) for g in unconfirmed],
                                 completion_confidence=self.completion_confidence)
             truth.update(dict.fromkeys(unconfirmed, False))
-        plan = self.plan_from_predicates(truth, memory)
+        order = self._localization_order(state, truth, memory)
+        plan = self.plan_from_predicates(truth, memory, order=order)
         probs = "; ".join(f"p({p})={state.probability(p):.2f}" for p in self.predicates_needed())
         notes = [f"learned state: {probs}"]
+        if order is not None and state.object_uncertainty is not None:
+            ranked = ", ".join(f"{o} {state.object_uncertainty[state.object_index(o)]:.2f}"
+                               for o in (self._object_of[g] for g in order) if not truth[self._goal_of[o]])
+            notes.append(f"best-localized object first (heatmap uncertainty: {ranked})")
         if unconfirmed:
             notes.append(f"every goal reads true, but {', '.join(unconfirmed)} below completion confidence "
                          f"{self.completion_confidence:.2f}: planned again rather than reported complete")
@@ -158,6 +179,25 @@ class LearnedPlanner(GoalRegressionPlanner):
         if plan.remaining:
             plan.remaining[0] = self._with_traces(plan.remaining[0], state, observation)
         return plan
+
+    def _localization_order(self, state: SceneState, truth: dict[str, bool], memory: TaskMemory) -> list[str] | None:
+        """The goals in the order to plan them (see the module docstring, step 3), or None for the task's order
+        (``best_localized_first`` off, goals that depend on each other, or a state without uncertainties)."""
+        if not self.best_localized_first or state.object_uncertainty is None or not self.goals_order_free():
+            return None
+        task = self._require_task()
+        outcomes = (memory.view() or {}).get("last_outcome") or {}
+        has_grasp = self.grasp_skill in task.skills
+
+        def key(i_goal: tuple[int, str]) -> tuple[int, float, int]:
+            i, goal = i_goal
+            obj = self._object_of[goal]
+            held = has_grasp and truth.get(task.predicate_for(self.grasp_skill, (obj,)), False)
+            running = outcomes.get(f"{self.grasp_skill}({obj})") == "running"
+            rank = 0 if held else 1 if running else 2
+            return rank, float(state.object_uncertainty[state.object_index(obj)]), i
+
+        return [g for _, g in sorted(enumerate(self._object_of), key=key)]
 
     def _unconfirmed_goals(self, state: SceneState, truth: dict[str, bool]) -> list[str]:
         """Goal predicates that keep the task from being reported complete: empty unless every goal reads true,

@@ -9,7 +9,7 @@ model camera's image at the model's image size (x right, y down, origin top-left
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,6 +32,14 @@ class SceneState:
         scene_confidence: in [0, 1]: how much the whole image looks like the training scenes (the least sharp
             keypoint heatmap against the training distribution); low under a shift (new table, light, colours).
         heatmap_entropy: ``float64 (O, 2)`` nats, the raw signal behind the confidences.
+        object_uncertainty: ``float64 (O,)`` or None (a reader without entropy references): how diffuse each
+            object's origin heatmap is against the training frames, ``(H - H50) / (H99 - H50)`` of that keypoint
+            (<= 0: as sharp as a typical training frame, 1: the training 99th percentile). Unlike
+            :attr:`object_confidence`, which stays 1 below the 99th percentile (it flags scenes unlike the training
+            ones), it ranks objects within a familiar scene: on pick_place_bins' held-out frames an object's 3-D
+            error is above 2 cm in 0-3% of the frames in the sharper half and 11-88% of those in the most diffuse
+            fifth (an object hidden behind another). With ``best_localized_first`` the learned planner plans the
+            best-localized object first.
     """
 
     objects: tuple[str, ...]
@@ -42,6 +50,7 @@ class SceneState:
     object_confidence: np.ndarray
     scene_confidence: float
     heatmap_entropy: np.ndarray
+    object_uncertainty: np.ndarray | None = field(default=None)
 
     def probability(self, predicate: str) -> float:
         """Calibrated ``p(predicate holds)``.
@@ -72,12 +81,18 @@ class SceneState:
         return self.keypoints_3d[self.object_index(obj), 0].copy()
 
     def to_json(self) -> dict[str, Any]:
-        """JSON-safe summary: probabilities, 3-D origins and confidences (rounded), for logs and memory."""
+        """JSON-safe summary: probabilities, 3-D origins, confidences and uncertainties (rounded), for logs and
+        memory."""
+        def obj(i: int) -> dict[str, Any]:
+            d = {"pos": np.round(self.keypoints_3d[i, 0], 4).tolist(),
+                 "px": np.round(self.keypoints_px[i, 0], 2).tolist(),
+                 "confidence": round(float(self.object_confidence[i]), 3)}
+            if self.object_uncertainty is not None:
+                d["uncertainty"] = round(float(self.object_uncertainty[i]), 3)
+            return d
+
         return {
             "predicates": {p: round(float(v), 4) for p, v in zip(self.predicates, self.probabilities)},
-            "objects": {o: {"pos": np.round(self.keypoints_3d[i, 0], 4).tolist(),
-                            "px": np.round(self.keypoints_px[i, 0], 2).tolist(),
-                            "confidence": round(float(self.object_confidence[i]), 3)}
-                        for i, o in enumerate(self.objects)},
+            "objects": {o: obj(i) for i, o in enumerate(self.objects)},
             "scene_confidence": round(float(self.scene_confidence), 3),
         }

@@ -83,6 +83,17 @@ def keypoint_confidence(entropy: np.ndarray, p50: np.ndarray, p99: np.ndarray) -
     return np.exp(-np.maximum(np.asarray(entropy) - np.asarray(p99), 0.0) / spread)
 
 
+def keypoint_uncertainty(entropy: np.ndarray, p50: np.ndarray, p99: np.ndarray) -> np.ndarray:
+    """Per-keypoint ``(H - H50) / max(H99 - H50, 0.1)`` from heatmap entropies ``(..., K)`` nats and the training
+    references ``(K,)``: unbounded, <= 0 as sharp as a typical training frame, 1 at the training 99th percentile
+    (:attr:`~planner_vlm.learned.scene_state.SceneState.object_uncertainty`). NaN where a reference is infinite
+    (a model saved without references)."""
+    spread = np.maximum(np.asarray(p99) - np.asarray(p50), MIN_ENTROPY_SPREAD)
+    with np.errstate(invalid="ignore"):
+        out = (np.asarray(entropy) - np.asarray(p50)) / spread
+    return np.where(np.isfinite(np.asarray(p99)), out, np.nan)
+
+
 class StateModel:
     """A trained state model ready to read observations (see the module docstring).
 
@@ -234,11 +245,13 @@ class StateModel:
         """
         o = len(self.cfg.objects)
         conf = out["confidence"][row].reshape(o, 2)
+        uncertainty = keypoint_uncertainty(out["entropy"][row], self.entropy_p50, self.entropy_p99).reshape(o, 2)[:, 0]
         return SceneState(objects=self.cfg.objects, predicates=self.cfg.predicates,
                           probabilities=out["probabilities"][row], keypoints_px=out["px"][row].reshape(o, 2, 2),
                           keypoints_3d=out["keypoints_3d"][row].reshape(o, 2, 3), object_confidence=conf.min(axis=1),
                           scene_confidence=float(conf.min()) if conf.size else 1.0,
-                          heatmap_entropy=out["entropy"][row].reshape(o, 2))
+                          heatmap_entropy=out["entropy"][row].reshape(o, 2),
+                          object_uncertainty=None if np.isnan(uncertainty).any() else uncertainty)
 
     # ------------------------------------------------------------------ tandem.core.protocols.ObjectKeypointReader
     @property

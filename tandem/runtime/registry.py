@@ -285,7 +285,8 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
     trace = TraceModel.from_checkpoint(resolve_perception_checkpoint(spec.trace_checkpoint, ctx.task, "trace"))
     return LearnedPlanner(state, trace, threshold=spec.threshold, completion_confidence=spec.completion_confidence,
                           min_object_confidence=spec.min_object_confidence,
-                          min_scene_confidence=spec.min_scene_confidence)
+                          min_scene_confidence=spec.min_scene_confidence,
+                          best_localized_first=spec.best_localized_first)
 
 
 # ------------------------------------------------------------------------------------------- verifiers
