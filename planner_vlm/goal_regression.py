@@ -166,9 +166,13 @@ class GoalRegressionPlanner:
         return [(st.goal, st.obj, st.skill, st.args) for st in self._steps]
 
     def goals_order_free(self) -> bool:
-        """Whether the task's goals may be achieved in any order (after :meth:`reset`): no goal names an object that
-        another goal moves. ``in_bin(milk)`` and ``in_bin(can)`` are; ``on(red,green)`` and ``on(blue,red)`` are not
-        (blue goes onto red once red is stacked)."""
+        """Whether the task's goals may be achieved in any order: no goal names an object that another goal moves.
+        ``in_bin(milk)`` and ``in_bin(can)`` are; ``on(red,green)`` and ``on(blue,red)`` are not (blue goes onto red
+        once red is stacked).
+
+        Raises:
+            ConfigError: :meth:`reset` was not called.
+        """
         self._require_task()
         moved = [st.obj for st in self._steps]
         return all(a not in moved[:i] + moved[i + 1:] for i, st in enumerate(self._steps) for a in st.args)
