@@ -90,7 +90,6 @@ class LearnedPlanner(GoalRegressionPlanner):
         self.min_scene_confidence = float(min_scene_confidence)
         self.best_localized_first = bool(best_localized_first)
         self._object_of: dict[str, str] = {}  # goal predicate -> the object it moves (set by reset)
-        self._goal_of: dict[str, str] = {}
         self.last_state: SceneState | None = None
         self._refusal: str | None = None
         self._missing: list[str] = []
@@ -110,7 +109,6 @@ class LearnedPlanner(GoalRegressionPlanner):
         super().reset(task)
         self._plans, self._refusal, self._missing, self.last_state = 0, None, [], None
         self._object_of = {goal: obj for goal, obj, _, _ in self.goal_steps()}
-        self._goal_of = {obj: goal for goal, obj in self._object_of.items()}
         known = set(self.state_model.cfg.objects)
         goal_objects = [a for _, _, _, args in self.goal_steps() for a in args if a in task.objects]
         self._missing = sorted({o for o in goal_objects if o not in known})
@@ -167,8 +165,8 @@ class LearnedPlanner(GoalRegressionPlanner):
         probs = "; ".join(f"p({p})={state.probability(p):.2f}" for p in self.predicates_needed())
         notes = [f"learned state: {probs}"]
         if order is not None and state.object_uncertainty is not None:
-            ranked = ", ".join(f"{o} {state.object_uncertainty[state.object_index(o)]:.2f}"
-                               for o in (self._object_of[g] for g in order) if not truth[self._goal_of[o]])
+            objs = [self._object_of[g] for g in order if not truth[g]]
+            ranked = ", ".join(f"{o} {state.object_uncertainty[state.object_index(o)]:.2f}" for o in objs)
             notes.append(f"best-localized object first (heatmap uncertainty: {ranked})")
         if unconfirmed:
             notes.append(f"every goal reads true, but {', '.join(unconfirmed)} below completion confidence "
