@@ -7,6 +7,11 @@ gripper starts. This benchmark moves the gripper at the start of each held-out s
 carried object with it, keeping the grasp) and measures, against the demonstration's trace:
 
 * **grasp** (a pick's first closed row) and **release** (a carry's first open row) position error per axis, mm;
+* the release error of carries whose object is held the other way round (turned by a half turn about the
+  gripper: a nut held with its handle ahead instead of behind), against the expert's release moved to put the
+  object, not the gripper, where the expert puts it;
+* the grasp error from *re-pick* starts, right above the expert's grasp point (:data:`REPICKS`), where no
+  demonstrated pick starts;
 * how often the decoded yaws turn by a half turn between two consecutive rows that are both within 0.2 rad of the
   last row modulo a half turn (a wrist turned out and back, or turned at the grasp: see
   :func:`planner_vlm.learned.trace_model.coherent_turns`).
@@ -34,6 +39,9 @@ import numpy as np
 
 #: Start shifts (dx, dz) in m: none, a re-pick's lower start, further down, sideways, both.
 SHIFTS = ((0.0, 0.0), (0.0, -0.03), (0.0, -0.1), (0.1, 0.0), (0.2, -0.1))
+#: Re-pick starts (dx, dy, dz) in m from the expert's grasp point, where a pick whose grasp closed on nothing starts
+#: again (picks only; carries keep their start).
+REPICKS = ((0.0, 0.0, 0.05), (0.03, -0.03, 0.1))
 
 
 def _first_row(rows: np.ndarray, n: int, closed: bool) -> int | None:
@@ -53,7 +61,9 @@ def measure(checkpoint: Path, data: Any, index: np.ndarray) -> dict[str, Any]:
 
     Returns:
         JSON-safe ``{"checkpoint", "config", "shifts": [{"dx_m", "dz_m", "samples", "half_turn_flips", "grasp":
-        {"n", "median_mm_xyz", "p90_mm_xyz"}, "release": {...}}]}`` (errors in mm per world axis).
+        {"n", "median_mm_xyz", "p90_mm_xyz"}, "release": {...}}], "repicks": [{"from_grasp_m", "grasp": {...}}],
+        "flipped_carries": {"release": {...}}}``
+        (errors in mm per world axis).
 
     Raises:
         CheckpointError: an unreadable checkpoint. UnknownSkillError / UnknownNameError: a dataset subgoal outside
@@ -68,7 +78,51 @@ def measure(checkpoint: Path, data: Any, index: np.ndarray) -> dict[str, Any]:
     data.set_vocabulary(model.cfg.skills, model.cfg.arg_names)
     held = carried_objects(model.cfg, data.rows[index], data.args[index])
     carrying = held >= 0
-    out: dict[str, Any] = {"checkpoint": str(checkpoint), "config": model.cfg.to_dict(), "shifts": []}
+    out: dict[str, Any] = {"checkpoint": str(checkpoint), "config": model.cfg.to_dict(), "shifts": [],
+                           "repicks": []}
+
+    def decode(kp: np.ndarray, proprio: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        x = trace_inputs(model.cfg, kp, proprio, data.skill[index], data.args[index])
+        with torch.no_grad():
+            net_out = model.net(*(torch.from_numpy(x[k]) for k in ("features", "anchors", "refs")))
+        return decode_rows(net_out, x["eef"], x["yaw"], model.cfg, x["turn_matters"])
+
+    grasp_row = [None if carrying[j] else _first_row(data.rows[i], int(data.mask[i].sum()), True)
+                 for j, i in enumerate(index)]
+    picks = np.array([j for j, g in enumerate(grasp_row) if g is not None], int)
+    for offset in REPICKS:
+        proprio = data.proprio[index].astype(np.float64).copy()
+        for j in picks:
+            proprio[j, :3] = data.rows[index[j], grasp_row[j], :3] + np.asarray(offset)
+        rows, mask = decode(data.keypoints_3d[index].astype(np.float64), proprio)
+        errs = []
+        for j in picks:
+            p = _first_row(rows[j], int(mask[j].sum()), True)
+            got = rows[j, p if p is not None else int(mask[j].sum()) - 1, :3]
+            errs.append(np.abs(got - data.rows[index[j], grasp_row[j], :3]) * 1000.0)
+        e = np.array(errs, np.float64).reshape(-1, 3)
+        out["repicks"].append({"from_grasp_m": list(offset), "grasp": {
+            "n": int(len(e)), "median_mm_xyz": np.median(e, 0).round(1).tolist() if len(e) else None,
+            "p90_mm_xyz": np.percentile(e, 90, 0).round(1).tolist() if len(e) else None}})
+    carries = np.flatnonzero(carrying)
+    kp = data.keypoints_3d[index].astype(np.float64).copy()
+    eef = data.proprio[index, :2].astype(np.float64)
+    obj = kp[carries, held[carries], :, :2]
+    kp[carries, held[carries], :, :2] = 2.0 * eef[carries, None] - obj  # turned by a half turn about the gripper
+    delta = kp[carries, held[carries], 0, :2] - obj[:, 0]
+    rows, mask = decode(kp, data.proprio[index].astype(np.float64))
+    errs = []
+    for c, j in enumerate(carries):
+        i = index[j]
+        t, p = _first_row(data.rows[i], int(data.mask[i].sum()), False), _first_row(rows[j], int(mask[j].sum()), False)
+        if t is not None:
+            target = data.rows[i, t, :3].astype(np.float64) - np.append(delta[c], 0.0)
+            got = rows[j, p if p is not None else int(mask[j].sum()) - 1, :3]
+            errs.append(np.abs(got - target) * 1000.0)
+    e = np.array(errs, np.float64).reshape(-1, 3)
+    out["flipped_carries"] = {"release": {
+        "n": int(len(e)), "median_mm_xyz": np.median(e, 0).round(1).tolist() if len(e) else None,
+        "p90_mm_xyz": np.percentile(e, 90, 0).round(1).tolist() if len(e) else None}}
     for dx, dz in SHIFTS:
         kp = data.keypoints_3d[index].astype(np.float64).copy()
         proprio = data.proprio[index].astype(np.float64).copy()
@@ -77,10 +131,7 @@ def measure(checkpoint: Path, data: Any, index: np.ndarray) -> dict[str, Any]:
         rows_carrying = np.flatnonzero(carrying)  # the carried object moves with the gripper
         kp[rows_carrying, held[rows_carrying], :, 0] += dx
         kp[rows_carrying, held[rows_carrying], :, 2] += dz
-        x = trace_inputs(model.cfg, kp, proprio, data.skill[index], data.args[index])
-        with torch.no_grad():
-            net_out = model.net(*(torch.from_numpy(x[k]) for k in ("features", "anchors", "refs")))
-        rows, mask = decode_rows(net_out, x["eef"], x["yaw"], model.cfg)
+        rows, mask = decode(kp, proprio)
         errors: dict[str, list[np.ndarray]] = {"grasp": [], "release": []}
         flips = 0
         for j, i in enumerate(index):
@@ -128,6 +179,12 @@ def main() -> None:
             print(f"  start dx {s['dx_m']:+.2f} dz {s['dz_m']:+.2f} m: grasp median {s['grasp']['median_mm_xyz']} "
                   f"p90 {s['grasp']['p90_mm_xyz']} mm; release median {s['release']['median_mm_xyz']} mm; "
                   f"half-turn flips {s['half_turn_flips']}/{s['samples']}")
+        f = r["flipped_carries"]["release"]
+        print(f"  carries held the other way round: release median {f['median_mm_xyz']} p90 {f['p90_mm_xyz']} mm "
+              f"({f['n']} carries)")
+        for s in r["repicks"]:
+            print(f"  re-pick from {s['from_grasp_m']} m of the grasp: grasp median {s['grasp']['median_mm_xyz']} "
+                  f"p90 {s['grasp']['p90_mm_xyz']} mm ({s['grasp']['n']} picks)")
     print(f"wrote {args.out}")
 
 

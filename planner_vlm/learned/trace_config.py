@@ -9,7 +9,7 @@ from typing import Any
 from tandem.core.errors import ConfigError
 
 #: Orders of the trace model's output slots (see :attr:`TraceModelConfig.slot_order`).
-SLOT_ORDERS = ("start", "end")
+SLOT_ORDERS = ("start", "end", "event")
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,13 @@ class TraceModelConfig:
             k-th row from the end, so a skill's closing points (a pick's hover, grasp, close and lift) sit in the
             same slots whatever number of wrist-turn points the expert put before them (pick_place_bins: 0-4).
             With ``"start"`` the slots of those points shifted with that number, and the network blended them: a
-            pick's hover point came out 6 cm off in xy on a trace with three turn points.
+            pick's hover point came out 6 cm off in xy on a trace with three turn points. ``"event"``: slot 0 is row
+            0, and the trace's *event* row (the first whose gripper command differs from row 0's: a pick's close, a
+            place's release; the last row when none does) sits in slot ``trace_len // 2``, the rows before and after
+            it in the slots before and after (:func:`planner_vlm.learned.trace_model.event_slots`). A nut_assembly
+            pick has 3-6 points before its close and 2-7 after (wrist turns on both sides), so neither end aligns
+            its grasp: with ``"end"`` the held-out grasp height was 40 mm off at the 90th percentile (a blend of the
+            grasp and the lift above it), with ``"event"`` 1.5 mm.
         coherent_turns: whether the decoded yaws are made one turn of the wrist, from the gripper's yaw now to the
             last point's (:func:`planner_vlm.learned.trace_model.coherent_turns`). False: each row's half turn is its
             own decision (older checkpoints).
@@ -116,11 +122,25 @@ class TraceTrainConfig:
             expert's lift, so without it the network tied the release height to the start height: 3 cm lower at
             the start put pick_place_bins' release points 15-20 mm too low, where the learned executor's lift can
             end 3 cm short. 0: off (the default of older recipes).
+        carry_offset_jitter_m: half-width (m, in x and y) of a random shift of the carried object in the fingers at
+            the start of a carrying subgoal, with the trace's rows over the target moved against it
+            (:func:`planner_vlm.learned.trace_train.start_jitter`). 0: off.
+        carry_flip_fraction: share of the carrying samples whose object is turned by a half turn about the gripper
+            (a nut held with its handle the other way round), the rows over the target moved to release the object,
+            not the gripper, where the expert releases it. 0: off.
         start_jitter_m: half-width (m, per axis) of a uniform shift of the gripper at the start of the other
             subgoals (an open gripper: pick), with the trace's rows tied to the start moved along
             (:func:`planner_vlm.learned.trace_train.start_jitter`): a re-pick starts about 10 cm lower than any
             pick of the demonstrations, and a 10 cm lower start put the previous pick_place_bins model's grasp points
             4 cm off in height at the median (``benchmarks/trace_start_shift.py``). 0: off.
+        repick_fraction: share of those pick samples whose gripper instead starts right above the grasp point
+            (within ``repick_radius_m`` in x and y, 0 to ``repick_height_m`` above it), as a re-pick does after a
+            grasp that closed on nothing (:func:`planner_vlm.learned.trace_train.start_jitter`). No demonstrated pick
+            starts there: on pick_place_bins' held-out seeds, 11 of 52 failed picks had a learned grasp point 2-160 cm
+            from a well-read object, most from starts 2-8 cm from it. It cut the re-pick grasp error (p90 44 -> 4
+            mm) but gained nothing closed loop (docs/learned-high-level.md). 0: off.
+        repick_radius_m: half-width (m) in x and y of a re-pick start around the grasp point.
+        repick_height_m: highest start (m) of a re-pick above the grasp point.
         val_episodes: the last this-many episodes are held out for the validation metrics.
         seed: initialisation, noise and batch order.
         eval_every: steps between held-out evaluations.
@@ -133,7 +153,12 @@ class TraceTrainConfig:
     max_minutes: float = 10.0
     keypoint_noise_m: float = 0.004
     carry_height_jitter_m: float = 0.0
+    carry_offset_jitter_m: float = 0.0
+    carry_flip_fraction: float = 0.0
     start_jitter_m: float = 0.0
+    repick_fraction: float = 0.0
+    repick_radius_m: float = 0.05
+    repick_height_m: float = 0.15
     val_episodes: int = 20
     seed: int = 0
     eval_every: int = 500
@@ -142,7 +167,18 @@ class TraceTrainConfig:
         if self.batch_size < 1 or self.lr <= 0 or self.steps < 1 or self.max_minutes <= 0 or self.eval_every < 1:
             raise ConfigError("trace training needs batch_size, steps, eval_every >= 1 and lr, max_minutes > 0, got "
                               f"{self.batch_size}, {self.steps}, {self.eval_every}, {self.lr}, {self.max_minutes}")
-        jitters = (self.keypoint_noise_m, self.carry_height_jitter_m, self.start_jitter_m, self.val_episodes)
+        jitters = (self.keypoint_noise_m, self.carry_height_jitter_m, self.carry_offset_jitter_m, self.start_jitter_m,
+                   self.repick_radius_m, self.repick_height_m, self.val_episodes)
         if min(jitters) < 0:
-            raise ConfigError(f"trace training keypoint_noise_m, carry_height_jitter_m, start_jitter_m and "
-                              f"val_episodes must be >= 0, got {jitters}")
+            raise ConfigError(f"trace training keypoint_noise_m, carry_height_jitter_m, carry_offset_jitter_m, "
+                              f"start_jitter_m, repick_radius_m, repick_height_m and val_episodes must be >= 0, got "
+                              f"{jitters}")
+        for name in ("repick_fraction", "carry_flip_fraction"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ConfigError(f"trace training {name} must be in [0, 1], got {getattr(self, name)}")
+
+    @property
+    def augments_starts(self) -> bool:
+        """Whether any start augmentation of :func:`planner_vlm.learned.trace_train.start_jitter` is on."""
+        return max(self.carry_height_jitter_m, self.carry_offset_jitter_m, self.carry_flip_fraction,
+                   self.start_jitter_m, self.repick_fraction) > 0

@@ -70,7 +70,12 @@ class TraceTrainSection(Schema):
     max_minutes: float = 10.0
     keypoint_noise_m: float = 0.004
     carry_height_jitter_m: float = 0.0
+    carry_offset_jitter_m: float = 0.0
+    carry_flip_fraction: float = 0.0
     start_jitter_m: float = 0.0
+    repick_fraction: float = 0.0
+    repick_radius_m: float = 0.05
+    repick_height_m: float = 0.15
     seed: int = 0
     eval_every: int = 500
 

@@ -48,3 +48,24 @@ def test_pick_place_bins_grasp_points_do_not_follow_the_gripper_start():
         for g in grasps:
             assert np.linalg.norm(g[:2] - origin[:2]) < 0.015, (obj, g, origin)  # the expert grasps above the origin
         assert np.ptp(np.array(grasps), axis=0).max() < 0.01, (obj, grasps)  # wherever the gripper started
+
+
+#: A nut_assembly scene of a held-out demonstration (sample 772 of datasets/nut_assembly_lowdim_sq's last 20
+#: episodes, a pick of the square nut): per nut (square, round) the origin and a point 3 cm along its axis, m, world.
+NUT_SCENE = np.array([[[-0.1144, 0.1498, 0.83], [-0.0977, 0.1249, 0.83]],
+                      [[0.2349, -0.0986, 0.83], [0.211, -0.0806, 0.83]]])
+#: The gripper where that pick started: grip site (m), quaternion wxyz, opening (m).
+NUT_START = np.array([0.1872, -0.0584, 1.011, 0.006, -0.8932, -0.4496, 0.0064, 0.0786])
+
+
+def test_nut_assembly_pick_turns_the_lifted_nut_as_the_expert_does():
+    """The expert grasps the handle at yaw 0.59 rad and turns the lifted nut by +4.12 rad (handle towards the robot);
+    a half turn less is the same grasp but the nut the other way round, which the insert cannot use."""
+    model = TraceModel.from_checkpoint(ROOT / "checkpoints" / "trace" / "nut_assembly")
+    assert model.cfg.slot_order == "event" and model.cfg.coherent_turns
+    trace = model.predict(NUT_SCENE, NUT_START, "pick", ("square_nut",))
+    closed = np.flatnonzero(trace.gripper > 0)
+    grasp = NUT_SCENE[0, 0] + (NUT_SCENE[0, 1] - NUT_SCENE[0, 0]) * 0.062 / 0.03  # the handle, 6.2 cm out
+    np.testing.assert_allclose(trace.points[closed[0]], grasp, atol=0.01)
+    turn = trace.yaw[-1] - trace.yaw[closed[0]]
+    assert abs(turn - 4.12) < np.radians(20), turn

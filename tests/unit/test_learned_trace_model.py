@@ -17,7 +17,10 @@ from planner_vlm.learned.trace_model import (
     TraceNet,
     coherent_turns,
     decode_rows,
+    event_row,
+    event_slots,
     reorder_slots,
+    rows_from_event_slots,
     trace_inputs,
 )
 from planner_vlm.learned.trace_train import start_jitter, train_trace_model
@@ -147,6 +150,23 @@ def test_coherent_turns_make_one_turn_of_the_wrist_without_changing_a_grasp():
     np.testing.assert_allclose(half_turns, np.round(half_turns), atol=1e-9)  # the same grasp modulo a half turn
 
 
+def test_a_held_nut_keeps_the_networks_turn_after_the_close():
+    # a nut pick: turn to the handle (open), close at row 3, lift, then turn the nut by 3 rad to face the robot
+    yaw = np.array([[0.0, 1.5, 1.5, 1.5, 1.5, 2.5, 3.5, 4.5]] * 2)
+    grip = np.array([[-1, -1, -1, 1, 1, 1, 1, 1]] * 2, np.float64)
+    mask = np.ones((2, 8), np.float32)
+    whole = coherent_turns(yaw, mask)  # the gripper's symmetry over the whole trace: the nut ends the other way round
+    assert abs(whole[0, -1] - 4.5) > 3.0
+    out = coherent_turns(yaw, mask, grip, np.array([True, False]))
+    np.testing.assert_allclose(out[0], yaw[0])  # a nut: the turn after the close is kept
+    np.testing.assert_allclose(out[1], whole[1])  # a box that a half turn maps onto itself: as before
+    flipped = yaw.copy()
+    flipped[0, 2:] += np.pi  # the grasp decided a half turn away: the nut's turn after it still holds, from there
+    flipped[0, 6] -= np.pi  # and one step of the turn a half turn off: put back on the way, not out and back
+    out = coherent_turns(flipped, mask, grip, np.array([True, False]))
+    np.testing.assert_allclose(out[0, 4:] - out[0, 3], yaw[0, 4:] - yaw[0, 3])
+
+
 def test_start_jitter_moves_what_is_tied_to_the_gripper_and_nothing_else():
     cfg = TraceModelConfig(objects=("red", "blue"), skills=("pick", "stack"), arg_names=("blue", "red"))
     kp = np.zeros((2, 2, 2, 3))
@@ -162,7 +182,8 @@ def test_start_jitter_moves_what_is_tied_to_the_gripper_and_nothing_else():
     mask = np.array([[1, 1, 1, 1, 0], [1, 1, 1, 1, 0]], np.float32)
     args = np.array([[1, -1], [0, 1]])  # pick(red); stack(blue, red)
     rng = np.random.default_rng(0)
-    kp2, p2, r2 = start_jitter(cfg, kp, proprio, rows, mask, args, 0.04, 0.1, rng)
+    kp2, p2, r2 = start_jitter(cfg, kp, proprio, rows, mask, args,
+                               TraceTrainConfig(carry_height_jitter_m=0.04, start_jitter_m=0.1), rng)
     d_pick, d_carry = p2[0, :3] - proprio[0, :3], p2[1, :3] - proprio[1, :3]
     assert np.abs(d_pick).max() > 0 and np.abs(d_pick).max() <= 0.1
     np.testing.assert_allclose(r2[0, :2, :3], rows[0, :2, :3] + d_pick)  # the start and the rise above it
@@ -177,22 +198,115 @@ def test_start_jitter_moves_what_is_tied_to_the_gripper_and_nothing_else():
         TraceTrainConfig(start_jitter_m=-0.1)
 
 
-def test_a_model_with_end_slots_learns_and_decodes_in_trace_order(trained, tmp_path):
+def test_a_repick_start_is_right_above_the_grasp_and_keeps_the_points_at_the_object():
+    cfg = TraceModelConfig(objects=("red", "blue"), skills=("pick", "stack"), arg_names=("blue", "red"))
+    kp = np.zeros((3, 2, 2, 3))
+    proprio = np.tile([0.1, 0.2, 1.0, 0.0, 1.0, 0.0, 0.0, 0.08], (3, 1))
+    rows = np.zeros((3, 5, 5))
+    # picks of red from high above another bin: a wrist turn at the start, above red, the grasp, close
+    rows[:, :4, :3] = [[0.1, 0.2, 1.0], [0.1, 0.2, 1.0], [0.3, 0.0, 0.92], [0.3, 0.0, 0.82]]
+    rows[:, :, 4] = [-1, -1, -1, 1, 0]
+    rows[2, :, 4] = [-1, -1, -1, -1, 0]  # no closed row: no grasp to start above
+    mask = np.array([[1, 1, 1, 1, 0]] * 3, np.float32)
+    args = np.array([[1, -1]] * 3)
+    kp2, p2, r2 = start_jitter(cfg, kp, proprio, rows, mask, args,
+                               TraceTrainConfig(repick_fraction=1.0, repick_radius_m=0.05, repick_height_m=0.15),
+                               np.random.default_rng(0))
+    for b in (0, 1):
+        off = p2[b, :3] - rows[b, 3, :3]  # from the grasp point
+        assert np.abs(off[:2]).max() <= 0.05 and 0.0 <= off[2] <= 0.15
+        np.testing.assert_allclose(r2[b, 0, :3], p2[b, :3])
+        np.testing.assert_allclose(r2[b, 1, :2], p2[b, :2])  # the turn follows the start in xy ...
+        assert r2[b, 1, 2] == rows[b, 1, 2]  # ... at the height the expert turns at
+        np.testing.assert_array_equal(r2[b, 2:], rows[b, 2:])  # above, grasp and close stay at red
+    np.testing.assert_array_equal(p2[2], proprio[2])  # without a grasp (and no plain jitter) nothing moves
+    np.testing.assert_array_equal(kp2, kp)
+    with pytest.raises(ConfigError, match="repick_fraction"):
+        TraceTrainConfig(repick_fraction=1.5)
+
+
+def test_a_carried_object_turned_or_shifted_in_the_fingers_moves_the_release_against_it():
+    cfg = TraceModelConfig(objects=("red", "blue"), skills=("pick", "stack"), arg_names=("blue", "red"))
+    kp = np.zeros((2, 2, 2, 3))
+    kp[:, 0, 0] = [0.16, 0.2, 0.95]  # red, held: its origin 6 cm behind the gripper in x ...
+    kp[:, 0, 1] = [0.19, 0.2, 0.95]  # ... its second keypoint 3 cm towards it
+    kp[:, 1, :, :] = [0.5, 0.0, 0.82]
+    proprio = np.tile([0.22, 0.2, 0.95, 0.0, 1.0, 0.0, 0.0, 0.0], (2, 1))
+    rows = np.zeros((2, 5, 5))
+    # stack red on blue: rise at the start, then over blue with red's origin on blue's, then open
+    over = np.array([0.5 + 0.06, 0.0])  # the gripper 6 cm ahead of red's origin
+    rows[:, :4, :3] = [[0.22, 0.2, 0.95], [0.22, 0.2, 1.0], [*over, 1.0], [*over, 0.87]]
+    rows[:, :, 4] = [1, 1, 1, -1, 0]
+    mask = np.array([[1, 1, 1, 1, 0]] * 2, np.float32)
+    args = np.array([[1, 0]] * 2)  # stack(red, blue)
+    kp2, p2, r2 = start_jitter(cfg, kp, proprio, rows, mask, args, TraceTrainConfig(carry_flip_fraction=1.0),
+                               np.random.default_rng(0))
+    np.testing.assert_allclose(kp2[:, 0, 0, :2], [[0.28, 0.2]] * 2)  # red turned about the gripper: now ahead
+    np.testing.assert_allclose(kp2[:, 0, 1, :2], [[0.25, 0.2]] * 2)
+    np.testing.assert_array_equal(p2, proprio)
+    np.testing.assert_array_equal(r2[:, :2], rows[:, :2])  # the start and the rise above it stay
+    np.testing.assert_allclose(r2[:, 2:4, :2], [[[0.5 - 0.06, 0.0]] * 2] * 2)  # red's origin still lands on blue
+    np.testing.assert_array_equal(kp2[:, 1], kp[:, 1])
+    kp3, _, r3 = start_jitter(cfg, kp, proprio, rows, mask, args, TraceTrainConfig(carry_offset_jitter_m=0.01),
+                              np.random.default_rng(1))
+    delta = kp3[:, 0, 0, :2] - kp[:, 0, 0, :2]
+    assert 0 < np.abs(delta).max() <= 0.01
+    np.testing.assert_allclose(kp3[:, 0, 1, :2] - kp[:, 0, 1, :2], delta)  # both keypoints move together
+    np.testing.assert_allclose(r3[:, 2:4, :2], rows[:, 2:4, :2] - delta[:, None])
+    with pytest.raises(ConfigError, match="carry_flip_fraction"):
+        TraceTrainConfig(carry_flip_fraction=-0.1)
+
+
+@pytest.mark.parametrize("slot_order", ["end", "event"])
+def test_a_model_with_reordered_slots_learns_and_decodes_in_trace_order(trained, tmp_path, slot_order):
     data = trained[0]
     cfg = TraceModelConfig(objects=data.objects, skills=data.skills, arg_names=data.arg_names,
-                           symmetries={"red": 4, "blue": 4}, hidden=64, layers=2, slot_order="end")
+                           symmetries={"red": 4, "blue": 4}, hidden=64, layers=2, slot_order=slot_order)
     tcfg = TraceTrainConfig(batch_size=32, steps=400, max_minutes=3, eval_every=200, keypoint_noise_m=0.002,
                             val_episodes=16)
     model, summary = train_trace_model(data, cfg, tcfg, tmp_path, command="pytest", log=lambda _: None)
     assert summary["held_out"]["point_error_cm"]["median"] < 2.0  # compared with the rows in the trace's order
     assert summary["held_out"]["length_accuracy"] >= 0.9
     loaded = TraceModel.from_checkpoint(tmp_path / "checkpoint")
-    assert loaded.cfg.slot_order == "end"
+    assert loaded.cfg.slot_order == slot_order
     j = int(data.val_index[0])
     tr = loaded.predict(data.keypoints_3d[j], data.proprio[j], data.skills[data.skill[j]],
                         tuple(data.arg_names[a] for a in data.args[j] if a >= 0))
     n = int(data.mask[j].sum())
     assert len(tr.points) == n and np.linalg.norm(tr.points[-1] - data.rows[j, n - 1, :3]) < 0.03
+
+
+
+def test_event_slots_put_every_trace_s_gripper_change_in_the_middle_slot_and_round_trip():
+    k = 8
+    rows = np.zeros((3, k, 5))
+    rows[..., 0] = np.arange(k)  # x = the row's index in the trace
+    rows[0, :, 4] = [-1, -1, -1, 1, 1, 1, 0, 0]  # a pick: two points before the close (row 3), two after
+    rows[1, :, 4] = [1, 1, -1, -1, 0, 0, 0, 0]  # a place: the release at row 2
+    rows[2, :, 4] = [-1, -1, -1, 0, 0, 0, 0, 0]  # no change: the last row is the event
+    mask = np.zeros((3, k), np.float32)
+    mask[0, :6], mask[1, :4], mask[2, :3] = 1, 1, 1
+    assert [event_row(rows[b], int(mask[b].sum())) for b in range(3)] == [3, 2, 2]
+    slots, slot_mask = event_slots(rows, mask)
+    assert (slots[:, k // 2, 0] == [3, 2, 2]).all()  # the event row sits in slot K // 2
+    np.testing.assert_array_equal(slot_mask[0], [1, 0, 1, 1, 1, 1, 1, 0])
+    np.testing.assert_array_equal(slots[0, 2:7, 0], [1, 2, 3, 4, 5])
+    back, back_mask = rows_from_event_slots(slots, slot_mask > 0)
+    np.testing.assert_array_equal(back_mask, mask)
+    for b in range(3):
+        n = int(mask[b].sum())
+        np.testing.assert_array_equal(back[b, :n], rows[b, :n])
+    # decoded validity need not be contiguous: only the run around the event slot counts
+    valid = slot_mask > 0
+    valid[0, 1] = True  # next to the run (slots 2-6): it extends it
+    valid[1, 7] = True  # after a gap (slot 6 is not valid): dropped
+    _, m2 = rows_from_event_slots(slots, valid)
+    assert m2[0].sum() == 7 and m2[1].sum() == 4
+    valid[2, k // 2] = False  # no event slot: the trace is row 0 alone
+    _, m3 = rows_from_event_slots(slots, valid)
+    assert m3[2].sum() == 1
+    with pytest.raises(ConfigError, match="slot_order"):
+        TraceModelConfig(objects=("red",), skills=("pick",), arg_names=("red",), slot_order="grasp")
 
 
 
