@@ -18,6 +18,9 @@ Hierarchical designs run under the oracle planner, verifier and traces (they mea
 ones run the whole task as one subgoal (``planner=instruction``, judged by the task's success). Up to ``--jobs`` runs
 train side by side (the machine has 2 cores; FIELD-NOTES: two 1-thread runs beat one 2-thread run).
 
+Image designs train on the cameras the image dataset records. With ``--clock cpu`` the budgets are one core's CPU
+time (``train.clock=cpu``), which stays fair when the machine is shared.
+
 Writes ``<out>/learning_curve.json`` (every snapshot: minutes, steps, task success with a Wilson interval, subgoal
 success per skill), ``<out>/learning_curve.md`` (the table) and ``<out>/learning_curve.png`` (the plot).
 
@@ -74,13 +77,32 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
     return (max(0.0, c - h), min(1.0, c + h))
 
 
+def dataset_cameras(root: str | Path) -> list[str]:
+    """The cameras an image dataset records (its ``observation.images.<camera>`` features), in its order.
+
+    Raises:
+        SystemExit: no ``meta/info.json`` under ``root``, or no image feature in it.
+    """
+    info = Path(root) / "meta" / "info.json"
+    if not info.is_file():
+        raise SystemExit(f"--image-dataset {root}: no meta/info.json (not a LeRobotDataset)")
+    prefix = "observation.images."
+    cams = [k[len(prefix):] for k in json.loads(info.read_text())["features"] if k.startswith(prefix)]
+    if not cams:
+        raise SystemExit(f"--image-dataset {root} records no camera images (features {prefix}*)")
+    return cams
+
+
 def train(design: str, args: argparse.Namespace, out: Path) -> None:
     overrides, kind, _ = DESIGNS[design]
     dataset = args.dataset if kind == "lowdim" else args.image_dataset
     if dataset is None:
         raise SystemExit(f"design {design} needs --{'image-' if kind == 'image' else ''}dataset")
     minutes = sorted(args.minutes)
+    if kind == "image":  # the cameras the dataset has (pick_place_bins' image datasets record agentview only)
+        overrides = [*overrides, f"executor.cameras=[{','.join(dataset_cameras(dataset))}]"]
     cmd = [str(BIN / "tandem-train"), *overrides, *(TRACK_TRAIN if kind == "lowdim" else []),
+           f"train.clock={args.clock}",
            f"dataset.root={dataset}", "train.steps=100000000", f"train.max_minutes={minutes[-1]}",
            f"train.snapshot_minutes=[{','.join(str(m) for m in minutes[:-1])}]", "train.save_every=100000000",
            "train.log_every=500", "train.num_workers=0", "train.device=cpu", "torch_threads=1",
@@ -181,6 +203,9 @@ def main() -> None:
     ap.add_argument("--seeds", type=int, default=20, help="held-out evaluation seeds per snapshot (from 1000)")
     ap.add_argument("--jobs", type=int, default=2, help="trainings (and evaluations) side by side")
     ap.add_argument("--train-seed", type=int, default=0)
+    ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                    help="the clock of the budgets: wall (elapsed) or cpu (one core's CPU time, fair beside other "
+                         "runs)")
     ap.add_argument("--skip-train", action="store_true", help="only evaluate existing snapshots")
     ap.add_argument("--out", type=Path, default=Path("outputs/learning_curve"))
     args = ap.parse_args()
@@ -194,8 +219,8 @@ def main() -> None:
         results = list(pool.map(lambda j: evaluate(*j, args, out), jobs))
     results.sort(key=lambda r: (args.designs.index(r["design"]), r["minutes"]))
     doc = {"benchmark": "learning_curve", "task": args.task, "seeds": args.seeds, "seed_start": 1000,
-           "minutes": args.minutes, "jobs": args.jobs, "wall_s": round(time.time() - t0), "results": results,
-           "command": " ".join(sys.argv)}
+           "minutes": args.minutes, "clock": args.clock, "jobs": args.jobs, "wall_s": round(time.time() - t0),
+           "results": results, "command": " ".join(sys.argv)}
     (out / "learning_curve.json").write_text(json.dumps(doc, indent=2))
     (out / "learning_curve.md").write_text(table(results, args.task))
     plot(results, out / "learning_curve.png", args.task)
