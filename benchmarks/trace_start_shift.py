@@ -51,6 +51,13 @@ def _first_row(rows: np.ndarray, n: int, closed: bool) -> int | None:
     return int(hit[0]) if len(hit) else None
 
 
+def _error_summary(errors: list[np.ndarray]) -> dict[str, Any]:
+    """``{"n", "median_mm_xyz", "p90_mm_xyz"}`` of per-axis absolute errors ``errors`` (each ``(3,)`` mm)."""
+    e = np.array(errors, np.float64).reshape(-1, 3)
+    return {"n": int(len(e)), "median_mm_xyz": np.median(e, 0).round(1).tolist() if len(e) else None,
+            "p90_mm_xyz": np.percentile(e, 90, 0).round(1).tolist() if len(e) else None}
+
+
 def measure(checkpoint: Path, data: Any, index: np.ndarray) -> dict[str, Any]:
     """Grasp/release errors and half-turn flips of one checkpoint under every shift of :data:`SHIFTS`.
 
@@ -100,10 +107,7 @@ def measure(checkpoint: Path, data: Any, index: np.ndarray) -> dict[str, Any]:
             p = _first_row(rows[j], int(mask[j].sum()), True)
             got = rows[j, p if p is not None else int(mask[j].sum()) - 1, :3]
             errs.append(np.abs(got - data.rows[index[j], grasp_row[j], :3]) * 1000.0)
-        e = np.array(errs, np.float64).reshape(-1, 3)
-        out["repicks"].append({"from_grasp_m": list(offset), "grasp": {
-            "n": int(len(e)), "median_mm_xyz": np.median(e, 0).round(1).tolist() if len(e) else None,
-            "p90_mm_xyz": np.percentile(e, 90, 0).round(1).tolist() if len(e) else None}})
+        out["repicks"].append({"from_grasp_m": list(offset), "grasp": _error_summary(errs)})
     carries = np.flatnonzero(carrying)
     kp = data.keypoints_3d[index].astype(np.float64).copy()
     eef = data.proprio[index, :2].astype(np.float64)
@@ -119,10 +123,7 @@ def measure(checkpoint: Path, data: Any, index: np.ndarray) -> dict[str, Any]:
             target = data.rows[i, t, :3].astype(np.float64) - np.append(delta[c], 0.0)
             got = rows[j, p if p is not None else int(mask[j].sum()) - 1, :3]
             errs.append(np.abs(got - target) * 1000.0)
-    e = np.array(errs, np.float64).reshape(-1, 3)
-    out["flipped_carries"] = {"release": {
-        "n": int(len(e)), "median_mm_xyz": np.median(e, 0).round(1).tolist() if len(e) else None,
-        "p90_mm_xyz": np.percentile(e, 90, 0).round(1).tolist() if len(e) else None}}
+    out["flipped_carries"] = {"release": _error_summary(errs)}
     for dx, dz in SHIFTS:
         kp = data.keypoints_3d[index].astype(np.float64).copy()
         proprio = data.proprio[index].astype(np.float64).copy()
@@ -148,9 +149,7 @@ def measure(checkpoint: Path, data: Any, index: np.ndarray) -> dict[str, Any]:
             flips += int(np.any(jump & settled[1:] & settled[:-1]))
         row: dict[str, Any] = {"dx_m": dx, "dz_m": dz, "samples": int(len(index)), "half_turn_flips": flips}
         for kind, errs in errors.items():
-            e = np.array(errs).reshape(-1, 3)
-            row[kind] = {"n": int(len(e)), "median_mm_xyz": np.median(e, 0).round(1).tolist() if len(e) else None,
-                         "p90_mm_xyz": np.percentile(e, 90, 0).round(1).tolist() if len(e) else None}
+            row[kind] = _error_summary(errs)
         out["shifts"].append(row)
     return out
 
