@@ -133,7 +133,7 @@ def evaluate(design: str, minutes: float, ckpt: Path, args: argparse.Namespace, 
     _, _, variant = DESIGNS[design]
     eval_dir = out / design / f"eval_{ckpt.name}"
     cmd = [str(BIN / "tandem-eval"), f"suite={args.task}", f"suite.seeds={args.seeds}", f"run_variants=[{variant}]",
-           f"variants.{variant}.executor.checkpoint={ckpt}", f"variants.{variant}.executor.torch_threads=1",
+           f"variants.{variant}.executor.checkpoint={ckpt}", f"++variants.{variant}.executor.torch_threads=1",
            "backend=inline", "progress=false", f"out_dir={eval_dir}"]
     if variant != "oracle_track":  # image executors render their cameras (flat_state: agentview for its state model)
         cmd.append(f"variants.{variant}.env.render=true")
