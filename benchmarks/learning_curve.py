@@ -78,18 +78,24 @@ def wilson(k: int, n: int, z: float = 1.96) -> tuple[float, float]:
 
 
 def dataset_cameras(root: str | Path) -> list[str]:
-    """The cameras an image dataset records (its ``observation.images.<camera>`` features), in its order.
+    """The cameras an image dataset records (its ``observation.images.<camera>`` features, read by
+    :func:`executor_vla.dataset_inspect.schema_of`), in its order.
 
     Raises:
-        SystemExit: no ``meta/info.json`` under ``root``, or no image feature in it.
+        SystemExit: no ``meta/info.json`` under ``root``, not a tandem dataset, or no camera image in it.
     """
+    from executor_vla.dataset_inspect import schema_of
+    from tandem.core.errors import DatasetSchemaError
+
     info = Path(root) / "meta" / "info.json"
     if not info.is_file():
         raise SystemExit(f"--image-dataset {root}: no meta/info.json (not a LeRobotDataset)")
-    prefix = "observation.images."
-    cams = [k[len(prefix):] for k in json.loads(info.read_text())["features"] if k.startswith(prefix)]
+    try:
+        cams = list(schema_of(json.loads(info.read_text()))["cameras"])
+    except DatasetSchemaError as e:
+        raise SystemExit(f"--image-dataset {root}: {e}") from e
     if not cams:
-        raise SystemExit(f"--image-dataset {root} records no camera images (features {prefix}*)")
+        raise SystemExit(f"--image-dataset {root} records no camera images")
     return cams
 
 
