@@ -6,6 +6,9 @@ Perturbations (each fires at most once per episode):
   (lying flat on the table, at least 8 cm from every other object and 6 cm from the gripper).
 * ``pull_from_bin`` (pick_place_bins): once ``in_bin(x)`` first holds, the task's
   :meth:`TaskDefinition.perturb` moves x back onto the table area it came from.
+* ``miss_grasp`` (pick_place_bins): once ``grasped(x)`` first holds, the task's :meth:`TaskDefinition.perturb`
+  moves x 4-10 cm away on the source bin's floor, so the fingers close on nothing and the next pick starts with a
+  closed gripper right above it (the retry state of a learned executor's failed grasp).
 * ``open_gripper`` (any task): once an object is grasped and carried (lifted > 5 cm above its start height),
   the gripper command is forced open for :data:`OPEN_GRIPPER_STEPS` control steps so the object drops.
 * ``close_gripper`` (any task): once the gripper is open and empty, its command is forced closed for
@@ -86,9 +89,9 @@ class PerturbableEnv(Protocol):
 
 #: Every perturbation name; a task supports those in its ``perturbation_names``.
 PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "close_gripper", "pull_from_bin", "slip_fast",
-                                  "jam_on_peg")
+                                  "jam_on_peg", "miss_grasp")
 #: Perturbations implemented by the task itself through ``TaskDefinition.perturb``.
-TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin", "jam_on_peg")
+TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin", "jam_on_peg", "miss_grasp")
 #: Control steps for which a task perturbation's ``push_to`` replaces the position action.
 PUSH_STEPS = 20
 #: Control steps the gripper is forced open by ``open_gripper``.
@@ -120,7 +123,7 @@ class PerturbationSpec:
 
 def _event_prefix(name: str) -> str:
     return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried(",
-            "close_gripper": "free(", "slip_fast": "carried(", "jam_on_peg": "grasped("}[name]
+            "close_gripper": "free(", "slip_fast": "carried(", "jam_on_peg": "grasped(", "miss_grasp": "grasped("}[name]
 
 
 def _args_of(pred: str) -> tuple[str, ...]:

@@ -99,7 +99,7 @@ def test_close_gripper_closes_the_free_gripper_after_the_first_grasp_and_the_exp
 def test_bad_perturbations():
     from sim.robosuite_env import RobosuiteEnv
 
-    with pytest.raises(UnknownNameError, match="knock_top_cube, open_gripper, pull_from_bin"):
+    with pytest.raises(UnknownNameError, match="knock_top_cube, miss_grasp, open_gripper, pull_from_bin"):
         RobosuiteEnv("stack_three", render=False, perturbation=PerturbationSpec("earthquake"))
     with pytest.raises(UnknownNameError, match=r"stack_three.*knock_top_cube, open_gripper"):
         RobosuiteEnv("stack_three", render=False, perturbation=PerturbationSpec("pull_from_bin"))

@@ -134,3 +134,37 @@ def test_unknown_names_raise(env):
         task.perturb(env.rs_env, env.episode, "knock_top_cube", np.random.default_rng(0))
     with pytest.raises(UnknownObjectError):
         ScriptedExecutor(env).set_subgoal(make_subgoal(env, 0, "pick", ("banana",)), env.spec)
+
+
+def test_miss_grasp_moves_the_grasped_object_away_and_the_expert_re_picks_it():
+    """miss_grasp fires when the object is first grasped: the object lands 4-10 cm away on the source bin's floor,
+    the fingers close on nothing, and the scripted expert's next pick (from the closed gripper) takes it."""
+    from sim_helpers import make_subgoal, run_subgoal
+
+    from sim.experts import ScriptedExecutor
+    from sim.perturbations import PerturbationSpec
+    from sim.robosuite_env import RobosuiteEnv
+    from sim.tasks.pick_place_bins.perturbations import MISS_SHIFT_M
+
+    e = RobosuiteEnv("pick_place_bins", render=False, perturbation=PerturbationSpec("miss_grasp"))
+    try:
+        obs, _ = e.reset(_seed_with(2))
+        obj = e.spec.objects[0]
+        ex = ScriptedExecutor(e)
+        fired: list = []
+        obs, info, _ = run_subgoal(e, ex, make_subgoal(e, 0, "pick", (obj,)), obs,
+                                   on_info=lambda i: fired.append(i) if "perturbation" in i else None)
+        assert len(fired) == 1
+        p = fired[0]["perturbation"]
+        assert p["name"] == "miss_grasp" and p["detail"]["object"] == obj
+        shift = np.linalg.norm(np.subtract(p["detail"]["to"][:2], p["detail"]["from"][:2]))
+        assert MISS_SHIFT_M[0] - 1e-6 <= shift <= MISS_SHIFT_M[1] + 1e-6
+        assert not info["predicates"][f"grasped({obj})"]  # the pick failed
+        assert e.gripper_opening() < 0.02  # on nothing: the fingers closed
+        rest = np.array(obs.privileged["objects"][obj]["pos"])
+        assert np.allclose(rest[:2], p["detail"]["to"][:2], atol=0.015)  # it stayed where it was put
+        obs, info, _ = run_subgoal(e, ex, make_subgoal(e, 1, "pick", (obj,)), obs, on_info=fired.append)
+        assert info["predicates"][f"grasped({obj})"]  # the re-pick held
+        assert not any("perturbation" in i for i in fired[1:])  # once per episode
+    finally:
+        e.close()

@@ -2,7 +2,7 @@
 
 Four parts (see :mod:`sim.tasks`): :mod:`.scene` (robosuite's ``PickPlace``, the drawn objects and order, bin
 geometry), :mod:`.predicates` (``grasped``, ``in_bin``), :mod:`.expert` (clearance-aware top-down grasps, places
-in the object's cell), :mod:`.perturbations` (``pull_from_bin``).
+in the object's cell), :mod:`.perturbations` (``pull_from_bin``, ``miss_grasp``).
 """
 
 from __future__ import annotations

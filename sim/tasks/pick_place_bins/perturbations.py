@@ -1,5 +1,6 @@
-"""``pick_place_bins`` perturbations: its own ``pull_from_bin`` (an object taken back out of its bin), and the
-generic ``close_gripper`` of ``sim/perturbations.py``."""
+"""``pick_place_bins`` perturbations: its own ``pull_from_bin`` (an object taken back out of its bin) and
+``miss_grasp`` (a grasp that closes on nothing: the object moves away as the fingers take it), and the generic
+``close_gripper`` of ``sim/perturbations.py``."""
 
 from __future__ import annotations
 
@@ -13,8 +14,13 @@ from sim.tasks.pick_place_bins.scene import OBJECTS, WALL_HALF, PickPlaceBinsSce
 from sim.tasks.roles import TaskPerturbations
 from sim.tasks.types import TaskEpisode
 from tandem.core.errors import UnknownNameError, UnknownObjectError
+from tandem.core.geometry import yaw_of_quat
 
 _PULL_CLEARANCE = 0.03  # pull_from_bin: gap (m) between the moved object's bounding circle and others / the gripper
+#: miss_grasp: gap (m) between the moved object's bounding circle and the others', and from the grip site.
+_MISS_CLEARANCE = 0.02
+#: miss_grasp: how far (m, xy) the object moves from where the fingers took it.
+MISS_SHIFT_M = (0.04, 0.10)
 
 
 class PickPlaceBinsPerturbations(TaskPerturbations):
@@ -25,7 +31,7 @@ class PickPlaceBinsPerturbations(TaskPerturbations):
         predicates: the task's predicates (which objects are in their bins, grasped or touched).
     """
 
-    perturbation_names = ("pull_from_bin", "close_gripper")
+    perturbation_names = ("pull_from_bin", "miss_grasp", "close_gripper")
 
     def __init__(self, scene: PickPlaceBinsScene, predicates: PickPlaceBinsPredicates) -> None:
         self.scene = scene
@@ -34,54 +40,83 @@ class PickPlaceBinsPerturbations(TaskPerturbations):
     def perturb(
         self, rs_env: Any, episode: TaskEpisode, name: str, rng: np.random.Generator, target: str | None = None
     ) -> dict[str, Any] | None:
-        """``pull_from_bin``: move an object that is in its bin back into the source bin (``bin1``).
+        """Move one object within the source bin (``bin1``) by writing its free-joint qpos and zeroing its qvel
+        (the env runs ``mj_forward`` afterwards). The object is set upright on the bin's floor at a spot whose
+        bounding circle keeps a clearance from every other object's and from the grip site.
 
-        The object (``target``, else a random named object whose ``in_bin`` holds) is set upright with a random
-        yaw on the source bin's floor, at a spot whose bounding circle keeps :data:`_PULL_CLEARANCE` m from
-        every other object and from the grip site, by writing its free-joint qpos and zeroing its qvel (the env
-        runs ``mj_forward`` afterwards).
+        * ``pull_from_bin``: an object that is in its bin (``target``, else a random one) goes back to the source
+          bin, anywhere, with a random yaw (clearance :data:`_PULL_CLEARANCE`).
+        * ``miss_grasp``: an object that was just grasped (``target``, the object of the ``grasped`` event) slips
+          away as the fingers take it: it moves :data:`MISS_SHIFT_M` (4-10 cm, xy) from where it was, its yaw
+          turned by up to 0.3 rad (clearance :data:`_MISS_CLEARANCE`); the fingers close on nothing, and whoever
+          drives the arm has to re-pick it from a closed gripper right above it (the learned executor's
+          commonest failed-pick state, which no plain demonstration shows).
 
         Returns:
-            ``{"object": x, "from": [x, y, z], "to": [x, y, z]}`` (m, world), or None to decline (no object in
-            its bin, the object is grasped, or no free spot found in 200 draws).
+            ``{"object": x, "from": [x, y, z], "to": [x, y, z]}`` (m, world), or None to decline
+            (``pull_from_bin``: no object in its bin, or the object is grasped; ``miss_grasp``: the object is not
+            grasped; either: no free spot in 200 draws).
 
         Raises:
-            UnknownNameError: ``name`` is not ``"pull_from_bin"``. UnknownObjectError: unknown ``target``.
+            UnknownNameError: ``name`` is not one of this task's own perturbations.
+            UnknownObjectError: unknown ``target``.
         """
-        if name != "pull_from_bin":
-            raise UnknownNameError("perturbation", name, self.perturbation_names)
+        if name not in ("pull_from_bin", "miss_grasp"):
+            raise UnknownNameError("perturbation", name, ["pull_from_bin", "miss_grasp"])
         preds = self.preds.predicates(rs_env, episode)
         if target is None:
-            inside = [o for o in episode.spec.objects if preds.get(f"in_bin({o})")]
+            wanted = "in_bin" if name == "pull_from_bin" else "grasped"
+            inside = [o for o in episode.spec.objects if preds.get(f"{wanted}({o})")]
             if not inside:
                 return None
             target = str(inside[int(rng.integers(len(inside)))])
         if target not in OBJECTS:
             raise UnknownObjectError(target, OBJECTS)
-        if preds.get(f"grasped({target})") or self.preds.gripper_touches(rs_env, target):
+        grasped = preds.get(f"grasped({target})") or self.preds.gripper_touches(rs_env, target)
+        before, quat = self.scene.pose(rs_env, target)
+        if name == "pull_from_bin":
+            if grasped:
+                return None
+            xy = self._free_spot(rs_env, target, rng, _PULL_CLEARANCE)
+            yaw = float(rng.uniform(-math.pi, math.pi))
+        else:
+            if not preds.get(f"grasped({target})"):
+                return None
+            xy = self._free_spot(rs_env, target, rng, _MISS_CLEARANCE, around=before[:2], shift=MISS_SHIFT_M)
+            yaw = yaw_of_quat(quat) + float(rng.uniform(-0.3, 0.3))
+        if xy is None:
             return None
         lo, _ = self.scene.half_extents(rs_env, target)
+        pos = np.array([xy[0], xy[1], self.scene.floor_z(rs_env) - lo[2] + 0.002])
+        quat = np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
+        joint = self.scene.model_object(rs_env, target).joints[0]
+        rs_env.sim.data.set_joint_qpos(joint, np.concatenate([pos, quat]))
+        rs_env.sim.data.set_joint_qvel(joint, np.zeros(6))
+        return {"object": target, "from": before.round(4).tolist(), "to": pos.round(4).tolist()}
+
+    def _free_spot(self, rs_env: Any, target: str, rng: np.random.Generator, clearance: float,
+                   around: np.ndarray | None = None, shift: tuple[float, float] | None = None) -> np.ndarray | None:
+        """A ``(2,)`` world xy (m) in the source bin where ``target``'s bounding circle keeps ``clearance`` from
+        the other objects' and from the grip site: anywhere in the bin, or (``around`` and ``shift``) at a
+        distance in ``[shift[0], shift[1]]`` from ``around``. None when 200 draws found none."""
         radius = self._radius(rs_env, target)
         bin_xy, half = np.asarray(rs_env.bin1_pos[:2], float), np.asarray(rs_env.bin_size[:2], float) / 2
         span = half - WALL_HALF - radius - 0.01
         site, _ = self.scene.site(rs_env)
         others = [(self.scene.pose(rs_env, o)[0][:2], self._radius(rs_env, o)) for o in OBJECTS if o != target]
         for _ in range(200):
-            xy = bin_xy + rng.uniform(-span, span)
-            if np.linalg.norm(xy - site[:2]) < radius + _PULL_CLEARANCE:
+            if around is None or shift is None:
+                xy = bin_xy + rng.uniform(-span, span)
+            else:
+                angle, dist = rng.uniform(-math.pi, math.pi), rng.uniform(*shift)
+                xy = np.asarray(around, float) + dist * np.array([math.cos(angle), math.sin(angle)])
+                if np.any(np.abs(xy - bin_xy) > span):
+                    continue
+            if np.linalg.norm(xy - site[:2]) < radius + clearance:
                 continue
-            if all(np.linalg.norm(xy - p) >= radius + r + _PULL_CLEARANCE for p, r in others):
-                break
-        else:
-            return None
-        yaw = float(rng.uniform(-math.pi, math.pi))
-        pos = np.array([xy[0], xy[1], self.scene.floor_z(rs_env) - lo[2] + 0.002])
-        quat = np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
-        before, _ = self.scene.pose(rs_env, target)
-        joint = self.scene.model_object(rs_env, target).joints[0]
-        rs_env.sim.data.set_joint_qpos(joint, np.concatenate([pos, quat]))
-        rs_env.sim.data.set_joint_qvel(joint, np.zeros(6))
-        return {"object": target, "from": before.round(4).tolist(), "to": pos.round(4).tolist()}
+            if all(np.linalg.norm(xy - p) >= radius + r + clearance for p, r in others):
+                return xy
+        return None
 
     def _radius(self, rs_env: Any, obj: str) -> float:
         """Radius (m) of ``obj``'s bounding circle in its body xy plane."""
