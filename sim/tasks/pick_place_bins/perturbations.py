@@ -72,10 +72,9 @@ class PickPlaceBinsPerturbations(TaskPerturbations):
             target = str(inside[int(rng.integers(len(inside)))])
         if target not in OBJECTS:
             raise UnknownObjectError(target, OBJECTS)
-        grasped = preds.get(f"grasped({target})") or self.preds.gripper_touches(rs_env, target)
         before, quat = self.scene.pose(rs_env, target)
         if name == "pull_from_bin":
-            if grasped:
+            if preds.get(f"grasped({target})") or self.preds.gripper_touches(rs_env, target):
                 return None
             xy = self._free_spot(rs_env, target, rng, _PULL_CLEARANCE)
             yaw = float(rng.uniform(-math.pi, math.pi))
