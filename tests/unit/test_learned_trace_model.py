@@ -150,6 +150,15 @@ def test_coherent_turns_make_one_turn_of_the_wrist_without_changing_a_grasp():
     np.testing.assert_allclose(half_turns, np.round(half_turns), atol=1e-9)  # the same grasp modulo a half turn
 
 
+def test_an_intermediate_point_of_another_quarter_turn_grasp_is_clipped_into_the_turn():
+    # pick_place_bins' bread (symmetric under a quarter turn) from a start 10 cm lower, as the shipped model decoded
+    # it before: 1.56 -> 0.42 -> 2.12 rad, out by 1.1 rad and back by 1.7 rad; the wrist now waits, then turns once
+    yaw = np.array([[1.56, 0.42, 2.12, 2.12, 2.12]])
+    out = coherent_turns(yaw, np.ones((1, 5), np.float32))
+    np.testing.assert_allclose(out[0], [1.56, 1.56, 2.12, 2.12, 2.12])
+    assert np.all(np.diff(out[0]) >= 0)  # one direction
+
+
 def test_a_held_nut_keeps_the_networks_turn_after_the_close():
     # a nut pick: turn to the handle (open), close at row 3, lift, then turn the nut by 3 rad to face the robot
     yaw = np.array([[0.0, 1.5, 1.5, 1.5, 1.5, 2.5, 3.5, 4.5]] * 2)
