@@ -16,9 +16,9 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    nut_assembly's pegs; not stack_three's stack) and ``best_localized_first`` is set (off by default; measured per
    task in the README), the best-localized object goes first: an object the arm holds, then one whose pick is
    running, then the others by :attr:`~planner_vlm.learned.scene_state.SceneState.object_uncertainty` (how
-   diffuse the object's heatmap is; an object hidden behind another reads diffuse and is often centimetres off). It is picked once the objects in front
-   of it are gone, and a pick that failed on a misread object is not retried at once while a better-read one waits;
-   the order is said in the rationale;
+   diffuse the object's heatmap is; an object hidden behind another reads diffuse and is often centimetres off).
+   It is picked once the objects in front of it are gone, and a pick that failed on a misread object is not retried
+   at once while a better-read one waits; the order is said in the rationale;
 4. the next subgoal gets its 3-D trace from the trace model (:class:`~planner_vlm.learned.trace_model.TraceModel`)
    and, for videos, its projection into the camera (the 2-D trace). Only ``remaining[0]`` gets a trace: the agent
    replans after every verdict (receding horizon), so later subgoals are given theirs from the state they start in.

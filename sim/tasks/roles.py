@@ -141,9 +141,9 @@ class TaskPerturbations(abc.ABC):  # noqa: B024 - a task without perturbations o
 
         Only called for names in :attr:`perturbation_names` that ``sim/perturbations.py`` lists in
         ``TASK_IMPLEMENTED`` (``pull_from_bin``, ``jam_on_peg``, ``miss_grasp``), once its trigger held; ``target``
-        is the object of the triggering predicate (e.g. ``"milk"`` for ``in_bin(milk)``). It moves objects by writing free-joint
-        qpos (and zero qvel), or names a grip-site point ``"push_to": [x, y, z]`` (m, world) towards which the
-        arm is then driven for ``PUSH_STEPS`` control steps, and returns a JSON-safe detail dict (e.g.
+        is the object of the triggering predicate (e.g. ``"milk"`` for ``in_bin(milk)``). It moves objects by
+        writing free-joint qpos (and zero qvel), or names a grip-site point ``"push_to": [x, y, z]`` (m, world)
+        towards which the arm is then driven for ``PUSH_STEPS`` control steps, and returns a JSON-safe detail dict (e.g.
         ``{"object": "milk", "to": [x, y, z]}``), or None to decline (it is retried on every later step while the
         triggering predicate holds). The env runs ``mj_forward`` afterwards.
 

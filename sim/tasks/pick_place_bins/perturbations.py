@@ -14,13 +14,16 @@ from sim.tasks.pick_place_bins.scene import OBJECTS, WALL_HALF, PickPlaceBinsSce
 from sim.tasks.roles import TaskPerturbations
 from sim.tasks.types import TaskEpisode
 from tandem.core.errors import UnknownNameError, UnknownObjectError
-from tandem.core.geometry import yaw_of_quat
+from tandem.core.geometry import yaw_of_quat, yaw_quat
 
 _PULL_CLEARANCE = 0.03  # pull_from_bin: gap (m) between the moved object's bounding circle and others / the gripper
 #: miss_grasp: gap (m) between the moved object's bounding circle and the others', and from the grip site.
 _MISS_CLEARANCE = 0.02
 #: miss_grasp: how far (m, xy) the object moves from where the fingers took it.
 MISS_SHIFT_M = (0.04, 0.10)
+#: The perturbations this task implements itself (``sim.perturbations.TASK_IMPLEMENTED``), and the predicate whose
+#: objects each may move when no target is given.
+_OWN: dict[str, str] = {"pull_from_bin": "in_bin", "miss_grasp": "grasped"}
 
 
 class PickPlaceBinsPerturbations(TaskPerturbations):
@@ -61,15 +64,14 @@ class PickPlaceBinsPerturbations(TaskPerturbations):
             UnknownNameError: ``name`` is not one of this task's own perturbations.
             UnknownObjectError: unknown ``target``.
         """
-        if name not in ("pull_from_bin", "miss_grasp"):
-            raise UnknownNameError("perturbation", name, ["pull_from_bin", "miss_grasp"])
+        if name not in _OWN:
+            raise UnknownNameError("perturbation", name, list(_OWN))
         preds = self.preds.predicates(rs_env, episode)
         if target is None:
-            wanted = "in_bin" if name == "pull_from_bin" else "grasped"
-            inside = [o for o in episode.spec.objects if preds.get(f"{wanted}({o})")]
-            if not inside:
+            candidates = [o for o in episode.spec.objects if preds.get(f"{_OWN[name]}({o})")]
+            if not candidates:
                 return None
-            target = str(inside[int(rng.integers(len(inside)))])
+            target = str(candidates[int(rng.integers(len(candidates)))])
         if target not in OBJECTS:
             raise UnknownObjectError(target, OBJECTS)
         before, quat = self.scene.pose(rs_env, target)
@@ -81,34 +83,34 @@ class PickPlaceBinsPerturbations(TaskPerturbations):
         else:
             if not preds.get(f"grasped({target})"):
                 return None
-            xy = self._free_spot(rs_env, target, rng, _MISS_CLEARANCE, around=before[:2], shift=MISS_SHIFT_M)
+            xy = self._free_spot(rs_env, target, rng, _MISS_CLEARANCE, ring=(before[:2], MISS_SHIFT_M))
             yaw = yaw_of_quat(quat) + float(rng.uniform(-0.3, 0.3))
         if xy is None:
             return None
         lo, _ = self.scene.half_extents(rs_env, target)
         pos = np.array([xy[0], xy[1], self.scene.floor_z(rs_env) - lo[2] + 0.002])
-        quat = np.array([math.cos(yaw / 2), 0.0, 0.0, math.sin(yaw / 2)])
+        quat = yaw_quat(yaw)
         joint = self.scene.model_object(rs_env, target).joints[0]
         rs_env.sim.data.set_joint_qpos(joint, np.concatenate([pos, quat]))
         rs_env.sim.data.set_joint_qvel(joint, np.zeros(6))
         return {"object": target, "from": before.round(4).tolist(), "to": pos.round(4).tolist()}
 
     def _free_spot(self, rs_env: Any, target: str, rng: np.random.Generator, clearance: float,
-                   around: np.ndarray | None = None, shift: tuple[float, float] | None = None) -> np.ndarray | None:
-        """A ``(2,)`` world xy (m) in the source bin where ``target``'s bounding circle keeps ``clearance`` from
-        the other objects' and from the grip site: anywhere in the bin, or (``around`` and ``shift``) at a
-        distance in ``[shift[0], shift[1]]`` from ``around``. None when 200 draws found none."""
+                   ring: tuple[np.ndarray, tuple[float, float]] | None = None) -> np.ndarray | None:
+        """A ``(2,)`` world xy (m) in the source bin where ``target``'s bounding circle keeps ``clearance`` (m)
+        from the other objects' and from the grip site: anywhere in the bin, or with ``ring = (centre (2,) m,
+        (r_min, r_max) m)`` at a distance in ``[r_min, r_max]`` from ``centre``. None when 200 draws found none."""
         radius = self._radius(rs_env, target)
         bin_xy, half = np.asarray(rs_env.bin1_pos[:2], float), np.asarray(rs_env.bin_size[:2], float) / 2
         span = half - WALL_HALF - radius - 0.01
         site, _ = self.scene.site(rs_env)
         others = [(self.scene.pose(rs_env, o)[0][:2], self._radius(rs_env, o)) for o in OBJECTS if o != target]
         for _ in range(200):
-            if around is None or shift is None:
+            if ring is None:
                 xy = bin_xy + rng.uniform(-span, span)
             else:
-                angle, dist = rng.uniform(-math.pi, math.pi), rng.uniform(*shift)
-                xy = np.asarray(around, float) + dist * np.array([math.cos(angle), math.sin(angle)])
+                angle, dist = rng.uniform(-math.pi, math.pi), rng.uniform(*ring[1])
+                xy = np.asarray(ring[0], float) + dist * np.array([math.cos(angle), math.sin(angle)])
                 if np.any(np.abs(xy - bin_xy) > span):
                     continue
             if np.linalg.norm(xy - site[:2]) < radius + clearance:
