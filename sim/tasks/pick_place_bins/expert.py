@@ -18,6 +18,7 @@ from sim.tasks.pick_place_bins.scene import GRASP, OBJECTS, WALL_HALF, WALL_HEIG
 from sim.tasks.roles import TaskExpert
 from sim.tasks.types import TaskEpisode, Waypoint
 from tandem.core.geometry import quat_to_mat, wrap_angle, yaw_of_mat
+from tandem.core.grasp_clearance import PANDA_OPEN_GRIPPER, Container, open_gripper_clearance
 
 #: Expert motion parameters (m, control steps).
 _HOVER = 0.10  # pre-grasp height above the grasp point
@@ -29,13 +30,6 @@ _RELEASE_CLEARANCE = 0.015  # carried object's lowest point above the goal-bin f
 _CLOSE_HOLD = 12  # steps to let the Panda gripper close / open
 _TURN_STEP = 1.0  # largest wrist turn (rad) per waypoint when the expert turns the gripper in explicit steps
 _PALM_CLEARANCE = 0.036  # the palm's collision mesh is ~0.035 m above the grip site: grasp no lower
-#: Open Panda gripper as boxes in the grip-site frame: ``(|x| from, |x| to, half y, bottom z)`` in m, x along
-#: the closing direction, z up from the grip site (measured from the collision meshes, with ~5 mm margin).
-_GRIPPER_PARTS: tuple[tuple[float, float, float, float], ...] = (
-    (0.035, 0.055, 0.014, -0.012),  # fingers (open)
-    (0.0, 0.105, 0.028, 0.028),  # hand
-    (0.0, 0.09, 0.048, 0.095),  # wrist (link 7)
-)
 _MAX_REACH_XY = 0.80  # farthest comfortable grip-site distance (m, xy) from the Panda's base at bin height
 _CELL_MARGIN = 0.012  # gap (m) kept between a placed object's bounding circle and its cell walls
 
@@ -146,33 +140,11 @@ class PickPlaceBinsExpert(TaskExpert):
 
     def _grasp_clearance(self, rs_env: Any, obj: str, grasp: np.ndarray, yaw: float) -> float:
         """Smallest xy gap (m; negative = overlap) between the open gripper at ``grasp``/``yaw`` and the
-        other objects and the source bin's walls. Each gripper part (:data:`_GRIPPER_PARTS`) only counts
-        against obstacles whose top is above that part's bottom."""
-        closing = np.array([math.cos(yaw), math.sin(yaw)])
-        across = np.array([closing[1], -closing[0]])
-        frame = np.stack([closing, across])  # world xy -> (along closing, across)
-        clear = np.inf
-        for pts, top in self._obstacles(rs_env, obj):
-            local = (pts - grasp[:2]) @ frame.T
-            for x_lo, x_hi, half_y, z_bottom in _GRIPPER_PARTS:
-                if top < grasp[2] + z_bottom:
-                    continue
-                ax = np.abs(local[:, 0])
-                dx = np.maximum(np.maximum(x_lo - ax, ax - x_hi), 0.0)
-                dy = np.maximum(np.abs(local[:, 1]) - half_y, 0.0)
-                gap = np.hypot(dx, dy)
-                inside = (dx == 0) & (dy == 0)
-                clear = min(clear, -0.01 if inside.any() else float(gap.min()))
-        wall_top = float(rs_env.bin1_pos[2]) + WALL_HEIGHT
-        inner_lo = np.asarray(rs_env.bin1_pos[:2]) - np.asarray(rs_env.bin_size[:2]) / 2 + WALL_HALF
-        inner_hi = np.asarray(rs_env.bin1_pos[:2]) + np.asarray(rs_env.bin_size[:2]) / 2 - WALL_HALF
-        for _x_lo, x_hi, half_y, z_bottom in _GRIPPER_PARTS:
-            if wall_top < grasp[2] + z_bottom:
-                continue
-            corners = [grasp[:2] + sx * x_hi * closing + sy * half_y * across for sx in (-1, 1) for sy in (-1, 1)]
-            for c in corners:
-                clear = min(clear, float(np.min(c - inner_lo)), float(np.min(inner_hi - c)))
-        return float(clear)
+        other objects and the source bin's walls (:func:`tandem.core.grasp_clearance.open_gripper_clearance`)."""
+        lo = np.asarray(rs_env.bin1_pos[:2]) - np.asarray(rs_env.bin_size[:2]) / 2 + WALL_HALF
+        hi = np.asarray(rs_env.bin1_pos[:2]) + np.asarray(rs_env.bin_size[:2]) / 2 - WALL_HALF
+        source_bin = Container(tuple(lo), tuple(hi), float(rs_env.bin1_pos[2]) + WALL_HEIGHT)
+        return open_gripper_clearance(grasp, yaw, self._obstacles(rs_env, obj), [source_bin])
 
     def _grasp_yaw(self, rs_env: Any, obj: str, grasp: np.ndarray) -> float:
         """Finger yaw (rad, in ``[-pi/2, pi/2)``) for grasping ``obj`` at ``grasp`` (3,) m.
@@ -261,7 +233,7 @@ class PickPlaceBinsExpert(TaskExpert):
         # Release just above the floor, but never with the fingers below the walls' top: the far cells are at the
         # edge of the Panda's reach, where the tracker lags by 1-2 cm and a finger would catch a divider. Short
         # objects (can, bread) are therefore dropped from 4-7 cm.
-        release_z = max(self.scene.floor_z(rs_env) + _RELEASE_CLEARANCE + below, wall_top - _GRIPPER_PARTS[0][3] + 0.004)
+        release_z = max(self.scene.floor_z(rs_env) + _RELEASE_CLEARANCE + below, wall_top - PANDA_OPEN_GRIPPER[0][3] + 0.004)
         return [
             Waypoint(np.array([site[0], site[1], carry_z]), yaw, 1.0, 0.02, 0.04, 0, "rise"),
             Waypoint(np.array([target_xy[0], target_xy[1], carry_z]), yaw, 1.0, 0.015, 0.04, 0, "above_bin"),
@@ -275,7 +247,7 @@ class PickPlaceBinsExpert(TaskExpert):
         inside ``obj``'s cell walls (the cell is only 18 cm wide in x)."""
         lo, hi = self.scene.cell_bounds(rs_env, obj)
         c, s = abs(math.cos(yaw)), abs(math.sin(yaw))
-        reach, width = _GRIPPER_PARTS[0][1], _GRIPPER_PARTS[0][2]
+        reach, width = PANDA_OPEN_GRIPPER[0][1], PANDA_OPEN_GRIPPER[0][2]
         half = np.array([c * reach + s * width, s * reach + c * width]) + _CELL_MARGIN
         return np.clip(site_xy, np.minimum(lo + half, (lo + hi) / 2), np.maximum(hi - half, (lo + hi) / 2))
 
@@ -297,5 +269,5 @@ class PickPlaceBinsExpert(TaskExpert):
         target = centre if dist <= _MAX_REACH_XY else base + away * (_MAX_REACH_XY / dist)
         ext_lo, ext_hi = self.scene.half_extents(rs_env, obj)
         radius = float(np.linalg.norm(np.maximum(np.abs(ext_lo[:2]), np.abs(ext_hi[:2]))))
-        margin = max(radius, _GRIPPER_PARTS[0][1]) + _CELL_MARGIN  # object and open fingers stay inside
+        margin = max(radius, PANDA_OPEN_GRIPPER[0][1]) + _CELL_MARGIN  # object and open fingers stay inside
         return np.clip(target, np.minimum(lo + margin, centre), np.maximum(hi - margin, centre))
