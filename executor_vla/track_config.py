@@ -22,6 +22,8 @@ Denoiser = Literal["mlp", "unet"]
 ActionSpace = Literal["delta", "setpoint"]
 SceneInput = Literal["none", "objects_3d"]
 _SCHEDULERS = ("DDIM", "DDPM", "DPMSolver")
+#: Consecutive steps with the closed gripper below ``empty_grip_m`` before an emptied hand ends the subgoal.
+EMPTY_HAND_STEPS = 3
 
 
 @dataclass
@@ -67,6 +69,14 @@ class TrackExecutorConfig:
             only, as before the option existed). A pick that turns the lifted object in place (nut_assembly turns
             the square nut square to its peg, up to 2.5 rad) ends where the lift ends: by position alone it was
             done before the turn.
+        empty_grip_m: also report ``subgoal_done`` when a subgoal that started holding something (a 3-D trace that
+            starts closed, the gripper's opening at the subgoal's first step at least this, m) finds the closed
+            gripper's opening below it for ``EMPTY_HAND_STEPS`` (3) steps running: the object left the hand
+            (pulled away, dropped, slipped), and what the subgoal's trace leads to can no longer happen, so the agent
+            verifies at once and replans instead of letting the executor run an empty carry for up to 400 steps
+            (a place whose object was misread as held, pick_place_bins). A held object keeps the Panda's fingers 3 cm
+            or more apart in every task's demonstrations, and a bread pinched by its edge in closed loop 9.4 mm
+            (validation seed 702, carried to its bin); closed on nothing they are 1.5-2.5 mm apart. None: off.
         fine_scale_m: add ``tanh(relative position / fine_scale_m)`` per trace point to the features (m; None: off,
             as in checkpoints written before the option existed): millimetre resolution near each point.
         action_space: ``"delta"``: the chunk is the controller's actions (OSC_POSE deltas, robosuite's units);
@@ -140,6 +150,7 @@ class TrackExecutorConfig:
     hold_after_end: bool = True
     done_at_trace_end_m: float | None = 0.015
     done_at_trace_end_rad: float | None = 0.1
+    empty_grip_m: float | None = 0.005
     fine_scale_m: float | None = 0.02
     action_space: ActionSpace = "delta"
     action_compand_m: float | None = None
@@ -158,12 +169,12 @@ class TrackExecutorConfig:
     #: Fields a user may change when loading a trained checkpoint (they do not change the weights' meaning).
     INFERENCE_OVERRIDES: ClassVar[tuple[str, ...]] = ("n_action_steps", "inference_scheduler", "num_inference_steps",
                                                       "done_threshold", "gripper_hysteresis", "done_at_trace_end_m",
-                                                      "done_at_trace_end_rad",
+                                                      "done_at_trace_end_rad", "empty_grip_m",
                                                       "trace_servo_m", "trace_servo_height_m", "trace_servo_gate_m")
 
     #: Inference overrides whose null is a setting of its own ("off"), not "the default".
     NULL_MEANS_OFF: ClassVar[tuple[str, ...]] = ("gripper_hysteresis", "done_at_trace_end_m", "done_at_trace_end_rad",
-                                                 "trace_servo_m")
+                                                 "empty_grip_m", "trace_servo_m")
 
     def __post_init__(self) -> None:
         self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]

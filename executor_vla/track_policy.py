@@ -37,7 +37,7 @@ from executor_vla.fused_mlp_ddim import FusedMLPDDIM
 from executor_vla.numpy_track_encoder import NumpyTrackEncoder
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
 from executor_vla.scene_reading import SceneKeypoints
-from executor_vla.track_config import TrackExecutorConfig
+from executor_vla.track_config import EMPTY_HAND_STEPS, TrackExecutorConfig
 from executor_vla.track_data import TrackStats
 from executor_vla.track_features import config_feature_dim, frame_features
 from executor_vla.track_net import MLPDenoiser, TrackNet
@@ -288,6 +288,9 @@ class TrackExecutor(nn.Module):
         self._text: Tensor | None = None
         self._done = False
         self._gripper: float | None = None  # binarised gripper state (None until the first action)
+        self._holding: bool | None = None  # the subgoal started holding something (decided at its first step)
+        self._empty_steps = 0  # consecutive steps the closed hand has been empty since
+        self.emptied_hand = False  # the subgoal ended because the hand emptied (empty_grip_m)
         self.last_progress: float | None = None
         self._chunk_sampler = self._sampler()
         self._fused = self._fused_sampler()
@@ -323,6 +326,7 @@ class TrackExecutor(nn.Module):
         self._trace, self._text, self._done, self.last_progress = None, None, False, None
         self._trace_end = None
         self._contact = None
+        self._holding, self._empty_steps, self.emptied_hand = None, 0, False
         self._check_vocabulary(subgoal, task)
         if cfg.scene_input != "none" and self._scene is None:
             raise ConfigError(f"this track executor conditions on the keypoints of {list(cfg.scene_objects)} "
@@ -398,7 +402,7 @@ class TrackExecutor(nn.Module):
         self._history.append(p)
         if not self._queue:
             self._next_chunk(observation, p)
-        self._done = self._done or self._at_trace_end(p)
+        self._done = self._done or self._at_trace_end(p) or self._hand_emptied(p)
         action = self._queue.popleft()  # a row of this chunk's own float32 copy: changed in place below
         if cfg.action_space == "setpoint":  # P-law to this step's set-point, from where the grip site is now
             action[:3] = (self._chunk_origin + action[:3] - p[:3]) / cfg.position_scale_m
@@ -496,6 +500,20 @@ class TrackExecutor(nn.Module):
         # modulo pi: the gripper is symmetric under a half turn
         return yaw_tol is None or abs(wrap_angle(yaw_of_quat(proprio[3:7]) - yaw, math.pi)) < yaw_tol
 
+    def _hand_emptied(self, proprio: np.ndarray) -> bool:
+        """``empty_grip_m`` (see :class:`TrackExecutorConfig`): whether a subgoal that started holding something has
+        had its closed gripper under ``empty_grip_m`` (m, the proprio's opening) for ``EMPTY_HAND_STEPS`` steps."""
+        limit = self.cfg.empty_grip_m
+        if limit is None or self._trace is None or self.cfg.trace_input != "3d":
+            return False
+        opening = float(proprio[7])
+        if self._holding is None:  # the subgoal's first step: does it start with something in a closed hand?
+            self._holding = bool(self._trace[0][0, 4] > 0) and opening >= limit
+        closed = self._last_grip is None or self._last_grip > 0  # no command yet, or the last one closed
+        self._empty_steps = self._empty_steps + 1 if (self._holding and closed and opening < limit) else 0
+        self.emptied_hand = self.emptied_hand or self._empty_steps >= EMPTY_HAND_STEPS
+        return self.emptied_hand
+
     def _end_of_trace(self) -> tuple[np.ndarray, bool, float] | None:
         """``(last point (3,) m, closed gripper there, its yaw (rad))`` of the current 3-D trace, or None where
         :meth:`_at_trace_end` does not apply; computed once per subgoal."""
@@ -507,8 +525,9 @@ class TrackExecutor(nn.Module):
         return last[:3].copy(), bool(last[4] > 0), float(last[3])
 
     def subgoal_done(self) -> bool:
-        """Whether the progress head, at the latest chunk, reached ``done_threshold``, or the gripper reached the
-        trace's end (``done_at_trace_end_m``)."""
+        """Whether the progress head, at the latest chunk, reached ``done_threshold``, the gripper reached the
+        trace's end (``done_at_trace_end_m``), or a subgoal that started holding something found the hand empty
+        (``empty_grip_m``; :attr:`emptied_hand` then says so)."""
         return self._done
 
     # ------------------------------------------------------------------ checkpoints

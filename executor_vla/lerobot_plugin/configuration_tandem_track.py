@@ -83,6 +83,7 @@ class TandemTrackConfig(PreTrainedConfig):
     hold_after_end: bool = _TRACK.hold_after_end
     done_at_trace_end_m: float | None = _TRACK.done_at_trace_end_m
     done_at_trace_end_rad: float | None = _TRACK.done_at_trace_end_rad
+    empty_grip_m: float | None = _TRACK.empty_grip_m
     fine_scale_m: float | None = _TRACK.fine_scale_m
     obs_noise_std: float = _TRACK.obs_noise_std
     tasks: tuple[str, ...] = _TRACK.tasks

@@ -22,6 +22,9 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
 4. the next subgoal gets its 3-D trace from the trace model (:class:`~planner_vlm.learned.trace_model.TraceModel`)
    and, for videos, its projection into the camera (the 2-D trace). Only ``remaining[0]`` gets a trace: the agent
    replans after every verdict (receding horizon), so later subgoals are given theirs from the state they start in.
+   Where the trace model's checkpoint carries its task's workcell (``TraceModelConfig.workcell``), a pick's grasp
+   yaw is checked against the perceived scene and turned where the open gripper would hit a wall or another object
+   (:mod:`planner_vlm.learned.grasp_check`; a ``grasp_turned`` memory event says from and to what).
 
 Memory records, with every plan, the predicted goal and grasp predicates with their probabilities (as facts about
 their first object) and a ``scene_state`` event (3-D origins, object and scene confidences). A scene whose
@@ -43,10 +46,11 @@ from typing import Any, ClassVar
 import numpy as np
 
 from planner_vlm.goal_regression import GoalRegressionPlanner
+from planner_vlm.learned.grasp_check import Workcell, checked_grasp_yaw, turn_trace_to
 from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError
 from tandem.core.protocols import TaskMemory
-from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec
+from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Trace3D
 
 
 class LearnedPlanner(GoalRegressionPlanner):
@@ -64,6 +68,12 @@ class LearnedPlanner(GoalRegressionPlanner):
         min_scene_confidence: below this, the scene is recorded as unlike the training scenes.
         best_localized_first: order goals that may be met in any order by how well their objects are localized
             (see the module docstring); False keeps the instruction's order.
+        empty_grip_m: a gripper closed to less than this opening (m, ``proprio[7]``) holds nothing: every grasp
+            predicate is then false, whatever the state model reads (None: off). Every object held in the
+            demonstrations keeps the Panda's fingers 3 cm or more apart (a bread pinched by its edge in closed loop:
+            9.4 mm); closed on nothing they are 1.5-2.5 mm apart.
+            A misread "held" made the planner plan a place for an object still in the source bin, again after each
+            failure (pick_place_bins, held-out seeds 1008, 1031, 1048).
         grasp_skill, id_prefix: as :class:`~planner_vlm.goal_regression.GoalRegressionPlanner`.
 
     Attributes:
@@ -75,8 +85,8 @@ class LearnedPlanner(GoalRegressionPlanner):
 
     def __init__(self, state_model: Any, trace_model: Any = None, threshold: float = 0.5,
                  completion_confidence: float = 0.9, min_object_confidence: float = 0.05,
-                 min_scene_confidence: float = 0.5, best_localized_first: bool = False, grasp_skill: str = "pick",
-                 id_prefix: str = "sg"):
+                 min_scene_confidence: float = 0.5, best_localized_first: bool = False,
+                 empty_grip_m: float | None = 0.005, grasp_skill: str = "pick", id_prefix: str = "sg"):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"learned planner threshold must be in (0, 1), got {threshold}")
@@ -89,11 +99,14 @@ class LearnedPlanner(GoalRegressionPlanner):
         self.min_object_confidence = float(min_object_confidence)
         self.min_scene_confidence = float(min_scene_confidence)
         self.best_localized_first = bool(best_localized_first)
+        self.empty_grip_m = empty_grip_m
         self._object_of: dict[str, str] = {}  # goal predicate -> the object it moves (set by reset)
         self.last_state: SceneState | None = None
         self._refusal: str | None = None
         self._missing: list[str] = []
         self._plans = 0
+        cell = getattr(getattr(trace_model, "cfg", None), "workcell", None)
+        self._workcell = Workcell.from_dict(cell) if cell else None
 
     # ------------------------------------------------------------------ setup
     def reset(self, task: TaskSpec) -> None:
@@ -154,6 +167,7 @@ class LearnedPlanner(GoalRegressionPlanner):
                 return self._refuse(memory, observation.step, first)
         self._record(state, memory, observation.step)
         truth = state.truth(self.threshold)
+        empty = self._empty_hand(observation, truth)
         unconfirmed = self._unconfirmed_goals(state, truth)
         if unconfirmed:
             memory.record_event("unconfirmed_goals", observation.step, goals=unconfirmed,
@@ -168,6 +182,9 @@ class LearnedPlanner(GoalRegressionPlanner):
             objs = [self._object_of[g] for g in order if not truth[g]]
             ranked = ", ".join(f"{o} {state.object_uncertainty[state.object_index(o)]:.2f}" for o in objs)
             notes.append(f"best-localized object first (heatmap uncertainty: {ranked})")
+        if empty:
+            notes.append(f"the gripper is closed on nothing (opening {float(observation.proprio[7]) * 1000:.1f} mm): "
+                         f"{', '.join(empty)} read as false")
         if unconfirmed:
             notes.append(f"every goal reads true, but {', '.join(unconfirmed)} below completion confidence "
                          f"{self.completion_confidence:.2f}: planned again rather than reported complete")
@@ -175,7 +192,7 @@ class LearnedPlanner(GoalRegressionPlanner):
             notes.append(f"LOW SCENE CONFIDENCE {state.scene_confidence:.2f}: the image is unlike the training scenes")
         plan.rationale = "; ".join([*notes, plan.rationale]) if plan.rationale else "; ".join(notes)
         if plan.remaining:
-            plan.remaining[0] = self._with_traces(plan.remaining[0], state, observation)
+            plan.remaining[0] = self._with_traces(plan.remaining[0], state, observation, memory)
         return plan
 
     def _localization_order(self, state: SceneState, truth: dict[str, bool], memory: TaskMemory) -> list[str] | None:
@@ -196,6 +213,18 @@ class LearnedPlanner(GoalRegressionPlanner):
             return rank, float(state.object_uncertainty[state.object_index(obj)]), i
 
         return [g for _, g in sorted(enumerate(self._object_of), key=key)]
+
+    def _empty_hand(self, observation: Observation, truth: dict[str, bool]) -> list[str]:
+        """With the gripper closed to under ``empty_grip_m``, set every grasp predicate that reads true in ``truth``
+        to false (in place) and return them."""
+        task = self._require_task()
+        if (self.empty_grip_m is None or self.grasp_skill not in task.skills or len(observation.proprio) < 8
+                or float(observation.proprio[7]) >= self.empty_grip_m):
+            return []
+        held = [p for o in self.state_model.cfg.objects
+                if truth.get(p := task.predicate_for(self.grasp_skill, (o,)), False)]
+        truth.update(dict.fromkeys(held, False))
+        return held
 
     def _unconfirmed_goals(self, state: SceneState, truth: dict[str, bool]) -> list[str]:
         """Goal predicates that keep the task from being reported complete: empty unless every goal reads true,
@@ -226,11 +255,13 @@ class LearnedPlanner(GoalRegressionPlanner):
             memory.record_event("low_scene_confidence", step, scene_confidence=round(state.scene_confidence, 3),
                                 threshold=self.min_scene_confidence)
 
-    def _with_traces(self, sg: Subgoal, state: SceneState, observation: Observation) -> Subgoal:
-        """``sg`` with its 3-D trace (trace model) and its 2-D projection in the state model's camera."""
+    def _with_traces(self, sg: Subgoal, state: SceneState, observation: Observation, memory: TaskMemory) -> Subgoal:
+        """``sg`` with its 3-D trace (trace model, its grasp checked) and its 2-D projection in the state model's
+        camera."""
         if self.trace_model is None:
             return sg
         trace = self.trace_model.predict(state.keypoints_3d, observation.proprio, sg.skill, sg.args)
+        trace = self._checked_grasp(trace, sg, state, memory, observation.step)
         sg.trace_3d = trace
         cam = self.state_model.cfg.camera
         image = observation.images.get(cam)
@@ -241,3 +272,28 @@ class LearnedPlanner(GoalRegressionPlanner):
         px = np.clip(px, [0.0, 0.0], [w - 1.0, h - 1.0])
         sg.trace = KeypointTrace(camera=cam, points=px.astype(np.float32), image_size=size)
         return sg
+
+    def _checked_grasp(self, trace: Trace3D, sg: Subgoal, state: SceneState, memory: TaskMemory, step: int) -> Trace3D:
+        """``trace`` with its grasp yaw checked against the perceived scene (:mod:`planner_vlm.learned.grasp_check`):
+        only for a trace that closes an open gripper (a pick, or a re-pick that starts closed, opens and closes) on
+        ``sg``'s first argument, with a workcell that knows it; only the objects the state model finds (object
+        confidence >= ``min_object_confidence``) are obstacles."""
+        g = trace.gripper
+        closes = np.flatnonzero((g[1:] > 0) & (g[:-1] <= 0))
+        target = sg.args[0] if sg.args else None
+        if self._workcell is None or not len(closes) or target not in self._workcell.extents:
+            return trace
+        found = {o: state.keypoints_3d[state.object_index(o)] for o in self.state_model.cfg.objects
+                 if state.object_confidence[state.object_index(o)] >= self.min_object_confidence}
+        if target not in found:
+            return trace
+        event = int(closes[0]) + 1
+        predicted = float(trace.yaw[event])
+        yaw, clear, before = checked_grasp_yaw(trace.points[event], predicted, target, found,
+                                               self.trace_model.cfg.symmetries, self._workcell)
+        if yaw == predicted:
+            return trace
+        memory.record_event("grasp_turned", step, subgoal=sg.text, yaw_from=round(predicted, 3), yaw_to=round(yaw, 3),
+                            clearance_from_m=round(before, 4), clearance_to_m=round(clear, 4))
+        return Trace3D(points=trace.points, yaw=turn_trace_to(trace.yaw, event, yaw), gripper=trace.gripper,
+                       frame=trace.frame)

@@ -47,6 +47,10 @@ class TraceModelConfig:
         coherent_turns: whether the decoded yaws are made one turn of the wrist, from the gripper's yaw now to the
             last point's (:func:`planner_vlm.learned.trace_model.coherent_turns`). False: each row's half turn is its
             own decision (older checkpoints).
+        workcell: the task's static scene for the learned planner's grasp check
+            (:class:`planner_vlm.learned.grasp_check.Workcell` as a dict: the source bin's walls, the objects'
+            extents), recorded at training from the dataset's task (``TaskDefinition.workcell``); empty: no check.
+            It changes no weight.
     """
 
     objects: tuple[str, ...] = ()
@@ -60,6 +64,7 @@ class TraceModelConfig:
     yaw_correction_deg: float = 45.0
     slot_order: str = "start"
     coherent_turns: bool = False
+    workcell: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("objects", "skills", "arg_names"):

@@ -29,6 +29,7 @@ from planner_vlm.learned.trace_model import (
     argument_objects,
     axial,
     decode_rows,
+    event_row,
     event_slots,
     reorder_slots,
     trace_inputs,
@@ -195,7 +196,9 @@ def evaluate_traces(model: TraceModel, data: TraceDataset, index: np.ndarray, no
     Returns:
         JSON-safe ``{"samples", "point_error_cm": {"median", "p90", "max"}, "last_point_error_cm_median",
         "yaw_error_deg": {"median", "p90"} (over real points, modulo a half turn), "turn_accuracy",
-        "gripper_accuracy", "length_accuracy", "per_skill": {skill: point median cm}}``.
+        "gripper_accuracy", "length_accuracy", "per_skill": {skill: point median cm}, "event_yaw_error_deg": {skill:
+        {"median", "p90", "over_30" (share above 30 deg)}} (the yaw at the event row: a pick's close, a place's
+        release, modulo a half turn)}``.
     """
     if len(index) == 0:
         return {"samples": 0}
@@ -209,11 +212,17 @@ def evaluate_traces(model: TraceModel, data: TraceDataset, index: np.ndarray, no
     full = np.abs(np.degrees(np.arctan2(np.sin(dy), np.cos(dy))))
     last = np.maximum(true_mask.sum(1).astype(int) - 1, 0)
     r = np.arange(len(index))
-    per_skill = {}
+    per_skill, event_yaw = {}, {}
+    n_pred, n_true = mask.sum(1).astype(int), true_mask.sum(1).astype(int)
+    ev_err = np.abs(np.degrees(axial(np.array([  # the yaw at the event row (a pick's close, a place's release)
+        rows[i, event_row(rows[i], n_pred[i]), 3] - true_rows[i, event_row(true_rows[i], n_true[i]), 3]
+        for i in range(len(index))]))))
     for s, name in enumerate(model.cfg.skills):
         sel = data.skill[index] == s
         if sel.any():
             per_skill[name] = float(np.median(err[sel][both[sel]]))
+            event_yaw[name] = {"median": float(np.median(ev_err[sel])), "p90": float(np.percentile(ev_err[sel], 90)),
+                               "over_30": float(np.mean(ev_err[sel] > 30.0))}
     return {
         "samples": int(len(index)),
         "point_error_cm": {"median": float(np.median(err[both])), "p90": float(np.percentile(err[both], 90)),
@@ -224,6 +233,7 @@ def evaluate_traces(model: TraceModel, data: TraceDataset, index: np.ndarray, no
         "gripper_accuracy": float(np.mean(rows[..., 4][both] == true_rows[..., 4][both])),
         "length_accuracy": float(np.mean(mask.sum(1) == true_mask.sum(1))),
         "per_skill": per_skill,
+        "event_yaw_error_deg": event_yaw,
     }
 
 

@@ -123,6 +123,10 @@ class TaskDefinition:
         """See :meth:`TaskScene.object_symmetries`."""
         return self.parts.scene.object_symmetries()
 
+    def workcell(self) -> dict[str, Any]:
+        """See :meth:`TaskScene.workcell`."""
+        return self.parts.scene.workcell()
+
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         """See :meth:`TaskScene.object_poses`."""
         return self.parts.scene.object_poses(rs_env, episode)

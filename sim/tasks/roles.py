@@ -62,6 +62,14 @@ class TaskScene(abc.ABC):
         models are trained and scored with it. Default: none (every object order 1)."""
         return {}
 
+    def workcell(self) -> dict[str, Any]:
+        """The scene's static geometry for a grasp check over perceived poses, JSON-safe: ``{"containers": [{"inner_lo":
+        [x, y], "inner_hi": [x, y], "rim_z": z}], "extents": {object: [[lo x, y, z], [hi x, y, z]]}}`` in m (world
+        frame; extents in the object's body frame about its origin, upright): the walls the gripper picks inside of
+        and each object's bounding box (read by ``planner_vlm.learned.grasp_check.Workcell``). Facts of the scene's
+        design, the same in every episode, never a pose. Default: empty (no check)."""
+        return {}
+
     @abc.abstractmethod
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         """Object name -> ``{"pos": [x, y, z] (m, world), "quat": [w, x, y, z]}``."""

@@ -168,6 +168,15 @@ def task_symmetries(root: str | Path, given: dict[str, int] | None) -> dict[str,
     return make_task(task).object_symmetries() if task in task_names() else {}
 
 
+def task_workcell(root: str | Path) -> dict[str, Any]:
+    """The static scene geometry of the dataset's task (``TaskDefinition.workcell``; empty for a task the simulator
+    does not know)."""
+    task = dataset_task(root)
+    from sim.tasks.registry import make_task, task_names
+
+    return make_task(task).workcell() if task in task_names() else {}
+
+
 def command_line(name: str) -> str:
     """The command that is running, for checkpoints (``name`` + the Hydra overrides)."""
     return " ".join(shlex.quote(a) for a in [name, *sys.argv[1:]])

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime
-from tandem.cli.train_state import SyntheticSection, command_line, task_symmetries
+from tandem.cli.train_state import SyntheticSection, command_line, task_symmetries, task_workcell
 from tandem.runtime.config import FieldError, Schema, deferred_checks
 
 prepare_runtime()
@@ -47,7 +47,8 @@ class TraceDatasetSection(Schema):
 
 @dataclass
 class TraceModelSection(Schema):
-    """``model``: hidden width, layers, K3 rows, and ``symmetries`` (null: the dataset task's)."""
+    """``model``: hidden width, layers, K3 rows, and ``symmetries`` (null: the dataset task's); ``grasp_check``:
+    record the dataset task's workcell for the learned planner's grasp check (``TraceModelConfig.workcell``)."""
 
     hidden: int = 256
     layers: int = 3
@@ -55,6 +56,7 @@ class TraceModelSection(Schema):
     yaw_correction_deg: float = 45.0
     slot_order: str = "start"
     coherent_turns: bool = False
+    grasp_check: bool = False
     trace_len: int = 16
     symmetries: dict[str, int] | None = None
 
@@ -137,7 +139,8 @@ def run(cfg: Any) -> dict[str, Any]:
                                  symmetries=task_symmetries(root, m.symmetries), trace_len=m.trace_len,
                                  hidden=m.hidden, layers=m.layers, use_gripper_opening=m.use_gripper_opening,
                                  yaw_correction_deg=m.yaw_correction_deg, slot_order=m.slot_order,
-                                 coherent_turns=m.coherent_turns)
+                                 coherent_turns=m.coherent_turns,
+                                 workcell=task_workcell(root) if m.grasp_check else {})
     print(f"trace model: {len(data)} subgoal starts ({len(data.train_index)} train, {len(data.val_index)} held out) of "
           f"{root}; skills {list(data.skills)}, arguments {list(data.arg_names)}, symmetries {model_cfg.symmetries}",
           flush=True)

@@ -468,6 +468,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
         best_localized_first: where the task's goals may be met in any order, plan the object the state model
             localizes best first (its sharpest heatmap); false (the default) keeps the instruction's order. Measured
             per task (README): on for pick_place_bins, where hidden objects are misread; off for nut_assembly.
+        empty_grip_m: a gripper closed to less than this opening (m, the proprio's) holds nothing, whatever the
+            state model reads (every object held in the demonstrations keeps the fingers 3 cm or more apart, a bread
+            pinched by its edge in closed loop 9.4 mm; closed on nothing they are 1.5-2.5 mm apart); None: off.
     """
 
     name: str = "learned"
@@ -477,9 +480,13 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     min_object_confidence: float = 0.05
     min_scene_confidence: float = 0.5
     best_localized_first: bool = False
+    empty_grip_m: float | None = 0.005
 
     def check(self) -> None:
         super().check()
+        if self.empty_grip_m is not None and not 0.0 < self.empty_grip_m < 0.08:
+            raise FieldError("empty_grip_m", f"must be in (0, 0.08) m (the Panda opens 8 cm) or null, got "
+                                             f"{self.empty_grip_m}")
         if not 0.0 < self.threshold < 1.0:
             raise FieldError("threshold", f"must be in (0, 1), got {self.threshold}")
         if not self.threshold <= self.completion_confidence < 1.0:

@@ -114,6 +114,24 @@ def test_goal_pose_settles_in_bin_and_pull_from_bin_removes_it(env):
     assert task.perturb(env.rs_env, env.episode, "pull_from_bin", np.random.default_rng(0)) is None
 
 
+def test_workcell_states_the_live_scene(env):
+    """The workcell the learned grasp check is given (static constants) matches the simulator's bins and meshes."""
+    from sim.tasks.pick_place_bins.scene import WALL_HALF, WALL_HEIGHT
+
+    env.reset(seed=3)
+    rs, scene = env.rs_env, env.task_def.parts.scene
+    cell = env.task_def.workcell()
+    (box,) = cell["containers"]
+    lo = np.asarray(rs.bin1_pos[:2]) - np.asarray(rs.bin_size[:2]) / 2 + WALL_HALF
+    np.testing.assert_allclose(box["inner_lo"], lo, atol=1e-9)
+    np.testing.assert_allclose(box["inner_hi"], lo + np.asarray(rs.bin_size[:2]) - 2 * WALL_HALF, atol=1e-9)
+    assert box["rim_z"] == pytest.approx(rs.bin1_pos[2] + WALL_HEIGHT)
+    for obj, (lo_, hi_) in cell["extents"].items():
+        mesh_lo, mesh_hi = scene.half_extents(rs, obj)
+        np.testing.assert_allclose(lo_, mesh_lo, atol=1e-3)
+        np.testing.assert_allclose(hi_, mesh_hi, atol=1e-3)
+
+
 def test_unknown_names_raise(env):
     from sim_helpers import make_subgoal
 

@@ -3,7 +3,8 @@ facts with confidence, refusals of absent objects, calibrated and uncertain verd
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
@@ -65,6 +66,8 @@ class ScriptedStateModel:
 class _TraceCfg:
     skills: tuple[str, ...] = ("pick", "stack")
     arg_names: tuple[str, ...] = OBJECTS
+    symmetries: dict = field(default_factory=lambda: dict.fromkeys(OBJECTS, 4))
+    workcell: dict = field(default_factory=dict)
 
 
 class StraightDownTraceModel:
@@ -128,6 +131,47 @@ def test_plans_from_the_predicted_predicates_with_a_learned_trace():
     assert [s.signature for s in plan.done] == ["pick(red)", "stack(red,green)"]
     assert [s.signature for s in plan.remaining] == ["pick(blue)", "stack(blue,red)"]
     assert tm.calls[-1] == ("pick", ("blue",))
+
+
+def test_a_pick_whose_hand_would_meet_a_wall_is_turned_and_the_turn_recorded():
+    # the workcell's +x wall 6 cm from red: the trace model's yaw 0 (closing along x) puts the hand into it
+    cell = {"containers": [{"inner_lo": [-0.3, -0.4], "inner_hi": [0.06, 0.4], "rim_z": 0.95}],
+            "extents": {o: [[-0.02, -0.02, -0.02], [0.02, 0.02, 0.02]] for o in OBJECTS}}
+    sm, tm = ScriptedStateModel(), StraightDownTraceModel()
+    tm.cfg = _TraceCfg(workcell=cell)
+    planner, memory = LearnedPlanner(sm, tm), TaskMemoryV1()
+    planner.reset(STACK)
+    memory.start_episode(STACK)
+    first = planner.plan(_obs(), memory).remaining[0]
+    np.testing.assert_allclose(np.abs(first.trace_3d.yaw[1:]), math.pi / 2, atol=1e-6)  # turned a quarter
+    assert first.trace_3d.yaw[0] == 0.0  # row 0 is the gripper now
+    turned = [e for e in memory.events() if e["kind"] == "grasp_turned"]
+    assert len(turned) == 1 and turned[0]["clearance_from_m"] < 0 < turned[0]["clearance_to_m"]
+    # a re-pick after a grasp on nothing starts closed, opens and closes: its close is checked the same way
+    tm.predict = lambda kp, proprio, skill, args: Trace3D(
+        points=np.stack([proprio[:3], kp[0, 0] + [0, 0, 0.1], kp[0, 0]]), yaw=np.zeros(3), gripper=[1.0, -1.0, 1.0])
+    planner.reset(STACK)
+    assert abs(planner.plan(_obs(), memory).remaining[0].trace_3d.yaw[2]) == pytest.approx(math.pi / 2)
+    # far from the wall (green at y = 0 is clear of it turned or not: the wall is the only obstacle above the hand)
+    tm, tm.cfg = StraightDownTraceModel(), _TraceCfg(workcell={**cell, "containers": []})
+    planner = LearnedPlanner(sm, tm)
+    planner.reset(STACK)
+    assert np.all(planner.plan(_obs(), memory).remaining[0].trace_3d.yaw == 0.0)
+
+
+def test_a_gripper_closed_on_nothing_holds_nothing_whatever_the_model_reads():
+    sm, _, planner, memory = _setup()
+    sm.probs["grasped(red)"] = 0.95  # the model reads red as held
+    obs = _obs()
+    obs.proprio[7] = 0.04  # fingers 4 cm apart: it may be
+    assert planner.plan(obs, memory).remaining[0].signature == "stack(red,green)"
+    obs.proprio[7] = 0.002  # closed on nothing: it is not
+    plan = planner.plan(obs, memory)
+    assert plan.remaining[0].signature == "pick(red)"
+    assert "closed on nothing (opening 2.0 mm): grasped(red) read as false" in plan.rationale
+    off = LearnedPlanner(sm, None, empty_grip_m=None)
+    off.reset(STACK)
+    assert off.plan(obs, memory).remaining[0].signature == "stack(red,green)"
 
 
 def test_memory_records_predicted_facts_with_their_probability():

@@ -286,6 +286,21 @@ def test_a_model_with_reordered_slots_learns_and_decodes_in_trace_order(trained,
 
 
 
+def test_the_workcell_rides_in_the_checkpoint_and_changes_no_weight(trained, tmp_path):
+    data, model, _, _ = trained
+    cell = {"containers": [{"inner_lo": [-0.1, -0.4], "inner_hi": [0.3, 0.0], "rim_z": 0.9}],
+            "extents": {"red": [[-0.02, -0.02, -0.02], [0.02, 0.02, 0.02]]}}
+    with_cell = TraceModel(dataclasses.replace(model.cfg, workcell=cell), model.net)
+    loaded = TraceModel.from_checkpoint(with_cell.save(tmp_path / "ckpt"))
+    assert loaded.cfg.workcell == cell
+    j = int(data.val_index[0])
+    args = tuple(data.arg_names[a] for a in data.args[j] if a >= 0)
+    a = model.predict(data.keypoints_3d[j], data.proprio[j], data.skills[data.skill[j]], args)
+    b = loaded.predict(data.keypoints_3d[j], data.proprio[j], data.skills[data.skill[j]], args)
+    np.testing.assert_array_equal(a.points, b.points)
+    np.testing.assert_array_equal(a.yaw, b.yaw)
+
+
 def test_event_slots_put_every_trace_s_gripper_change_in_the_middle_slot_and_round_trip():
     k = 8
     rows = np.zeros((3, k, 5))

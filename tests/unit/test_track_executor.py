@@ -389,3 +389,36 @@ def test_a_pick_that_turns_the_lifted_object_is_done_only_after_the_turn():
     assert done_at(_executor(head="mse", action_space="setpoint", done_at_trace_end_rad=None), 0.3)
     with pytest.raises(ConfigError, match="done_at_trace_end_rad"):
         TrackExecutorConfig(done_at_trace_end_rad=0.0)
+
+
+def test_a_carry_whose_hand_empties_is_done_and_a_repick_closed_on_nothing_is_not():
+    """empty_grip_m: a place starts holding the object (trace starts closed, fingers 4 cm apart); pulled out of the
+    hand, the closed fingers shut to 2 mm, and after EMPTY_HAND_STEPS such steps the subgoal is done (the agent then
+    verifies and replans). A re-pick that starts closed on nothing never held anything: it is not ended by it."""
+    place = _trace([[0.0, 0.0, 0.95], [0.2, 0.0, 0.95], [0.2, 0.0, 0.95]], grip=[1, 1, -1])
+    sg = Subgoal(id="sg1", skill="place", args=("obj0", "obj1"), text="put the obj0 on the obj1", trace_3d=place)
+
+    def run(ex, subgoal, openings):
+        ex.reset()
+        ex._gripper, ex._last_grip = 1.0, 1.0  # closed, as at the end of a pick
+        ex.set_subgoal(subgoal, TASK)
+        ex._chunk_origin = np.array([0.0, 0.0, 0.95], np.float32)
+        seen = []
+        for w in openings:
+            ex._queue.clear()
+            ex._queue.extend(np.array([[0, 0, 0, 0, 0, 0, 1.0]] * 8, np.float32))  # the network keeps it closed
+            ex.select_action(Observation(images={}, proprio=np.array([0, 0, 0.95, *_down_quat(0.0), w], np.float32)))
+            seen.append(ex.subgoal_done())
+        return seen
+
+    ex = _executor(head="mse", action_space="setpoint", done_at_trace_end_m=None)
+    assert ex.cfg.empty_grip_m == pytest.approx(0.005)
+    assert run(ex, sg, [0.04, 0.035, 0.002, 0.002, 0.002]) == [False, False, False, False, True]
+    assert ex.emptied_hand
+    assert run(ex, sg, [0.04, 0.002, 0.04, 0.002, 0.002]) == [False] * 5  # a glitch is not three steps running
+    assert run(ex, sg, [0.04] + [0.0094] * 4) == [False] * 5  # a bread pinched by its edge (validation seed 702)
+    repick = _trace([[0.0, 0.0, 0.9], [0.0, 0.0, 0.95], [0.0, 0.0, 0.85]], grip=[1, -1, 1])
+    sg2 = Subgoal(id="sg2", skill="pick", args=("obj0",), text="pick up the obj0", trace_3d=repick)
+    assert run(ex, sg2, [0.002] * 5) == [False] * 5 and not ex.emptied_hand
+    off = _executor(head="mse", action_space="setpoint", done_at_trace_end_m=None, empty_grip_m=None)
+    assert run(off, sg, [0.04, 0.002, 0.002, 0.002, 0.002]) == [False] * 5

@@ -35,6 +35,19 @@ _FLOOR_HALF = 0.02
 WALL_HALF = 0.01
 WALL_HEIGHT = 0.10
 
+#: robosuite PickPlace's fixed bins (m, world): the source bin's (``bin1_pos``) and both bins' outer size
+#: (``bin_size``); :meth:`PickPlaceBinsScene.workcell` states them without a simulator (a sim test checks them).
+SOURCE_BIN_POS: tuple[float, float, float] = (0.1, -0.25, 0.8)
+BIN_SIZE: tuple[float, float, float] = (0.39, 0.49, 0.82)
+#: Body-frame bounding boxes ``(lo, hi)`` (m) of the objects' collision meshes about their origins, upright, as
+#: :meth:`PickPlaceBinsScene.half_extents` measures them (a sim test checks them).
+OBJECT_EXTENTS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
+    "milk": ((-0.0199, -0.0199, -0.061), (0.0199, 0.0199, 0.083)),
+    "bread": ((-0.024, -0.02, -0.0233), (0.024, 0.02, 0.0247)),
+    "cereal": ((-0.05, -0.015, -0.075), (0.05, 0.015, 0.075)),
+    "can": ((-0.025, -0.0251, -0.0403), (0.025, 0.0249, 0.0397)),
+}
+
 #: Per-object grasp choices. ``grasp_dz``: grip-site height above the object's centre (m, object upright);
 #: ``yaw_sym``: symmetry of usable finger yaws (rad; ``None`` = any yaw, a cylinder);
 #: ``yaw_offset``: finger yaw relative to the object's yaw (closing along the object's y axis = 0).
@@ -147,6 +160,13 @@ class PickPlaceBinsScene(TaskScene):
             pos, quat = self.pose(rs_env, obj)
             out[obj] = {"pos": pos.tolist(), "quat": quat.tolist()}
         return out
+
+    def workcell(self) -> dict[str, Any]:
+        """The source bin's inner walls and the objects' extents (:meth:`TaskScene.workcell`)."""
+        lo = [SOURCE_BIN_POS[k] - BIN_SIZE[k] / 2 + WALL_HALF for k in range(2)]
+        hi = [SOURCE_BIN_POS[k] + BIN_SIZE[k] / 2 - WALL_HALF for k in range(2)]
+        return {"containers": [{"inner_lo": lo, "inner_hi": hi, "rim_z": SOURCE_BIN_POS[2] + WALL_HEIGHT}],
+                "extents": {o: [list(lo_), list(hi_)] for o, (lo_, hi_) in OBJECT_EXTENTS.items()}}
 
     def object_symmetries(self) -> dict[str, int]:
         """From the grasp symmetries of :data:`GRASP` (``yaw_sym``; the gripper adds a half turn): milk and bread are
