@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 from tandem.core.errors import ConfigError
+from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 
 TraceInput = Literal["3d", "2d"]
 Head = Literal["diffusion", "mse"]
@@ -74,9 +75,8 @@ class TrackExecutorConfig:
             gripper's opening below it for ``EMPTY_HAND_STEPS`` (3) steps running: the object left the hand
             (pulled away, dropped, slipped), and what the subgoal's trace leads to can no longer happen, so the agent
             verifies at once and replans instead of letting the executor run an empty carry for up to 400 steps
-            (a place whose object was misread as held, pick_place_bins). A held object keeps the Panda's fingers 3 cm
-            or more apart in every task's demonstrations, and a bread pinched by its edge in closed loop 9.4 mm
-            (validation seed 702, carried to its bin); closed on nothing they are 1.5-2.5 mm apart. None: off.
+            (a place whose object was misread as held, pick_place_bins). Default: the Panda's
+            :data:`tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M` (5 mm; the measurements are there). None: off.
         fine_scale_m: add ``tanh(relative position / fine_scale_m)`` per trace point to the features (m; None: off,
             as in checkpoints written before the option existed): millimetre resolution near each point.
         action_space: ``"delta"``: the chunk is the controller's actions (OSC_POSE deltas, robosuite's units);
@@ -150,7 +150,7 @@ class TrackExecutorConfig:
     hold_after_end: bool = True
     done_at_trace_end_m: float | None = 0.015
     done_at_trace_end_rad: float | None = 0.1
-    empty_grip_m: float | None = 0.005
+    empty_grip_m: float | None = PANDA_EMPTY_OPENING_M
     fine_scale_m: float | None = 0.02
     action_space: ActionSpace = "delta"
     action_compand_m: float | None = None
@@ -211,6 +211,8 @@ class TrackExecutorConfig:
             errs.append(f"gripper_hysteresis must be in [0, 1) or null, got {self.gripper_hysteresis}")
         if self.done_at_trace_end_rad is not None and not 0 < self.done_at_trace_end_rad <= math.pi / 2:
             errs.append(f"done_at_trace_end_rad must be in (0, pi/2] rad or null, got {self.done_at_trace_end_rad}")
+        if self.empty_grip_m is not None and not 0 < self.empty_grip_m < 0.08:
+            errs.append(f"empty_grip_m must be in (0, 0.08) m (the Panda opens 8 cm) or null, got {self.empty_grip_m}")
         if self.fine_scale_m is not None and self.fine_scale_m <= 0:
             errs.append(f"fine_scale_m must be > 0 m or null, got {self.fine_scale_m}")
         if self.action_compand_m is not None and not (self.action_compand_m > 0 and self.action_space == "setpoint"):

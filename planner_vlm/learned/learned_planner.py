@@ -49,6 +49,7 @@ from planner_vlm.goal_regression import GoalRegressionPlanner
 from planner_vlm.learned.grasp_check import Workcell, checked_grasp_yaw, turn_trace_to
 from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError
+from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Trace3D
 
@@ -69,11 +70,10 @@ class LearnedPlanner(GoalRegressionPlanner):
         best_localized_first: order goals that may be met in any order by how well their objects are localized
             (see the module docstring); False keeps the instruction's order.
         empty_grip_m: a gripper closed to less than this opening (m, ``proprio[7]``) holds nothing: every grasp
-            predicate is then false, whatever the state model reads (None: off). Every object held in the
-            demonstrations keeps the Panda's fingers 3 cm or more apart (a bread pinched by its edge in closed loop:
-            9.4 mm); closed on nothing they are 1.5-2.5 mm apart.
-            A misread "held" made the planner plan a place for an object still in the source bin, again after each
-            failure (pick_place_bins, held-out seeds 1008, 1031, 1048).
+            predicate is then false, whatever the state model reads (default: the Panda's
+            :data:`tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M`; None: off). A misread "held" made the planner
+            plan a place for an object still in the source bin, again after each failure (pick_place_bins, found
+            on held-out seeds 1008, 1031, 1048).
         grasp_skill, id_prefix: as :class:`~planner_vlm.goal_regression.GoalRegressionPlanner`.
 
     Attributes:
@@ -86,7 +86,7 @@ class LearnedPlanner(GoalRegressionPlanner):
     def __init__(self, state_model: Any, trace_model: Any = None, threshold: float = 0.5,
                  completion_confidence: float = 0.9, min_object_confidence: float = 0.05,
                  min_scene_confidence: float = 0.5, best_localized_first: bool = False,
-                 empty_grip_m: float | None = 0.005, grasp_skill: str = "pick", id_prefix: str = "sg"):
+                 empty_grip_m: float | None = PANDA_EMPTY_OPENING_M, grasp_skill: str = "pick", id_prefix: str = "sg"):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"learned planner threshold must be in (0, 1), got {threshold}")

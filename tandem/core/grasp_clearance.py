@@ -4,6 +4,8 @@ One geometry for the scripted expert, which reads the simulator's poses (``sim/t
 and for the learned planner's grasp check, which reads the state model's estimates
 (:mod:`planner_vlm.learned.grasp_check`).
 
+Also the Panda's empty-hand opening (:data:`PANDA_EMPTY_OPENING_M`), read by the executor and the learned planner.
+
 Conventions: positions in m, world frame, z up; yaw in rad about world +z from world +x; a gripper's yaw is the
 direction of its finger axis, the line its fingers close along, ``(cos yaw, sin yaw, 0)``. The gripper points
 down. Its parts are boxes in the grip-site frame: ``(|x| from, |x| to, half y, bottom z)`` in m, with x along the
@@ -27,6 +29,12 @@ PANDA_OPEN_GRIPPER: tuple[tuple[float, float, float, float], ...] = (
     (0.0, 0.105, 0.028, 0.028),  # hand
     (0.0, 0.09, 0.048, 0.095),  # wrist (link 7)
 )
+
+#: A Panda gripper closed to less than this opening (m, the proprio's finger gap) holds nothing. Every object held in
+#: the three tasks' demonstrations keeps the fingers 30 mm or more apart; closed on nothing they are 1.5-2.5 mm apart;
+#: a bread pinched by its edge in closed loop held at 9.4 mm (pick_place_bins, validation seed 702), so the line sits
+#: at 5 mm.
+PANDA_EMPTY_OPENING_M = 0.005
 
 
 @dataclass(frozen=True)

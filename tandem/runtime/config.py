@@ -50,6 +50,7 @@ from typing import Any
 
 from memory.lessons import RetryRules
 from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.types import TaskSpec
 
 _DEFER_CHECKS: contextvars.ContextVar[bool] = contextvars.ContextVar("tandem_defer_config_checks", default=False)
@@ -469,8 +470,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             localizes best first (its sharpest heatmap); false (the default) keeps the instruction's order. Measured
             per task (README): on for pick_place_bins, where hidden objects are misread; off for nut_assembly.
         empty_grip_m: a gripper closed to less than this opening (m, the proprio's) holds nothing, whatever the
-            state model reads (every object held in the demonstrations keeps the fingers 3 cm or more apart, a bread
-            pinched by its edge in closed loop 9.4 mm; closed on nothing they are 1.5-2.5 mm apart); None: off.
+            state model reads (default: ``tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M``, 5 mm); None: off.
     """
 
     name: str = "learned"
@@ -480,7 +480,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     min_object_confidence: float = 0.05
     min_scene_confidence: float = 0.5
     best_localized_first: bool = False
-    empty_grip_m: float | None = 0.005
+    empty_grip_m: float | None = PANDA_EMPTY_OPENING_M
 
     def check(self) -> None:
         super().check()

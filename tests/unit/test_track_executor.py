@@ -422,3 +422,5 @@ def test_a_carry_whose_hand_empties_is_done_and_a_repick_closed_on_nothing_is_no
     assert run(ex, sg2, [0.002] * 5) == [False] * 5 and not ex.emptied_hand
     off = _executor(head="mse", action_space="setpoint", done_at_trace_end_m=None, empty_grip_m=None)
     assert run(off, sg, [0.04, 0.002, 0.002, 0.002, 0.002]) == [False] * 5
+    with pytest.raises(ConfigError, match="empty_grip_m"):
+        TrackExecutorConfig(empty_grip_m=0.0)
