@@ -69,20 +69,52 @@ class Workcell:
         """Inverse of :meth:`to_dict`.
 
         Raises:
-            ConfigError: a missing or malformed field (named).
+            ConfigError: an unknown key, a missing or malformed field, a box whose low corner is not below its high
+                one, a non-finite number or a width or clearance out of range (each named).
         """
-        try:
-            containers = tuple(Container(tuple(map(float, c["inner_lo"])), tuple(map(float, c["inner_hi"])),
-                                         float(c["rim_z"])) for c in d.get("containers", []))
-            extents = {str(k): (tuple(map(float, v[0])), tuple(map(float, v[1])))
-                       for k, v in dict(d.get("extents", {})).items()}
-            scalars = {k: float(d[k]) for k in ("max_grasp_width_m", "min_clearance_m", "enough_clearance_m") if k in d}
-        except (KeyError, TypeError, ValueError, IndexError) as e:
-            raise ConfigError(f"workcell: malformed {d!r}: {e}") from e
-        bad = [k for k, (lo, hi) in extents.items() if len(lo) != 3 or len(hi) != 3]
-        if bad or any(len(c.inner_lo) != 2 or len(c.inner_hi) != 2 for c in containers):
-            raise ConfigError(f"workcell: extents need (lo xyz, hi xyz) and containers (x, y) corners; bad: {bad}")
-        return cls(containers, extents, **scalars)
+        if not isinstance(d, dict):
+            raise ConfigError(f"workcell must be a mapping, got {type(d).__name__}")
+        known = {"containers", "extents", "max_grasp_width_m", "min_clearance_m", "enough_clearance_m"}
+        if set(d) - known:
+            raise ConfigError(f"workcell: unknown key(s) {sorted(set(d) - known)}; known: {sorted(known)}")
+
+        def vec(where: str, v: Any, n: int) -> tuple[float, ...]:
+            try:
+                out = tuple(float(x) for x in v)
+            except (TypeError, ValueError):
+                raise ConfigError(f"workcell {where}: expected {n} numbers, got {v!r}") from None
+            if len(out) != n or not all(math.isfinite(x) for x in out):
+                raise ConfigError(f"workcell {where}: expected {'a finite number' if n == 1 else f'{n} finite numbers'}"
+                                  f", got {v[0] if n == 1 else v!r}")
+            return out
+
+        if not isinstance(d.get("containers", []), (list, tuple)) or not isinstance(d.get("extents", {}), dict):
+            raise ConfigError("workcell: containers must be a list and extents a mapping, got "
+                              f"{type(d.get('containers', [])).__name__} and {type(d.get('extents', {})).__name__}")
+        containers = []
+        for i, c in enumerate(d.get("containers", [])):
+            if not isinstance(c, dict) or {"inner_lo", "inner_hi", "rim_z"} - set(c):
+                raise ConfigError(f"workcell containers[{i}]: needs inner_lo, inner_hi and rim_z, got {c!r}")
+            lo, hi = vec(f"containers[{i}].inner_lo", c["inner_lo"], 2), vec(f"containers[{i}].inner_hi", c["inner_hi"], 2)
+            (rim,) = vec(f"containers[{i}].rim_z", [c["rim_z"]], 1)
+            if not all(a < b for a, b in zip(lo, hi, strict=True)):
+                raise ConfigError(f"workcell containers[{i}]: inner_lo {list(lo)} must be below inner_hi {list(hi)}")
+            containers.append(Container(lo, hi, rim))  # type: ignore[arg-type]
+        extents = {}
+        for name, box in dict(d.get("extents", {})).items():
+            if not isinstance(box, (list, tuple)) or len(box) != 2:
+                raise ConfigError(f"workcell extents[{name!r}]: expected [lo xyz, hi xyz], got {box!r}")
+            lo, hi = vec(f"extents[{name!r}] lo", box[0], 3), vec(f"extents[{name!r}] hi", box[1], 3)
+            if not all(a < b for a, b in zip(lo, hi, strict=True)):
+                raise ConfigError(f"workcell extents[{name!r}]: lo {list(lo)} must be below hi {list(hi)}")
+            extents[str(name)] = (lo, hi)
+        scalars = {k: vec(k, [d[k]], 1)[0] for k in ("max_grasp_width_m", "min_clearance_m", "enough_clearance_m")
+                   if k in d}
+        if not 0 < scalars.get("max_grasp_width_m", 0.07) <= 0.08:
+            raise ConfigError(f"workcell max_grasp_width_m must be in (0, 0.08] m, got {scalars['max_grasp_width_m']}")
+        if scalars.get("enough_clearance_m", 0.02) < 0:
+            raise ConfigError(f"workcell enough_clearance_m must be >= 0 m, got {scalars['enough_clearance_m']}")
+        return cls(tuple(containers), extents, **scalars)
 
 
 def footprint(keypoints: np.ndarray, lo: np.ndarray, hi: np.ndarray, order: int) -> np.ndarray:

@@ -24,7 +24,8 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    replans after every verdict (receding horizon), so later subgoals are given theirs from the state they start in.
    Where the trace model's checkpoint carries its task's workcell (``TraceModelConfig.workcell``), a pick's grasp
    yaw is checked against the perceived scene and turned where the open gripper would hit a wall or another object
-   (:mod:`planner_vlm.learned.grasp_check`; a ``grasp_turned`` memory event says from and to what).
+   (:mod:`planner_vlm.learned.grasp_check`; a ``grasp_turned`` memory event says from and to what: ``yaw_from``,
+   ``yaw_to`` in rad, ``clearance_from_m``, ``clearance_to_m`` in m, negative where the open gripper overlaps).
 
 Memory records, with every plan, the predicted goal and grasp predicates with their probabilities (as facts about
 their first object) and a ``scene_state`` event (3-D origins, object and scene confidences). A scene whose
@@ -117,7 +118,8 @@ class LearnedPlanner(GoalRegressionPlanner):
 
         Raises:
             ConfigError: from the goal inversion; or a state model that lacks a goal or grasp predicate of objects it
-                knows, or a trace model that lacks a skill or argument of the task (a checkpoint of another task).
+                knows, a trace model that lacks a skill or argument of the task (a checkpoint of another task), or a
+                trace checkpoint whose workcell has no extents for a goal object.
         """
         super().reset(task)
         self._plans, self._refusal, self._missing, self.last_state = 0, None, [], None
@@ -133,6 +135,12 @@ class LearnedPlanner(GoalRegressionPlanner):
         if lacking:
             raise ConfigError(f"the learned state model does not predict {lacking} needed by task {task.name!r} "
                               "(a checkpoint trained on another task?)")
+        if self._workcell is not None and self._workcell.extents:
+            lacking = sorted(o for o in goal_objects if o in known and o not in self._workcell.extents)
+            if lacking:
+                raise ConfigError(f"the trace checkpoint's workcell has no extents for {lacking} of task {task.name!r} "
+                                  f"(it knows {sorted(self._workcell.extents)}): the grasp check could not check "
+                                  "their picks; retrain the trace model on this task's dataset (model.grasp_check)")
         if self.trace_model is not None:
             tm = self.trace_model.cfg
             skills = {s for _, _, s, _ in self.goal_steps()} | ({self.grasp_skill} & set(task.skills))

@@ -1,4 +1,5 @@
-"""Configuration of the learned trace model (vocabulary and network) and of its training. Plain Python, no torch."""
+"""Configuration of the learned trace model (vocabulary and network) and of its training. Plain Python and numpy, no
+torch."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner_vlm.learned.grasp_check import Workcell
 from tandem.core.errors import ConfigError
 
 #: Orders of the trace model's output slots (see :attr:`TraceModelConfig.slot_order`).
@@ -84,6 +86,8 @@ class TraceModelConfig:
         bad = {k: v for k, v in self.symmetries.items() if k not in self.objects or v < 1}
         if bad:
             raise ConfigError(f"trace model symmetries must name its objects with orders >= 1, got {bad}")
+        if self.workcell:
+            Workcell.from_dict(self.workcell)  # raises ConfigError naming a malformed field
         if self.trace_len < 2 or self.hidden < 1 or self.layers < 1:
             raise ConfigError(f"trace model needs trace_len >= 2, hidden >= 1, layers >= 1, got {self.trace_len}, "
                               f"{self.hidden}, {self.layers}")

@@ -81,9 +81,21 @@ def test_turn_trace_to_rescales_the_turn_and_moves_the_close_and_after():
 
 def test_workcell_round_trip_and_bad_input():
     assert Workcell.from_dict(CELL.to_dict()) == CELL
-    with pytest.raises(ConfigError, match="malformed"):
-        Workcell.from_dict({"containers": [{"inner_lo": [0, 0]}]})
-    with pytest.raises(ConfigError, match="extents"):
-        Workcell.from_dict({"extents": {"can": [[0, 0], [1, 1]]}})
+    bad = {  # each names what is wrong
+        r"containers\[0\]: needs inner_lo, inner_hi and rim_z": {"containers": [{"inner_lo": [0, 0]}]},
+        r"containers\[0\].inner_lo: expected 2 finite numbers": {"containers": [{"inner_lo": [0], "inner_hi": [1, 1],
+                                                                                  "rim_z": 1}]},
+        r"containers\[0\].rim_z: expected a finite number, got nan": {
+            "containers": [{"inner_lo": [0, 0], "inner_hi": [1, 1], "rim_z": float("nan")}]},
+        "inner_lo .* must be below inner_hi": {"containers": [{"inner_lo": [1, 1], "inner_hi": [0, 0], "rim_z": 1}]},
+        r"extents\['can'\] lo: expected 3": {"extents": {"can": [[0, 0], [1, 1]]}},
+        r"extents\['can'\]: lo .* must be below hi": {"extents": {"can": [[1, 1, 1], [0, 0, 0]]}},
+        r"unknown key\(s\) \['contaners'\]": {"contaners": []},
+        "containers must be a list": {"containers": {"a": 1}},
+        "max_grasp_width_m must be in": {"max_grasp_width_m": -1},
+    }
+    for message, d in bad.items():
+        with pytest.raises(ConfigError, match=message):
+            Workcell.from_dict(d)
     with pytest.raises(ConfigError, match="no extents for 'bread'"):
         checked_grasp_yaw(np.zeros(3), 0.0, "bread", {}, SYM, CELL)

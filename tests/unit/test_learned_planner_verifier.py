@@ -157,6 +157,10 @@ def test_a_pick_whose_hand_would_meet_a_wall_is_turned_and_the_turn_recorded():
     planner = LearnedPlanner(sm, tm)
     planner.reset(STACK)
     assert np.all(planner.plan(_obs(), memory).remaining[0].trace_3d.yaw == 0.0)
+    # a workcell of another task (no extents for a goal object) is refused at reset, not skipped in silence
+    tm.cfg = _TraceCfg(workcell={"extents": {"red": cell["extents"]["red"]}})
+    with pytest.raises(ConfigError, match=r"no extents for \['blue', 'green'\]"):
+        LearnedPlanner(sm, tm).reset(STACK)
 
 
 def test_a_gripper_closed_on_nothing_holds_nothing_whatever_the_model_reads():

@@ -299,6 +299,11 @@ def test_the_workcell_rides_in_the_checkpoint_and_changes_no_weight(trained, tmp
     b = loaded.predict(data.keypoints_3d[j], data.proprio[j], data.skills[data.skill[j]], args)
     np.testing.assert_array_equal(a.points, b.points)
     np.testing.assert_array_equal(a.yaw, b.yaw)
+    raw = json.loads((tmp_path / "ckpt" / "config.json").read_text())
+    raw["model"]["workcell"]["extents"]["red"] = [[0, 0], [1, 1]]
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(raw))
+    with pytest.raises(CheckpointError, match=r"ckpt: invalid trace model config: workcell extents\['red'\] lo"):
+        TraceModel.from_checkpoint(tmp_path / "ckpt")
 
 
 def test_event_slots_put_every_trace_s_gripper_change_in_the_middle_slot_and_round_trip():

@@ -424,3 +424,7 @@ def test_a_carry_whose_hand_empties_is_done_and_a_repick_closed_on_nothing_is_no
     assert run(off, sg, [0.04, 0.002, 0.002, 0.002, 0.002]) == [False] * 5
     with pytest.raises(ConfigError, match="empty_grip_m"):
         TrackExecutorConfig(empty_grip_m=0.0)
+    with pytest.raises(ConfigError, match="empty_grip_m must be a number or null, got 'abc'"):  # from the CLI
+        TrackExecutorConfig(empty_grip_m="abc")
+    with pytest.raises(ConfigError, match="trace_servo_m must be a number or null"):
+        TrackExecutorConfig(trace_servo_m="x")
