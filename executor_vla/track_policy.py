@@ -60,6 +60,10 @@ class TrackExecutor(nn.Module):
         text_encoder: a :class:`executor_vla.text_encoder.TextEncoder` (loaded lazily from ``cfg.text_encoder``).
         action_low, action_high: ``float32 (A,)`` controller limits the actions are clipped to.
 
+    Attributes:
+        last_progress: the progress head's value (in [0, 1]) at the latest chunk, None before one.
+        emptied_hand: the current subgoal ended because a hand that held something emptied (``cfg.empty_grip_m``).
+
     Raises:
         ConfigError: an invalid config.
     """

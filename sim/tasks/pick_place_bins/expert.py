@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 
-from sim.tasks.pick_place_bins.scene import GRASP, OBJECTS, WALL_HALF, WALL_HEIGHT, PickPlaceBinsScene
+from sim.tasks.pick_place_bins.scene import GRASP, OBJECTS, WALL_HEIGHT, PickPlaceBinsScene
 from sim.tasks.roles import TaskExpert
 from sim.tasks.types import TaskEpisode, Waypoint
 from tandem.core.geometry import quat_to_mat, wrap_angle, yaw_of_mat
-from tandem.core.grasp_clearance import PANDA_OPEN_GRIPPER, Container, open_gripper_clearance
+from tandem.core.grasp_clearance import PANDA_OPEN_GRIPPER, open_gripper_clearance
 
 #: Expert motion parameters (m, control steps).
 _HOVER = 0.10  # pre-grasp height above the grasp point
@@ -141,9 +141,7 @@ class PickPlaceBinsExpert(TaskExpert):
     def _grasp_clearance(self, rs_env: Any, obj: str, grasp: np.ndarray, yaw: float) -> float:
         """Smallest xy gap (m; negative = overlap) between the open gripper at ``grasp``/``yaw`` and the
         other objects and the source bin's walls (:func:`tandem.core.grasp_clearance.open_gripper_clearance`)."""
-        lo = np.asarray(rs_env.bin1_pos[:2]) - np.asarray(rs_env.bin_size[:2]) / 2 + WALL_HALF
-        hi = np.asarray(rs_env.bin1_pos[:2]) + np.asarray(rs_env.bin_size[:2]) / 2 - WALL_HALF
-        source_bin = Container(tuple(lo), tuple(hi), float(rs_env.bin1_pos[2]) + WALL_HEIGHT)
+        source_bin = self.scene.source_bin(rs_env.bin1_pos, rs_env.bin_size)
         return open_gripper_clearance(grasp, yaw, self._obstacles(rs_env, obj), [source_bin])
 
     def _grasp_yaw(self, rs_env: Any, obj: str, grasp: np.ndarray) -> float:

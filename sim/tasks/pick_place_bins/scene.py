@@ -21,6 +21,7 @@ from sim.tasks.roles import TaskScene
 from sim.tasks.types import SKILL_PREDICATES, TaskEpisode
 from tandem.core.errors import ConfigError, UnknownObjectError, UnknownSkillError
 from tandem.core.geometry import quat_to_mat
+from tandem.core.grasp_clearance import Container
 from tandem.core.types import TaskSpec
 
 #: Objects in robosuite's PickPlace order (Milk=0, Bread=1, Cereal=2, Can=3).
@@ -161,11 +162,19 @@ class PickPlaceBinsScene(TaskScene):
             out[obj] = {"pos": pos.tolist(), "quat": quat.tolist()}
         return out
 
+    @staticmethod
+    def source_bin(bin_pos: Any = SOURCE_BIN_POS, bin_size: Any = BIN_SIZE) -> Container:
+        """The source bin's inner walls as a :class:`~tandem.core.grasp_clearance.Container` (m, world) from its
+        centre ``bin_pos (3,)`` and outer size ``bin_size (3,)`` (m; robosuite's ``bin1_pos`` and ``bin_size``,
+        by default the fixed values :data:`SOURCE_BIN_POS`, :data:`BIN_SIZE`)."""
+        pos, size = np.asarray(bin_pos, float), np.asarray(bin_size, float)
+        lo, hi = pos[:2] - size[:2] / 2 + WALL_HALF, pos[:2] + size[:2] / 2 - WALL_HALF
+        return Container((float(lo[0]), float(lo[1])), (float(hi[0]), float(hi[1])), float(pos[2]) + WALL_HEIGHT)
+
     def workcell(self) -> dict[str, Any]:
-        """The source bin's inner walls and the objects' extents (:meth:`TaskScene.workcell`)."""
-        lo = [SOURCE_BIN_POS[k] - BIN_SIZE[k] / 2 + WALL_HALF for k in range(2)]
-        hi = [SOURCE_BIN_POS[k] + BIN_SIZE[k] / 2 - WALL_HALF for k in range(2)]
-        return {"containers": [{"inner_lo": lo, "inner_hi": hi, "rim_z": SOURCE_BIN_POS[2] + WALL_HEIGHT}],
+        """The source bin's inner walls (:meth:`source_bin`) and the objects' extents (:meth:`TaskScene.workcell`)."""
+        box = self.source_bin()
+        return {"containers": [{"inner_lo": list(box.inner_lo), "inner_hi": list(box.inner_hi), "rim_z": box.rim_z}],
                 "extents": {o: [list(lo_), list(hi_)] for o, (lo_, hi_) in OBJECT_EXTENTS.items()}}
 
     def object_symmetries(self) -> dict[str, int]:
