@@ -21,6 +21,9 @@ Perturbations (each fires at most once per episode):
   :data:`PUSH_STEPS` control steps by a proportional law towards the grip-site point the task names (``push_to``);
   the rotation part is zeroed and the gripper command kept. Whoever drives the arm then has to rise and align again
   (the learned executor's commonest insertion failure, and the recovery its demonstrations lacked).
+* ``topple`` (pick_place_bins): at the first step (its event, :data:`START_EVENT`, holds from the start), the task's
+  :meth:`TaskDefinition.perturb` lays a tall box of the source bin on its side, as a failed grasp knocks one over in
+  closed loop (perception data with lying objects).
 * ``slip_fast`` (stack_three; *recurring*, e.g. worn finger pads): whenever a carried object (as above) moves
   faster than :data:`SLIP_SPEED` (end-effector speed over the last control step), it slips: the gripper is
   forced open as for ``open_gripper``. It fires again on every later fast carry (at most once per grasp). With
@@ -89,9 +92,11 @@ class PerturbableEnv(Protocol):
 
 #: Every perturbation name; a task supports those in its ``perturbation_names``.
 PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "close_gripper", "pull_from_bin", "slip_fast",
-                                  "jam_on_peg", "miss_grasp")
+                                  "jam_on_peg", "miss_grasp", "topple")
 #: Perturbations implemented by the task itself through ``TaskDefinition.perturb``.
-TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin", "jam_on_peg", "miss_grasp")
+TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin", "jam_on_peg", "miss_grasp", "topple")
+#: The event of perturbations that change the scene the episode starts from: it holds from the first step.
+START_EVENT = "start"
 #: Control steps for which a task perturbation's ``push_to`` replaces the position action.
 PUSH_STEPS = 20
 #: Control steps the gripper is forced open by ``open_gripper``.
@@ -123,7 +128,8 @@ class PerturbationSpec:
 
 def _event_prefix(name: str) -> str:
     return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried(",
-            "close_gripper": "free(", "slip_fast": "carried(", "jam_on_peg": "grasped(", "miss_grasp": "grasped("}[name]
+            "close_gripper": "free(", "slip_fast": "carried(", "jam_on_peg": "grasped(", "miss_grasp": "grasped(",
+            "topple": START_EVENT}[name]
 
 
 def _args_of(pred: str) -> tuple[str, ...]:
@@ -222,6 +228,8 @@ class Perturber:
 
     def _current_events(self, env: PerturbableEnv, preds: dict[str, bool]) -> list[str]:
         prefix = _event_prefix(self.spec.name)
+        if prefix == START_EVENT:
+            return [START_EVENT]
         if self.spec.name == "close_gripper":
             grasping = any(v for p, v in preds.items() if p.startswith("grasped("))
             if grasping and not self.grasping:
@@ -319,7 +327,8 @@ class Perturber:
             return {"after_grasps": int(args[0]), "close_steps": CLOSE_GRIPPER_STEPS}
         if self.spec.name == "knock_top_cube":
             return knock_off(env, args[0], args[1], self.rng)
-        detail = self.task_def.perturb(env.rs_env, env.episode, self.spec.name, self.rng, target=args[0])
+        target = None if trigger == START_EVENT else args[0]
+        detail = self.task_def.perturb(env.rs_env, env.episode, self.spec.name, self.rng, target=target)
         if detail is not None:
             env.forward()
             if detail.get("push_to") is not None:

@@ -186,3 +186,36 @@ def test_miss_grasp_moves_the_grasped_object_away_and_the_expert_re_picks_it():
         assert not any("perturbation" in i for i in fired[1:])  # once per episode
     finally:
         e.close()
+
+
+def test_topple_lays_a_tall_box_on_its_side_at_the_start():
+    """topple fires in the first steps (its event holds from the start): a milk or cereal box of the source bin lies
+    on its side (its long body z axis horizontal), resting on the bin's floor where it was put, lower than upright;
+    the other objects stay upright. It fires once."""
+    from sim.perturbations import PerturbationSpec
+    from sim.robosuite_env import RobosuiteEnv
+    from sim.tasks.pick_place_bins.perturbations import TOPPLE_OBJECTS
+    from tandem.core.geometry import quat_to_mat
+
+    e = RobosuiteEnv("pick_place_bins", render=False, perturbation=PerturbationSpec("topple"))
+    try:
+        obs, _ = e.reset(_seed_with(2))
+        upright_z = {o: v["pos"][2] for o, v in obs.privileged["objects"].items()}
+        fired = []
+        for _ in range(60):
+            obs, _, _, _, info = e.step(np.zeros(7))
+            if "perturbation" in info:
+                fired.append(info["perturbation"])
+        assert len(fired) == 1 and fired[0]["name"] == "topple"
+        obj = fired[0]["detail"]["object"]
+        assert obj in TOPPLE_OBJECTS
+        for o, v in obs.privileged["objects"].items():
+            tilt = abs(quat_to_mat(np.asarray(v["quat"]))[2, 2])
+            if o == obj:
+                assert tilt < 0.1  # lying: body z horizontal
+                assert v["pos"][2] < upright_z[o] - 0.02  # its origin lower than upright
+                np.testing.assert_allclose(v["pos"][:2], fired[0]["detail"]["to"][:2], atol=0.015)  # it stayed
+            else:
+                assert tilt > 0.99
+    finally:
+        e.close()
