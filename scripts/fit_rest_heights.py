@@ -8,7 +8,8 @@ Usage::
     python scripts/fit_rest_heights.py --checkpoint checkpoints/state/stack_three \\
         --dataset datasets/stack_three_agentview84 --val-episodes 10
 
-Prints the fitted heights (m, world z, per object keypoint; null where the free frames disagree) as JSON.
+Prints the fitted resting modes as JSON: per object, a list of ``[z_origin, z_second]`` (m, world z; the second null
+where its heights in the mode spread), empty where the free frames rest anywhere.
 Raises CheckpointError / DatasetError through the loaders for a missing or mismatched checkpoint or dataset, and
 ConfigError when the dataset's objects or predicates differ from the checkpoint's.
 """

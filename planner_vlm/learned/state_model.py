@@ -13,15 +13,17 @@ It wraps :class:`~planner_vlm.learned.state_net.StateNet` with what a trained mo
   training range and falling with every further spread beyond it. :attr:`SceneState.scene_confidence` is the least
   confident keypoint's, an object's confidence its least confident keypoint's;
 * the **rest heights** of the objects (:mod:`planner_vlm.learned.rest_heights`), fitted from the labels: an object
-  that no predicate says is supported (not grasped, on nothing) is lifted to 3-D at its rest height rather than at
-  the regressed one, which one camera confuses with depth.
+  that no predicate says is supported (not grasped, on nothing) is lifted to 3-D at its resting mode's height (the
+  one nearest the regressed height: upright or lying) rather than at the regressed one, which one camera confuses
+  with depth.
 
 Checkpoints are directories (safetensors + JSON, never pickle), like the executor's::
 
     model.safetensors   # StateNet weights and buffers
     config.json         # {"format": "tandem-state-model/1", "model": StateModelConfig, "calibration": {...},
                         #  "temperature": T, "entropy_reference": {"p50": [K], "p99": [K]},
-                        #  "rest_heights": [[z0, z1] or null per object] (optional), "metrics": {...}}
+                        #  "rest_heights": [per object: [[z0, z1], ...] its resting modes, null: none]
+                        #  (optional; [z0, z1] per object: one mode, as before resting modes), "metrics": {...}}
     command.txt         # the command that produced it
 
 It never reads ``Observation.privileged``: it works from the image and the proprio, as on a robot.
@@ -41,6 +43,7 @@ from planner_vlm.learned.camera import CameraCalibration
 from planner_vlm.learned.proprio import proprio_features
 from planner_vlm.learned.rest_heights import (
     apply_rest_heights,
+    as_rest_modes,
     free_mask,
     rest_heights_from_json,
     rest_heights_to_json,
@@ -104,8 +107,8 @@ class StateModel:
         temperature: predicate logit temperature (> 0).
         entropy_p50, entropy_p99: ``(K,)`` nats, the heatmap entropy reference (None: every keypoint confident).
         metrics: held-out metrics recorded at training time (JSON-safe).
-        rest_heights: ``(O, 2)`` m, each object keypoint's rest height (NaN: none; None: no object has one), see
-            :mod:`planner_vlm.learned.rest_heights`.
+        rest_heights: ``(O, M, 2)`` m, each object's resting modes, a height per keypoint (NaN: none; ``(O, 2)``:
+            one mode each; None: no object has one), see :mod:`planner_vlm.learned.rest_heights`.
 
     Raises:
         ConfigError: a calibration for another camera, or a non-positive temperature.
@@ -131,7 +134,7 @@ class StateModel:
         self.entropy_p50 = np.zeros(k) if entropy_p50 is None else np.asarray(entropy_p50, np.float64)
         self.entropy_p99 = np.full(k, np.inf) if entropy_p99 is None else np.asarray(entropy_p99, np.float64)
         self.metrics = dict(metrics or {})
-        self.rest_heights = np.full((len(cfg.objects), 2), np.nan)
+        self.rest_heights = np.full((len(cfg.objects), 1, 2), np.nan)
         if rest_heights is not None:
             self.set_rest_heights(rest_heights)
         self.command = ""
@@ -143,15 +146,15 @@ class StateModel:
         self.calibration = calibration.resized(self.cfg.image_size)
 
     def set_rest_heights(self, rest_heights: np.ndarray) -> None:
-        """Use ``rest_heights (O, 2)`` m (NaN: none) for free objects.
+        """Use ``rest_heights`` m for free objects: ``(O, M, 2)`` resting modes or ``(O, 2)`` one each (NaN: none).
 
         Raises:
-            ConfigError: not one pair per object of the model's vocabulary.
+            ConfigError: neither shape for the model's vocabulary.
         """
-        rest = np.asarray(rest_heights, np.float64)
-        if rest.shape != (len(self.cfg.objects), 2):
-            raise ConfigError(f"rest heights must be (objects={len(self.cfg.objects)}, 2) m, got {rest.shape}")
-        self.rest_heights = rest
+        try:
+            self.rest_heights = as_rest_modes(rest_heights, len(self.cfg.objects))
+        except ValueError as e:
+            raise ConfigError(str(e)) from e
 
     def geometry(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(k_inv, rot, pos)`` float32 tensors of the calibration, for :class:`StateNet`."""
@@ -171,7 +174,7 @@ class StateModel:
             "logits": (B, P) (before the temperature), "probabilities": (B, P) calibrated, "entropy": (B, K) nats,
             "confidence": (B, K)}``. With the yaw head, each object's second keypoint is placed from its yaw
             (:meth:`place_second_keypoints`). Objects that no predicate supports (all ``p < 0.5``) and that have a
-            rest height are lifted at it (:func:`~planner_vlm.learned.rest_heights.apply_rest_heights`); ``"z"``
+            resting mode are lifted at the one nearest their regressed height (:func:`~planner_vlm.learned.rest_heights.apply_rest_heights`); ``"z"``
             then holds the heights used.
 
         Raises:
