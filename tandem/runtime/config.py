@@ -471,6 +471,11 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             per task (README): on for pick_place_bins, where hidden objects are misread; off for nut_assembly.
         empty_grip_m: a gripper closed to less than this opening (m, the proprio's) holds nothing, whatever the
             state model reads (default: ``tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M``, 5 mm); None: off.
+        max_close_offset_m: a pick trace whose close lands farther than this (m, xy, > 0) from its object as read
+            is asked again from where the episode started (``LearnedPlanner``, step 4 of its docs); None: off.
+
+    Raises (``check``):
+        FieldError: a field that is not a number where one is needed, or out of its range.
     """
 
     name: str = "learned"
@@ -481,9 +486,17 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     min_scene_confidence: float = 0.5
     best_localized_first: bool = False
     empty_grip_m: float | None = PANDA_EMPTY_OPENING_M
+    max_close_offset_m: float | None = 0.03
 
     def check(self) -> None:
         super().check()
+        for name in ("threshold", "completion_confidence", "min_object_confidence", "min_scene_confidence",
+                     "empty_grip_m", "max_close_offset_m"):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
+                raise FieldError(name, f"must be a number, got {v!r}")
+        if self.max_close_offset_m is not None and not self.max_close_offset_m > 0:
+            raise FieldError("max_close_offset_m", f"must be > 0 m or null, got {self.max_close_offset_m}")
         if self.empty_grip_m is not None and not 0.0 < self.empty_grip_m < 0.08:
             raise FieldError("empty_grip_m", f"must be in (0, 0.08) m (the Panda opens 8 cm) or null, got "
                                              f"{self.empty_grip_m}")

@@ -286,7 +286,8 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
     return LearnedPlanner(state, trace, threshold=spec.threshold, completion_confidence=spec.completion_confidence,
                           min_object_confidence=spec.min_object_confidence,
                           min_scene_confidence=spec.min_scene_confidence,
-                          best_localized_first=spec.best_localized_first, empty_grip_m=spec.empty_grip_m)
+                          best_localized_first=spec.best_localized_first, empty_grip_m=spec.empty_grip_m,
+                          max_close_offset_m=spec.max_close_offset_m)
 
 
 # ------------------------------------------------------------------------------------------- verifiers

@@ -12,9 +12,11 @@ import pytest
 from memory import TaskMemoryV1
 from planner_vlm.learned.learned_planner import LearnedPlanner
 from planner_vlm.learned.learned_verifier import LearnedVerifier
+from planner_vlm.learned.proprio import gripper_yaw
 from planner_vlm.learned.scene_state import SceneState
 from planner_vlm.learned.synthetic import synthetic_calibration
 from tandem.core.errors import ConfigError, PrivilegedAccessError, UnknownNameError
+from tandem.core.geometry import quat_yaw_mul
 from tandem.core.privileged import observation_for
 from tandem.core.protocols import Planner, Verifier
 from tandem.core.types import Observation, Subgoal, TaskSpec, Trace3D
@@ -161,6 +163,56 @@ def test_a_pick_whose_hand_would_meet_a_wall_is_turned_and_the_turn_recorded():
     tm.cfg = _TraceCfg(workcell={"extents": {"red": cell["extents"]["red"]}})
     with pytest.raises(ConfigError, match=r"no extents for \['blue', 'green'\]"):
         LearnedPlanner(sm, tm).reset(STACK)
+
+
+class OffTargetFarAwayTraceModel(StraightDownTraceModel):
+    """Closes right below the gripper (off every object) unless asked from where the episode started (0, 0, 1)."""
+
+    def __init__(self):
+        super().__init__()
+        self.proprios: list[np.ndarray] = []
+
+    def predict(self, keypoints_3d, proprio, skill, args):
+        self.calls.append((skill, tuple(args), tuple(np.round(proprio[:3], 3))))
+        self.proprios.append(np.array(proprio, float))
+        start = np.asarray(proprio[:3], float)
+        target = keypoints_3d[OBJECTS.index(args[0]), 0]
+        if np.linalg.norm(start - [0.0, 0.0, 1.0]) > 1e-6:
+            target = np.array([start[0], start[1], 0.9])  # the failure seen in closed loop: a close in the air
+        pts = np.stack([start, target + [0, 0, 0.1], target])
+        return Trace3D(points=pts, yaw=np.zeros(3), gripper=np.array([-1.0, -1.0, 1.0]))
+
+
+def test_a_pick_that_closes_away_from_its_object_is_asked_again_from_the_episode_start():
+    sm, tm = ScriptedStateModel(), OffTargetFarAwayTraceModel()
+    planner, memory = LearnedPlanner(sm, tm), TaskMemoryV1()
+    planner.reset(STACK)
+    memory.start_episode(STACK)
+    first = planner.plan(_obs(), memory).remaining[0]  # from the start: on target, asked once
+    np.testing.assert_allclose(first.trace_3d.points[-1], [0.0, -0.1, 0.83])
+    assert len(tm.calls) == 1
+    later = _obs(300)
+    later.proprio[:3] = [0.3, 0.2, 1.1]  # a retry from far away: the model closes 36 cm off red
+    tilted = np.array([0.05, 0.9, 0.4, 0.1])
+    later.proprio[3:7] = tilted / np.linalg.norm(tilted)  # and a hand tilted by a timeout
+    trace = planner.plan(later, memory).remaining[0].trace_3d
+    assert tm.calls[-1][2] == (0.0, 0.0, 1.0)  # asked again from where the episode started
+    # ... with the hand level as it started, turned to its yaw now
+    again = tm.proprios[-1]
+    expected = quat_yaw_mul(float(gripper_yaw(later.proprio) - gripper_yaw(_obs().proprio)), _obs().proprio[3:7])
+    np.testing.assert_allclose(again[3:7], expected, atol=1e-9)
+    assert abs(float(gripper_yaw(again)) - float(gripper_yaw(later.proprio))) < 1e-9
+    np.testing.assert_allclose(trace.points[0], [0.3, 0.2, 1.1])  # row 0 is still the gripper now
+    np.testing.assert_allclose(trace.points[-1], [0.0, -0.1, 0.83])  # the close is over red
+    event = [e for e in memory.events() if e["kind"] == "pick_reanchored"]
+    assert len(event) == 1 and event[0]["offset_from_m"] > 0.3 and event[0]["offset_to_m"] == 0.0
+    # off: the trace as the model gave it
+    planner = LearnedPlanner(sm, OffTargetFarAwayTraceModel(), max_close_offset_m=None)
+    planner.reset(STACK)
+    planner.plan(_obs(), memory)
+    np.testing.assert_allclose(planner.plan(later, memory).remaining[0].trace_3d.points[-1], [0.3, 0.2, 0.9])
+    with pytest.raises(ConfigError, match="max_close_offset_m"):
+        LearnedPlanner(sm, tm, max_close_offset_m=0.0)
 
 
 def test_a_gripper_closed_on_nothing_holds_nothing_whatever_the_model_reads():
