@@ -27,7 +27,8 @@ MISS_SHIFT_M = (0.04, 0.10)
 TOPPLE_OBJECTS = ("milk", "cereal")
 #: The perturbations this task implements itself (``sim.perturbations.TASK_IMPLEMENTED``), and the predicate whose
 #: objects each may move when no target is given.
-_OWN: dict[str, str] = {"pull_from_bin": "in_bin", "miss_grasp": "grasped", "topple": "in_source_bin"}
+_OWN: dict[str, str | None] = {"pull_from_bin": "in_bin", "miss_grasp": "grasped",
+                               "topple": None}  # topple: TOPPLE_OBJECTS neither in a bin nor grasped
 
 
 class PickPlaceBinsPerturbations(TaskPerturbations):
