@@ -65,7 +65,8 @@ from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpe
 
 
 def close_rows(trace: Trace3D) -> np.ndarray:
-    """Indices of ``trace``'s rows where an open gripper (``<= 0``) is commanded closed (``> 0``), in order."""
+    """``int (C,)``: indices of ``trace``'s rows where an open gripper (command ``<= 0``) is commanded closed
+    (``> 0``), in order; empty when it closes none (robosuite's -1 open / +1 closed)."""
     g = trace.gripper
     return np.flatnonzero((g[1:] > 0) & (g[:-1] <= 0)) + 1
 

@@ -102,10 +102,7 @@ class PickPlaceBinsPerturbations(TaskPerturbations):
             return None
         lo, _ = self.scene.half_extents(rs_env, target)
         pos = np.array([xy[0], xy[1], self.scene.floor_z(rs_env) - lo[2] + 0.002])
-        quat = yaw_quat(yaw)
-        joint = self.scene.model_object(rs_env, target).joints[0]
-        rs_env.sim.data.set_joint_qpos(joint, np.concatenate([pos, quat]))
-        rs_env.sim.data.set_joint_qvel(joint, np.zeros(6))
+        self._set_pose(rs_env, target, pos, yaw_quat(yaw))
         return {"object": target, "from": before.round(4).tolist(), "to": pos.round(4).tolist()}
 
     def _topple(self, rs_env: Any, preds: dict[str, bool], rng: np.random.Generator,
@@ -133,10 +130,15 @@ class PickPlaceBinsPerturbations(TaskPerturbations):
         if xy is None:
             return None
         pos = np.array([xy[0], xy[1], self.scene.floor_z(rs_env) - world[:, 2].min() + 0.002])
+        self._set_pose(rs_env, target, pos, quat)
+        return {"object": target, "from": before.round(4).tolist(), "to": pos.round(4).tolist(), "axis": axis}
+
+    def _set_pose(self, rs_env: Any, target: str, pos: np.ndarray, quat: np.ndarray) -> None:
+        """Write ``target``'s free-joint qpos (``pos (3,)`` m world, ``quat (4,)`` wxyz) and zero its qvel (the env
+        runs ``mj_forward`` afterwards)."""
         joint = self.scene.model_object(rs_env, target).joints[0]
         rs_env.sim.data.set_joint_qpos(joint, np.concatenate([pos, quat]))
         rs_env.sim.data.set_joint_qvel(joint, np.zeros(6))
-        return {"object": target, "from": before.round(4).tolist(), "to": pos.round(4).tolist(), "axis": axis}
 
     def _free_spot(self, rs_env: Any, target: str, rng: np.random.Generator, clearance: float,
                    ring: tuple[np.ndarray, tuple[float, float]] | None = None,
