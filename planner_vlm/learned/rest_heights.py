@@ -217,22 +217,32 @@ def rest_heights_to_json(rest_heights: np.ndarray) -> list[list[list[float | Non
             for modes in rest]
 
 
-def rest_heights_from_json(rows: Sequence[Sequence[Any]]) -> np.ndarray:
-    """The inverse of :func:`rest_heights_to_json`: ``float64 (O, M, 2)`` m, NaN for None and padding. Also reads
-    the one-height-per-object form ``[[z_origin, z_second] or [None, None], ...]`` of checkpoints from before
-    resting modes.
+def rest_heights_from_json(rows: Sequence[Any]) -> np.ndarray:
+    """The inverse of :func:`rest_heights_to_json`: ``float64 (O, M, 2)`` m, NaN for None and padding. An object's
+    entry is its list of modes ``[[z_origin, z_second], ...]``, or None / ``[]`` for none; the one-height-per-object
+    form ``[z_origin, z_second]`` of checkpoints from before resting modes is read as one mode.
 
     Raises:
-        ValueError: an entry that is neither form.
+        ValueError: ``rows`` not a list, or an entry that is neither form (naming the object's index).
     """
+    def number(v: Any) -> bool:
+        return v is None or (isinstance(v, (int, float)) and not isinstance(v, bool))
+
+    if not isinstance(rows, (list, tuple)):
+        raise ValueError(f"rest heights must be a list with one entry per object, got {rows!r}")
     modes: list[list[list[float]]] = []
-    for row in rows:
-        if len(row) == 2 and all(v is None or isinstance(v, (int, float)) for v in row):
+    for i, row in enumerate(rows):
+        if row is None:
+            row = []
+        if not isinstance(row, (list, tuple)):
+            raise ValueError(f"rest heights of object {i}: a list of [z_origin, z_second] modes, got {row!r}")
+        if len(row) == 2 and all(number(v) for v in row):
             row = [row]  # the one-height form
         obj = []
         for mode in row:
-            if len(mode) != 2 or not all(v is None or isinstance(v, (int, float)) for v in mode):
-                raise ValueError(f"a resting mode must be [z_origin, z_second] (m or null), got {mode!r}")
+            if not isinstance(mode, (list, tuple)) or len(mode) != 2 or not all(number(v) for v in mode):
+                raise ValueError(f"rest heights of object {i}: a resting mode must be [z_origin, z_second] (m or "
+                                 f"null), got {mode!r}")
             obj.append([np.nan if v is None else float(v) for v in mode])
         modes.append(obj)
     m = max([len(x) for x in modes] + [1])

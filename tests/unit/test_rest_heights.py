@@ -113,8 +113,11 @@ def test_rest_heights_json_round_trip_and_the_one_height_form():
     assert old.shape == (2, 1, 2)
     np.testing.assert_array_equal(old[0, 0], [0.82, 0.83])
     assert np.isnan(old[1]).all()
-    with pytest.raises(ValueError, match="resting mode"):
-        rest_heights_from_json([[[0.8, 0.8, 0.8]]])
+    assert np.isnan(rest_heights_from_json([None, []])).all()  # objects without a mode
+    for bad, match in (([[[0.8, 0.8, 0.8]]], "object 0: a resting mode"), ([[0.8, 0.8], ["a", 0.8]], "object 1"),
+                       ([{"x": 1}], "object 0"), ("abc", "one entry per object"), ([[[True, 0.8]]], "object 0")):
+        with pytest.raises(ValueError, match=match):
+            rest_heights_from_json(bad)
 
 
 def test_apply_moves_free_objects_onto_the_ray_at_their_rest_height():
