@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from tandem.core.errors import ConfigError
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
+from tandem.core.number_fields import non_numbers
 
 TraceInput = Literal["3d", "2d"]
 Head = Literal["diffusion", "mse"]
@@ -23,8 +24,6 @@ Denoiser = Literal["mlp", "unet"]
 ActionSpace = Literal["delta", "setpoint"]
 SceneInput = Literal["none", "objects_3d"]
 _SCHEDULERS = ("DDIM", "DDPM", "DPMSolver")
-#: Field annotations checked to hold numbers (a string from the command line is refused by name).
-_NUMBER_TYPES = ("int", "float", "int | None", "float | None")
 #: Consecutive steps with the closed gripper below ``empty_grip_m`` before an emptied hand ends the subgoal.
 EMPTY_HAND_STEPS = 3
 
@@ -185,10 +184,7 @@ class TrackExecutorConfig:
         self.objects = tuple(self.objects)
         self.scene_objects = tuple(str(o) for o in self.scene_objects)
         self.scene_symmetries = tuple(int(m) for m in self.scene_symmetries)
-        wrong_type = [f"{f.name} must be a number{' or null' if 'None' in f.type else ''}, got {v!r}"
-                      for f in dataclasses.fields(self) if f.type in _NUMBER_TYPES
-                      and not ((v := getattr(self, f.name)) is None and "None" in f.type)
-                      and (isinstance(v, bool) or not isinstance(v, (int, float)))]
+        wrong_type = [f"{name} {message}" for name, message in non_numbers(self)]
         if wrong_type:  # before any comparison below, which would raise a TypeError on a string
             raise ConfigError("invalid TrackExecutorConfig: " + "; ".join(wrong_type))
         errs: list[str] = []

@@ -158,16 +158,17 @@ def fit_rest_heights(objects: Sequence[str], predicates: Sequence[str], keypoint
 
 
 def as_rest_modes(rest_heights: np.ndarray, n_objects: int) -> np.ndarray:
-    """``float64 (O, M, 2)`` m: resting modes from ``(O, M, 2)``, or from the one-height-per-object ``(O, 2)``.
+    """``float64 (O, M, 2)`` m: resting modes from ``(O, M, 2)``, or from the one-height-per-object ``(O, 2)`` (a
+    view of the input where it is already float64, not a copy).
 
     Raises:
         ValueError: neither shape, for ``n_objects`` objects.
     """
     rest = np.asarray(rest_heights, np.float64)
     if rest.ndim == 2 and rest.shape == (n_objects, 2):
-        return rest[:, None, :].copy()
+        return rest[:, None, :]
     if rest.ndim == 3 and rest.shape[0] == n_objects and rest.shape[2] == 2 and rest.shape[1] >= 1:
-        return rest.copy()
+        return rest
     raise ValueError(f"rest heights must be (objects={n_objects}, 2) or ({n_objects}, modes, 2) m, got {rest.shape}")
 
 

@@ -51,6 +51,7 @@ from typing import Any
 from memory.lessons import RetryRules
 from tandem.core.errors import ConfigError, UnknownNameError
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
+from tandem.core.number_fields import non_numbers
 from tandem.core.types import TaskSpec
 
 _DEFER_CHECKS: contextvars.ContextVar[bool] = contextvars.ContextVar("tandem_defer_config_checks", default=False)
@@ -490,11 +491,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
 
     def check(self) -> None:
         super().check()
-        for name in ("threshold", "completion_confidence", "min_object_confidence", "min_scene_confidence",
-                     "empty_grip_m", "max_close_offset_m"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float))):
-                raise FieldError(name, f"must be a number, got {v!r}")
+        wrong_type = non_numbers(self)
+        if wrong_type:  # before the range checks below, which would raise a TypeError on a string
+            raise FieldError(*wrong_type[0])
         if self.max_close_offset_m is not None and not self.max_close_offset_m > 0:
             raise FieldError("max_close_offset_m", f"must be > 0 m or null, got {self.max_close_offset_m}")
         if self.empty_grip_m is not None and not 0.0 < self.empty_grip_m < 0.08:
