@@ -95,6 +95,14 @@ PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "close_gripp
                                   "jam_on_peg", "miss_grasp", "topple")
 #: Perturbations implemented by the task itself through ``TaskDefinition.perturb``.
 TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin", "jam_on_peg", "miss_grasp", "topple")
+#: Subgoals of work each perturbation undoes when it fires, for which the env extends the episode's step budget by
+#: the task's :attr:`TaskScene.steps_per_subgoal` each (``RobosuiteEnv(perturbation_budget=True)``): a pulled or
+#: knocked-off object must be picked and placed again (2), a dropped or slipped-away one picked again (1). Those that
+#: undo nothing finished add nothing: ``close_gripper`` and ``jam_on_peg`` (a detour within the running subgoal),
+#: ``topple`` (the episode's starting scene), and ``slip_fast`` (caused by the agent's own speed: the lesson the
+#: memory benchmark measures is to avoid it).
+ADDED_SUBGOALS: dict[str, int] = {"knock_top_cube": 2, "pull_from_bin": 2, "open_gripper": 1, "miss_grasp": 1,
+                                  "close_gripper": 0, "jam_on_peg": 0, "topple": 0, "slip_fast": 0}
 #: The event of perturbations that change the scene the episode starts from: it holds from the first step.
 START_EVENT = "start"
 #: Control steps for which a task perturbation's ``push_to`` replaces the position action.

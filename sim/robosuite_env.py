@@ -29,7 +29,7 @@ import mujoco
 import numpy as np
 
 from sim import cameras as camgeo
-from sim.perturbations import PerturbationSpec, Perturber
+from sim.perturbations import ADDED_SUBGOALS, PerturbationSpec, Perturber
 from sim.tasks.base import TaskDefinition, TaskEpisode
 from sim.tasks.registry import make_task
 from tandem.core.errors import (
@@ -97,7 +97,11 @@ class RobosuiteEnv:
             joint positions are unchanged), so a stack that reads no images at a step renders none. False: every
             camera is rendered at every step.
         perturbation: optional :class:`sim.perturbations.PerturbationSpec` applied inside ``step``.
-        max_steps: episode budget in control steps; defaults to the task's ``max_steps``.
+        max_steps: episode budget in control steps; defaults to the task's ``max_steps``. Given, it is a fixed cap.
+        perturbation_budget: when the perturbation fires and undoes finished work, the episode's budget
+            (``spec.max_steps``, without ``max_steps`` given) grows by the task's ``steps_per_subgoal`` for each
+            subgoal it adds (:data:`sim.perturbations.ADDED_SUBGOALS`), and ``info["perturbation"]["added_steps"]``
+            says by how much: the budget stays what the task allows for the work asked. False: the task's budget.
 
     Attributes:
         spec: TaskSpec of the current episode (after ``reset``).
@@ -127,6 +131,7 @@ class RobosuiteEnv:
         perturbation: PerturbationSpec | None = None,
         max_steps: int | None = None,
         lazy_images: bool = True,
+        perturbation_budget: bool = True,
     ) -> None:
         self.task_def: TaskDefinition = make_task(task)
         if perturbation is not None:
@@ -142,6 +147,7 @@ class RobosuiteEnv:
         self.camera_names: tuple[str, ...] = tuple(cameras) if render else ()
         self.control_freq = control_freq
         self._max_steps_override = max_steps
+        self.perturbation_budget = bool(perturbation_budget)
         # The task picks robot (Panda) and controller (OSC_POSE delta); the adapter checks the live controller below.
         self.rs_env = self.task_def.make_robosuite_env(
             has_renderer=False,
@@ -406,7 +412,8 @@ class RobosuiteEnv:
             ``(obs, reward, terminated, truncated, info)``: reward = 1.0 on task success else 0.0;
             terminated = task success; truncated = ``step >= spec.max_steps``;
             ``info = {"success", "predicates", "step"}`` plus ``"perturbation": {"name", "step", "detail"}``
-            on the step a perturbation fires.
+            on the step a perturbation fires, with ``"added_steps"``: the control steps its undone work added to
+            ``spec.max_steps`` (``perturbation_budget``).
 
         Raises:
             NonFiniteActionError: NaN/inf in ``action``.
@@ -430,6 +437,7 @@ class RobosuiteEnv:
         fired = self._perturber.after_step(self, preds) if self._perturber is not None else None
         if fired is not None:  # objects moved: re-evaluate
             preds = self.task_def.predicates(self.rs_env, self.episode)
+            fired = {**fired, "added_steps": self._extend_budget(fired["name"])}
         obs = self._observe(preds)
         success = bool(obs.privileged["success"])
         truncated = self._step >= self.spec.max_steps
@@ -437,6 +445,17 @@ class RobosuiteEnv:
         if fired is not None:
             info["perturbation"] = fired
         return obs, float(success), success, truncated, info
+
+    def _extend_budget(self, perturbation: str) -> int:
+        """Grow ``spec.max_steps`` by the work ``perturbation`` undid (``perturbation_budget``); returns the control
+        steps added (0: nothing undone, the option off, or a fixed ``max_steps`` cap)."""
+        if not self.perturbation_budget or self._max_steps_override is not None:
+            return 0
+        added = ADDED_SUBGOALS[perturbation] * self.task_def.steps_per_subgoal
+        if added:
+            self.spec = dataclasses.replace(self.spec, max_steps=self.spec.max_steps + added)
+            self.episode.spec = self.spec  # type: ignore[union-attr]
+        return added
 
     def forward(self) -> None:
         """``mj_forward``: recompute derived quantities (poses, contacts) after qpos was written."""
@@ -548,6 +567,7 @@ class RobosuiteEnv:
             "warn_base": self._warn_base.copy(),
             "perturber": None if self._perturber is None else self._perturber.get_state(),
             "seed": self.seed,
+            "max_steps": self.spec.max_steps,  # grown by a perturbation that fired (perturbation_budget)
         }
 
     def restore_state(self, state: dict[str, Any]) -> None:
@@ -573,6 +593,9 @@ class RobosuiteEnv:
             raise ConfigError(f"restore_state: snapshot lacks key {e}") from e
         if self._perturber is not None and state.get("perturber") is not None:
             self._perturber.set_state(state["perturber"])
+        if state.get("max_steps") is not None and int(state["max_steps"]) != self.spec.max_steps:
+            self.spec = dataclasses.replace(self.spec, max_steps=int(state["max_steps"]))
+            self.episode.spec = self.spec  # type: ignore[union-attr]
         self.forward()
 
     def teleport(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:

@@ -103,6 +103,11 @@ class TaskDefinition:
         """Whole-episode control-step budget at 20 Hz (:attr:`TaskScene.max_steps`)."""
         return self.parts.scene.max_steps
 
+    @property
+    def steps_per_subgoal(self) -> int:
+        """The step budget's share of one subgoal at 20 Hz (:attr:`TaskScene.steps_per_subgoal`)."""
+        return self.parts.scene.steps_per_subgoal
+
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
         """See :meth:`TaskScene.sample_spec`."""
         return self.parts.scene.sample_spec(rng)

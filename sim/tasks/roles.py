@@ -33,11 +33,14 @@ class TaskScene(abc.ABC):
         name: registry name.
         skills: the skills this task uses (subset of :data:`sim.tasks.types.SKILL_PREDICATES`).
         max_steps: whole-episode control-step budget at 20 Hz.
+        steps_per_subgoal: the budget's share of one subgoal (control steps at 20 Hz): what the episode's budget
+            grows by for each subgoal a perturbation undoes (:data:`sim.perturbations.ADDED_SUBGOALS`).
     """
 
     name: str = ""
     skills: tuple[str, ...] = ()
     max_steps: int = 1000
+    steps_per_subgoal: int = 250
 
     @abc.abstractmethod
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:

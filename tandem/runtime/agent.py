@@ -222,6 +222,19 @@ class HierarchicalAgent:
         """Record an external event (perturbation, env error) in memory."""
         self.memory.record_event(kind, step, **data)
 
+    def extend_episode(self, steps: int) -> None:
+        """The episode's step limit grew by ``steps`` control steps (a perturbation undid finished work:
+        ``RobosuiteEnv(perturbation_budget=True)``). With ``AgentConfig.subgoal_step_budget`` None an attempt spans
+        the whole episode (a flat policy's one subgoal), so its budget grows too; a per-attempt budget is unchanged.
+
+        Raises:
+            ConfigError: ``steps`` < 0.
+        """
+        if steps < 0:
+            raise ConfigError(f"HierarchicalAgent.extend_episode: steps must be >= 0, got {steps}")
+        if self.config.subgoal_step_budget is None:
+            self._budget += int(steps)
+
     def stop(self, reason: str, step: int, observation: Observation | None = None) -> None:
         """End the episode from outside (env success or truncation, error). Recorded in memory.
 

@@ -120,6 +120,9 @@ class EnvConfig(Schema):
         render: render camera images (off: no GL context, about 3x faster, for stacks that need no images).
         lazy_images: render a camera only when a component reads it, at that step (``tandem.core.lazy_images``);
             off: every camera at every step.
+        perturbation_budget: a perturbation that undoes finished work (a pulled or knocked-off object to pick and
+            place again, a dropped one to pick again) adds the task's step budget for that work to the episode's
+            (``sim.perturbations.ADDED_SUBGOALS`` x ``steps_per_subgoal``); off: the task's budget alone.
     """
 
     cameras: tuple[str, ...] = ("agentview", "wrist")
@@ -127,6 +130,7 @@ class EnvConfig(Schema):
     control_freq: int = 20
     render: bool = True
     lazy_images: bool = True
+    perturbation_budget: bool = True
 
     def check(self) -> None:
         size = list(self.image_size)

@@ -564,7 +564,7 @@ def build_sim_env(task: TaskConfig, env: EnvConfig, perturb: PerturbConfig | Non
         spec = PerturbationSpec(name=perturb.name, at_step=perturb.at_step, after_success=perturb.after_success)
     return RobosuiteEnv(task.name, cameras=tuple(env.cameras), image_size=tuple(env.image_size),
                         control_freq=int(env.control_freq), render=bool(env.render), perturbation=spec,
-                        lazy_images=bool(env.lazy_images))
+                        lazy_images=bool(env.lazy_images), perturbation_budget=bool(env.perturbation_budget))
 
 
 def build_memory(spec: MemoryConfig | None = None) -> TaskMemory:

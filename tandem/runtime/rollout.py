@@ -105,7 +105,8 @@ def run_episode(
         seed: episode seed passed to ``env.reset``.
         out_dir: folder for the artefacts; None writes nothing.
         record_video: write ``episode.mp4`` (needs camera images in the observations).
-        max_steps: control-step cap; defaults to ``env.spec.max_steps``.
+        max_steps: a fixed control-step cap; None: ``env.spec.max_steps``, read at every step (a perturbation that
+            undoes finished work may grow it, and the agent is told: :meth:`HierarchicalAgent.extend_episode`).
         meta: extra metadata stored in the log and summary (config, variant names).
         on_step: callback after every env step with a :class:`StepRecord` (progress display, dataset writing).
         stop_on_success: end as soon as the env reports task success (robosuite/LIBERO convention).
@@ -142,6 +143,7 @@ def run_episode(
         log.meta.update(task=spec.name, instruction=spec.instruction, goals=list(spec.goals))
         summary.update(task=spec.name, instruction=spec.instruction)
         limit = max_steps if max_steps is not None else spec.max_steps
+        fixed_cap = max_steps is not None
         agent.reset(spec, obs, meta=log.meta)
         if out is not None and record_video and obs.images:
             writer = VideoWriter(out / "episode.mp4", fps=1.0 / spec.control_dt)
@@ -161,6 +163,10 @@ def run_episode(
                 event = {k: v for k, v in info["perturbation"].items() if k != "step"}
                 perturbations.append({"step": step, **event})
                 agent.record_event("perturbation", step, **event)
+                added = int(event.get("added_steps") or 0)
+                if added and not fixed_cap:
+                    limit += added
+                    agent.extend_episode(added)
             if writer is not None:
                 writer.add(compose_frame(obs, sg, header=f"{spec.name}  seed {seed}  step {step}  "
                                          f"attempts {agent.status.attempts}  replans {agent.status.replans}"))

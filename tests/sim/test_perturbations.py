@@ -19,8 +19,8 @@ def env_factory():
 
     envs = []
 
-    def make(spec):
-        env = RobosuiteEnv("stack_three", render=False, perturbation=spec)
+    def make(spec, **kwargs):
+        env = RobosuiteEnv("stack_three", render=False, perturbation=spec, **kwargs)
         envs.append(env)
         return env
 
@@ -39,6 +39,7 @@ def _collect(fired):
 def test_knock_top_cube(env_factory):
     env = env_factory(PerturbationSpec("knock_top_cube"))
     obs, _ = env.reset(0)
+    at_start = env.save_state()
     c = env.episode.choices
     ex = ScriptedExecutor(env)
     fired: list = []
@@ -50,6 +51,8 @@ def test_knock_top_cube(env_factory):
     p = fired[0]["perturbation"]
     assert p["name"] == "knock_top_cube" and p["detail"]["object"] == c["middle"]
     assert p["detail"]["support"] == c["bottom"] and p["step"] == fired[0]["step"]
+    # a pick and a stack to do again: the budget grows by two subgoals' share (800 for stack_three's 4)
+    assert p["added_steps"] == 400 and env.spec.max_steps == 1200 and env.episode.spec.max_steps == 1200
     # on the step it fired the cube is already off the bottom cube, lying on the table
     assert not fired[0]["predicates"][f"on({c['middle']},{c['bottom']})"]
     for _ in range(10):
@@ -61,16 +64,19 @@ def test_knock_top_cube(env_factory):
     # the expert recovers: pick + stack again
     obs, info, _ = run_subgoal(env, ex, make_subgoal(env, 2, "stack", (c["middle"], c["bottom"])), obs)
     assert info["predicates"][f"on({c['middle']},{c['bottom']})"]
+    env.restore_state(at_start)  # a snapshot from before the perturbation brings its budget back
+    assert env.spec.max_steps == 800
 
 
 def test_open_gripper_drops_the_carried_cube(env_factory):
-    env = env_factory(PerturbationSpec("open_gripper", at_step=5))
+    env = env_factory(PerturbationSpec("open_gripper", at_step=5), perturbation_budget=False)
     obs, _ = env.reset(1)
     c = env.episode.choices
     ex = ScriptedExecutor(env)
     fired: list = []
     obs, info, _ = run_subgoal(env, ex, make_subgoal(env, 0, "pick", (c["middle"],)), obs, on_info=_collect(fired))
     assert len(fired) == 1 and fired[0]["perturbation"]["detail"]["object"] == c["middle"]
+    assert fired[0]["perturbation"]["added_steps"] == 0 and env.spec.max_steps == 800  # perturbation_budget off
     assert fired[0]["predicates"][f"grasped({c['middle']})"]  # it fired while carrying
     for _ in range(15):
         obs, _, _, _, info = env.step(ex.select_action(obs))
@@ -93,6 +99,7 @@ def test_close_gripper_closes_the_free_gripper_after_the_first_grasp_and_the_exp
     assert len(fired) == 1
     detail = fired[0]["perturbation"]["detail"]
     assert detail == {"after_grasps": 1, "close_steps": 15}
+    assert fired[0]["perturbation"]["added_steps"] == 0  # it undid nothing finished
     assert info["predicates"][f"grasped({c['top']})"]  # the expert opened the gripper again and still picked
 
 

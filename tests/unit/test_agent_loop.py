@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -167,3 +168,41 @@ def test_act_before_reset_raises():
     _, _, agent = make()
     with pytest.raises(Exception, match="before reset"):
         agent.act(ToyEnv().reset()[0])
+
+
+class PerturbedToyEnv(ToyEnv):
+    """A toy episode of 40 steps whose perturbation, at step 1, undoes work worth 60 more (``added_steps``)."""
+
+    def __init__(self):
+        super().__init__()
+        self.spec = dataclasses.replace(SPEC, max_steps=40)
+
+    def step(self, action):
+        obs, r, term, trunc, info = super().step(action)
+        if self.t == 1:
+            info["perturbation"] = {"name": "pull_from_bin", "step": 1, "detail": {}, "added_steps": 60}
+        return obs, r, term, trunc, info
+
+
+def test_a_perturbation_that_adds_work_extends_the_rollout_and_a_whole_episode_attempt():
+    """Two subgoals of 45 steps each need 90 of the 40 + 60 steps: the rollout reads the grown limit, and an agent
+    whose attempt spans the episode (subgoal_step_budget None, as the flat baselines) gets the 60 steps too."""
+    env, ex, agent = make(PerturbedToyEnv(), need=45, subgoal_step_budget=None, max_attempts_per_subgoal=1)
+    res = run_episode(env, agent, seed=0, record_video=False)
+    assert res.summary["success"] is True and res.summary["steps"] == 90
+    assert ex.calls == ["pick(a)", "pick(b)"]
+
+
+def test_a_fixed_step_cap_is_not_extended_by_a_perturbation():
+    env, ex, agent = make(PerturbedToyEnv(), need=45, subgoal_step_budget=None, max_attempts_per_subgoal=1)
+    res = run_episode(env, agent, seed=0, record_video=False, max_steps=40)
+    assert res.summary["success"] is False and res.summary["steps"] == 40
+
+
+def test_extend_episode_leaves_a_per_attempt_budget_alone_and_refuses_a_negative_count():
+    env, _, agent = make(subgoal_step_budget=7)
+    agent.reset(env.spec, env.reset()[0])
+    agent.extend_episode(100)
+    assert agent._budget == 7
+    with pytest.raises(Exception, match="steps must be >= 0"):
+        agent.extend_episode(-1)

@@ -72,6 +72,7 @@ class PickPlaceBinsScene(TaskScene):
     max_steps = 1500
     #: Control-step budget per named object (the scripted expert needs ~200-300 steps for pick + place).
     steps_per_object = 350
+    steps_per_subgoal = steps_per_object // 2  # a pick and a place per object
 
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
         """Draw 2-4 of the four objects in a random order for one seed's ``rng``.
