@@ -183,8 +183,12 @@ class OffTargetFarAwayTraceModel(StraightDownTraceModel):
         return Trace3D(points=pts, yaw=np.zeros(3), gripper=np.array([-1.0, -1.0, 1.0]))
 
 
+_CUBES_ONLY = {"containers": [], "extents": {o: [[-0.02, -0.02, -0.02], [0.02, 0.02, 0.02]] for o in OBJECTS}}
+
+
 def test_a_pick_that_closes_away_from_its_object_is_asked_again_from_the_episode_start():
     sm, tm = ScriptedStateModel(), OffTargetFarAwayTraceModel()
+    tm.cfg = _TraceCfg(workcell=_CUBES_ONLY)  # the objects' extents: grasped over their body
     planner, memory = LearnedPlanner(sm, tm), TaskMemoryV1()
     planner.reset(STACK)
     memory.start_episode(STACK)
@@ -206,11 +210,15 @@ def test_a_pick_that_closes_away_from_its_object_is_asked_again_from_the_episode
     np.testing.assert_allclose(trace.points[-1], [0.0, -0.1, 0.83])  # the close is over red
     event = [e for e in memory.events() if e["kind"] == "pick_reanchored"]
     assert len(event) == 1 and event[0]["offset_from_m"] > 0.3 and event[0]["offset_to_m"] == 0.0
-    # off: the trace as the model gave it
-    planner = LearnedPlanner(sm, OffTargetFarAwayTraceModel(), max_close_offset_m=None)
-    planner.reset(STACK)
-    planner.plan(_obs(), memory)
-    np.testing.assert_allclose(planner.plan(later, memory).remaining[0].trace_3d.points[-1], [0.3, 0.2, 0.9])
+    # off, or no workcell to say the objects are grasped over their body (a nut is held by its handle, 5-7 cm from
+    # its origin): the trace as the model gave it
+    for workcell, max_close_offset_m in ((_CUBES_ONLY, None), ({}, 0.03)):
+        off_tm = OffTargetFarAwayTraceModel()
+        off_tm.cfg = _TraceCfg(workcell=workcell)
+        off = LearnedPlanner(sm, off_tm, max_close_offset_m=max_close_offset_m)
+        off.reset(STACK)
+        off.plan(_obs(), memory)
+        np.testing.assert_allclose(off.plan(later, memory).remaining[0].trace_3d.points[-1], [0.3, 0.2, 0.9])
     with pytest.raises(ConfigError, match="max_close_offset_m"):
         LearnedPlanner(sm, tm, max_close_offset_m=0.0)
 
