@@ -105,8 +105,9 @@ def run_episode(
         seed: episode seed passed to ``env.reset``.
         out_dir: folder for the artefacts; None writes nothing.
         record_video: write ``episode.mp4`` (needs camera images in the observations).
-        max_steps: a fixed control-step cap; None: ``env.spec.max_steps``, read at every step (a perturbation that
-            undoes finished work may grow it, and the agent is told: :meth:`HierarchicalAgent.extend_episode`).
+        max_steps: a fixed control-step cap; None: ``env.spec.max_steps`` at reset, grown by the ``added_steps`` that
+            a perturbation undoing finished work reports (and the agent is told:
+            :meth:`HierarchicalAgent.extend_episode`).
         meta: extra metadata stored in the log and summary (config, variant names).
         on_step: callback after every env step with a :class:`StepRecord` (progress display, dataset writing).
         stop_on_success: end as soon as the env reports task success (robosuite/LIBERO convention).
