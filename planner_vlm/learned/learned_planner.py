@@ -24,8 +24,10 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    replans after every verdict (receding horizon), so later subgoals are given theirs from the state they start in.
    Where the trace model's checkpoint carries its task's workcell (``TraceModelConfig.workcell``), a pick's grasp
    yaw is checked against the perceived scene and turned where the open gripper would hit a wall or another object
-   (:mod:`planner_vlm.learned.grasp_check`; a ``grasp_turned`` memory event says from and to what: ``yaw_from``,
-   ``yaw_to`` in rad, ``clearance_from_m``, ``clearance_to_m`` in m, negative where the open gripper overlaps).
+   (:mod:`planner_vlm.learned.grasp_check`; the turned grasp is reached by the shorter turn of the wrist from the
+   gripper's yaw now, as the expert resolves a yaw modulo a half turn; a ``grasp_turned`` memory event says from and
+   to what: ``yaw_from``, ``yaw_to`` in rad, ``clearance_from_m``, ``clearance_to_m`` in m, negative where the open
+   gripper overlaps).
    Before that, a pick must close over the object it picks: where the trace's close lands more than
    ``max_close_offset_m`` (xy) from the object as read, the trace model is asked again with the gripper as the
    episode started (position, level, opening; turned to its yaw now), and that trace, its row 0 put back at the
@@ -37,6 +39,12 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    objects grasped over their body, as pick_place_bins' boxes): a nut is grasped by its handle, 5-7 cm from the
    origin that the state model reads, and on nut_assembly (no workcell) the rule fired on most picks and cost
    held-out tasks (2026-12-03: `perturbed` 37/50 with it, against 40/50 before it).
+
+Where the state model reads the object of the latest pick as not held while the hand says it is (the fingers closed
+on something, the object's pixel on a ray through the hand: :mod:`planner_vlm.learned.hand_evidence`), the hand
+wins: after that pick's verdict was a success, ``grasped(x)`` is taken as held and the object's keypoints are moved
+to the hand (a ``hand_holds`` memory event), so the place is planned rather than the same pick again
+(``held_ray_m``; None: off).
 
 Memory records, with every plan, the predicted goal and grasp predicates with their probabilities (as facts about
 their first object) and a ``scene_state`` event (3-D origins, object and scene confidences). A scene whose
@@ -53,16 +61,24 @@ It never reads ``Observation.privileged`` (``is_oracle = False``; the runtime wi
 
 from __future__ import annotations
 
+import math
 from typing import Any, ClassVar
 
 import numpy as np
 
 from planner_vlm.goal_regression import GoalRegressionPlanner
 from planner_vlm.learned.grasp_check import Workcell, checked_grasp_yaw, turn_trace_to
+from planner_vlm.learned.hand_evidence import (
+    HELD_RAY_M,
+    SHARP_CONFIDENCE,
+    HandEvidence,
+    hand_holds,
+    with_held,
+)
 from planner_vlm.learned.proprio import gripper_yaw
 from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError
-from tandem.core.geometry import quat_yaw_mul
+from tandem.core.geometry import quat_yaw_mul, wrap_angle
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Trace3D
@@ -98,10 +114,14 @@ class LearnedPlanner(GoalRegressionPlanner):
         max_close_offset_m: a pick trace whose close lands farther than this (m, xy) from the object as read is
             asked again from the episode's start (see the module docstring, step 4), for objects whose extents the
             trace checkpoint's workcell records; None: off.
+        held_ray_m: after a successful pick of ``x``, a hand held apart by something holds ``x`` unless ``x`` is
+            sharply located with the camera ray through it farther than this (m) from the grip site
+            (:func:`~planner_vlm.learned.hand_evidence.hand_holds`); None: off.
         grasp_skill, id_prefix: as :class:`~planner_vlm.goal_regression.GoalRegressionPlanner`.
 
     Attributes:
-        is_oracle: False. source: ``"learned"``. last_state: the latest :class:`SceneState` (for logs and tests).
+        is_oracle: False. source: ``"learned"``. last_state: the latest :class:`SceneState` (for logs and tests),
+        with the hand's evidence applied.
     """
 
     is_oracle: ClassVar[bool] = False
@@ -111,7 +131,7 @@ class LearnedPlanner(GoalRegressionPlanner):
                  completion_confidence: float = 0.9, min_object_confidence: float = 0.05,
                  min_scene_confidence: float = 0.5, best_localized_first: bool = False,
                  empty_grip_m: float | None = PANDA_EMPTY_OPENING_M, max_close_offset_m: float | None = 0.03,
-                 grasp_skill: str = "pick", id_prefix: str = "sg"):
+                 held_ray_m: float | None = HELD_RAY_M, grasp_skill: str = "pick", id_prefix: str = "sg"):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"learned planner threshold must be in (0, 1), got {threshold}")
@@ -128,6 +148,10 @@ class LearnedPlanner(GoalRegressionPlanner):
         if max_close_offset_m is not None and not max_close_offset_m > 0:
             raise ConfigError(f"learned planner max_close_offset_m must be > 0 m or null, got {max_close_offset_m}")
         self.max_close_offset_m = max_close_offset_m
+        if held_ray_m is not None and not held_ray_m > 0:
+            raise ConfigError(f"learned planner held_ray_m must be > 0 m or null, got {held_ray_m}")
+        self.held_ray_m = held_ray_m
+        self._handed: Subgoal | None = None  # the subgoal the latest plan handed out (remaining[0])
         self._start_proprio: np.ndarray | None = None  # the gripper where the episode started (first plan)
         self._object_of: dict[str, str] = {}  # goal predicate -> the object it moves (set by reset)
         self.last_state: SceneState | None = None
@@ -152,6 +176,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         super().reset(task)
         self._plans, self._refusal, self._missing, self.last_state = 0, None, [], None
         self._start_proprio = None
+        self._handed = None
         self._object_of = {goal: obj for goal, obj, _, _ in self.goal_steps()}
         known = set(self.state_model.cfg.objects)
         goal_objects = [a for _, _, _, args in self.goal_steps() for a in args if a in task.objects]
@@ -194,6 +219,9 @@ class LearnedPlanner(GoalRegressionPlanner):
         if self._refusal is not None:
             return self._refuse(memory, observation.step, first)
         state = self.state_model.predict(observation)
+        held = self._held_by_hand(state, observation, memory)
+        if held is not None:
+            state = with_held(state, held, task.predicate_for(self.grasp_skill, (held.obj,)))
         self.last_state = state
         if first:
             absent = [o for o in self._goal_objects(task) if state.object_confidence[state.object_index(o)]
@@ -221,6 +249,8 @@ class LearnedPlanner(GoalRegressionPlanner):
             objs = [self._object_of[g] for g in order if not truth[g]]
             ranked = ", ".join(f"{o} {state.object_uncertainty[state.object_index(o)]:.2f}" for o in objs)
             notes.append(f"best-localized object first (heatmap uncertainty: {ranked})")
+        if held is not None:
+            notes.append(held.describe(task.predicate_for(self.grasp_skill, (held.obj,))))
         if empty:
             notes.append(f"the gripper is closed on nothing (opening {float(observation.proprio[7]) * 1000:.1f} mm): "
                          f"{', '.join(empty)} read as false")
@@ -232,7 +262,30 @@ class LearnedPlanner(GoalRegressionPlanner):
         plan.rationale = "; ".join([*notes, plan.rationale]) if plan.rationale else "; ".join(notes)
         if plan.remaining:
             plan.remaining[0] = self._with_traces(plan.remaining[0], state, observation, memory)
+        self._handed = plan.remaining[0] if plan.remaining else None
         return plan
+
+    def _held_by_hand(self, state: SceneState, observation: Observation, memory: TaskMemory) -> HandEvidence | None:
+        """The hand's evidence that it holds the object of the subgoal the latest plan handed out, once that object's
+        pick was verified a success (see the module docstring); recorded as a ``hand_holds`` memory event. None where
+        ``held_ray_m`` is off, the state model already reads it held, or the hand says nothing."""
+        task = self._require_task()
+        sg = self._handed
+        if (self.held_ray_m is None or sg is None or not sg.args or sg.args[0] not in state.objects
+                or self.grasp_skill not in task.skills):
+            return None
+        obj = sg.args[0]
+        pick = f"{self.grasp_skill}({obj})"
+        pred = task.predicate_for(self.grasp_skill, (obj,))
+        if (memory.view().get("last_outcome") or {}).get(pick) != "success" or state.probability(pred) >= self.threshold:
+            return None
+        held = hand_holds(state, obj, observation.proprio, self.state_model.calibration, pred,
+                          max_ray_m=self.held_ray_m, min_confidence=SHARP_CONFIDENCE,
+                          empty_grip_m=self.empty_grip_m or PANDA_EMPTY_OPENING_M)
+        if held is not None:
+            memory.record_event("hand_holds", observation.step, object=obj, opening_m=round(held.opening_m, 4),
+                                ray_m=round(held.ray_m, 4), read_probability=round(held.read_probability, 3))
+        return held
 
     def _localization_order(self, state: SceneState, truth: dict[str, bool], memory: TaskMemory) -> list[str] | None:
         """The goals in the order to plan them (see the module docstring, step 3), or None for the task's order
@@ -367,6 +420,9 @@ class LearnedPlanner(GoalRegressionPlanner):
                                                self.trace_model.cfg.symmetries, self._workcell)
         if yaw == predicted:
             return trace
+        # the same grasp (the fingers are symmetric under a half turn) by the shorter turn of the wrist from now
+        now = float(trace.yaw[0])
+        yaw = now + wrap_angle(yaw - now, math.pi)
         memory.record_event("grasp_turned", step, subgoal=sg.text, yaw_from=round(predicted, 3), yaw_to=round(yaw, 3),
                             clearance_from_m=round(before, 4), clearance_to_m=round(clear, 4))
         return Trace3D(points=trace.points, yaw=turn_trace_to(trace.yaw, event, yaw), gripper=trace.gripper,

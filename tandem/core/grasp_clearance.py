@@ -4,7 +4,8 @@ One geometry for the scripted expert, which reads the simulator's poses (``sim/t
 and for the learned planner's grasp check, which reads the state model's estimates
 (:mod:`planner_vlm.learned.grasp_check`).
 
-Also the Panda's empty-hand opening (:data:`PANDA_EMPTY_OPENING_M`), read by the executor and the learned planner.
+Also the Panda's empty-hand opening (:data:`PANDA_EMPTY_OPENING_M`), read by the executor and the learned planner, and the
+widest opening of a hand that holds something (:data:`PANDA_HELD_MAX_OPENING_M`).
 
 Conventions: positions in m, world frame, z up; yaw in rad about world +z from world +x; a gripper's yaw is the
 direction of its finger axis, the line its fingers close along, ``(cos yaw, sin yaw, 0)``. The gripper points
@@ -35,6 +36,9 @@ PANDA_OPEN_GRIPPER: tuple[tuple[float, float, float, float], ...] = (
 #: a bread pinched by its edge in closed loop held at 9.4 mm (pick_place_bins, validation seed 702), so the line sits
 #: at 5 mm.
 PANDA_EMPTY_OPENING_M = 0.005
+#: A Panda gripper opened to this or more (m) holds nothing either: open it reads 78-80 mm, and objects held in the
+#: demonstrations keep the fingers 31-60 mm apart (pick_place_bins' 113 demonstrations, frames closed for 10 steps).
+PANDA_HELD_MAX_OPENING_M = 0.07
 
 
 @dataclass(frozen=True)

@@ -457,6 +457,16 @@ def check_camera_calibration(calibration: dict[str, Any] | None) -> None:
                                                    "image_size [H, W])")
 
 
+def check_held_ray(held_ray_m: float | None) -> None:
+    """Refuse a ``held_ray_m`` that is not > 0 m (None is allowed: the hand's evidence off).
+
+    Raises:
+        FieldError: naming ``held_ray_m``.
+    """
+    if held_ray_m is not None and not held_ray_m > 0:
+        raise FieldError("held_ray_m", f"must be > 0 m or null, got {held_ray_m}")
+
+
 @component_schema("planner")
 @dataclass
 class LearnedPlannerConfig(LearnedPerceptionConfig):
@@ -478,6 +488,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             state model reads (default: ``tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M``, 5 mm); None: off.
         max_close_offset_m: a pick trace whose close lands farther than this (m, xy, > 0) from its object as read
             is asked again from where the episode started (``LearnedPlanner``, step 4 of its docs); None: off.
+        held_ray_m: after a verified pick of ``x``, a hand held apart by something holds ``x`` unless the state model
+            locates ``x`` sharply with its camera ray farther than this (m, > 0) from the grip site
+            (``planner_vlm.learned.hand_evidence``); None: off.
 
     Raises (``check``):
         FieldError: a field that is not a number where one is needed, or out of its range.
@@ -492,6 +505,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     best_localized_first: bool = False
     empty_grip_m: float | None = PANDA_EMPTY_OPENING_M
     max_close_offset_m: float | None = 0.03
+    held_ray_m: float | None = 0.06  # planner_vlm.learned.hand_evidence.HELD_RAY_M
 
     def check(self) -> None:
         super().check()
@@ -500,6 +514,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             raise FieldError(*wrong_type[0])
         if self.max_close_offset_m is not None and not self.max_close_offset_m > 0:
             raise FieldError("max_close_offset_m", f"must be > 0 m or null, got {self.max_close_offset_m}")
+        check_held_ray(self.held_ray_m)
         if self.empty_grip_m is not None and not 0.0 < self.empty_grip_m < 0.08:
             raise FieldError("empty_grip_m", f"must be in (0, 0.08) m (the Panda opens 8 cm) or null, got "
                                              f"{self.empty_grip_m}")
@@ -519,15 +534,21 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
 class LearnedVerifierConfig(LearnedPerceptionConfig):
     """``verifier=learned`` (``planner_vlm.learned.learned_verifier.LearnedVerifier``): the state model applied to the
     observation after the subgoal, temperature-calibrated; verdicts less confident than ``confidence_threshold``
-    (in (0.5, 1]) are uncertain and re-checked (``agent.verify_rechecks``). Non-privileged."""
+    (in (0.5, 1]) are uncertain and re-checked (``agent.verify_rechecks``); a pick whose object the hand holds is a
+    success (``held_ray_m``, m, > 0, as ``LearnedPlannerConfig``; None: off). Non-privileged."""
 
     name: str = "learned"
     confidence_threshold: float = 0.9
+    held_ray_m: float | None = 0.06  # planner_vlm.learned.hand_evidence.HELD_RAY_M
 
     def check(self) -> None:
         super().check()
+        wrong_type = non_numbers(self)
+        if wrong_type:
+            raise FieldError(*wrong_type[0])
         if not 0.5 < self.confidence_threshold <= 1.0:
             raise FieldError("confidence_threshold", f"must be in (0.5, 1], got {self.confidence_threshold}")
+        check_held_ray(self.held_ray_m)
 
 
 @component_schema("verifier")

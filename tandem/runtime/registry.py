@@ -287,7 +287,7 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
                           min_object_confidence=spec.min_object_confidence,
                           min_scene_confidence=spec.min_scene_confidence,
                           best_localized_first=spec.best_localized_first, empty_grip_m=spec.empty_grip_m,
-                          max_close_offset_m=spec.max_close_offset_m)
+                          max_close_offset_m=spec.max_close_offset_m, held_ray_m=spec.held_ray_m)
 
 
 # ------------------------------------------------------------------------------------------- verifiers
@@ -300,7 +300,8 @@ def _learned_verifier(spec: LearnedVerifierConfig, ctx: BuildContext) -> Verifie
     """
     from planner_vlm.learned.learned_verifier import LearnedVerifier
 
-    return LearnedVerifier(_state_model(spec, ctx), confidence_threshold=spec.confidence_threshold)
+    return LearnedVerifier(_state_model(spec, ctx), confidence_threshold=spec.confidence_threshold,
+                           held_ray_m=spec.held_ray_m)
 
 
 @VERIFIERS.register("oracle")

@@ -19,7 +19,7 @@ from tandem.core.errors import ConfigError, PrivilegedAccessError, UnknownNameEr
 from tandem.core.geometry import quat_yaw_mul
 from tandem.core.privileged import observation_for
 from tandem.core.protocols import Planner, Verifier
-from tandem.core.types import Observation, Subgoal, TaskSpec, Trace3D
+from tandem.core.types import Observation, Subgoal, TaskSpec, Trace3D, Verdict
 
 OBJECTS = ("red", "green", "blue")
 PREDICATES = tuple(f"grasped({o})" for o in OBJECTS) + tuple(f"on({x},{y})" for x in OBJECTS for y in OBJECTS
@@ -154,6 +154,16 @@ def test_a_pick_whose_hand_would_meet_a_wall_is_turned_and_the_turn_recorded():
         points=np.stack([proprio[:3], kp[0, 0] + [0, 0, 0.1], kp[0, 0]]), yaw=np.zeros(3), gripper=[1.0, -1.0, 1.0])
     planner.reset(STACK)
     assert abs(planner.plan(_obs(), memory).remaining[0].trace_3d.yaw[2]) == pytest.approx(math.pi / 2)
+    # a model that closes a half turn away (the same grasp for the fingers): the turned grasp is reached by the
+    # shorter turn of the wrist from the gripper's yaw now, never by more than a quarter turn (a 163 deg turn drove the
+    # Panda's wrist into its joint limits, validation seed 709)
+    tm.predict = lambda kp, proprio, skill, args: Trace3D(
+        points=np.stack([proprio[:3], kp[0, 0] + [0, 0, 0.1], kp[0, 0]]), yaw=np.array([0.0, 3.6, 3.6]),
+        gripper=[-1.0, -1.0, 1.0])
+    planner.reset(STACK)
+    yaw = planner.plan(_obs(), memory).remaining[0].trace_3d.yaw
+    assert yaw[0] == 0.0 and 0.0 < abs(yaw[2]) <= math.pi / 2 and np.all(np.abs(yaw) <= math.pi / 2 + 1e-6)
+    assert [e for e in memory.events() if e["kind"] == "grasp_turned"][-1]["yaw_to"] == pytest.approx(yaw[2], abs=1e-3)
     # far from the wall (green at y = 0 is clear of it turned or not: the wall is the only obstacle above the hand)
     tm, tm.cfg = StraightDownTraceModel(), _TraceCfg(workcell={**cell, "containers": []})
     planner = LearnedPlanner(sm, tm)
@@ -378,3 +388,74 @@ def test_verifier_bad_input():
     v.reset(task)
     with pytest.raises(UnknownNameError, match="in_bin"):
         v.verify(_obs(), _obs(), Subgoal(id="a", skill="place", args=("red",), text="place red"))
+
+
+def _hand_on_red(opening: float, step: int = 100) -> Observation:
+    """The gripper 15 cm up the camera ray through red's pixel, its fingers ``opening`` m apart: where a held red cube
+    is seen."""
+    cal = ScriptedStateModel().calibration
+    red = np.array([[0.0, -0.1, 0.83]])
+    obs = _obs(step)
+    obs.proprio[:3] = cal.lift(cal.project(red), np.array([0.98]))[0]
+    obs.proprio[7] = opening
+    return obs
+
+
+def _pick_red() -> Subgoal:
+    return Subgoal(id="sg1", skill="pick", args=("red",), text="pick up the red cube")
+
+
+def test_verifier_a_pick_the_image_misses_but_the_hand_holds_is_a_success():
+    sm = ScriptedStateModel()  # reads grasped(red) at p = 0.01, red on the table
+    v = LearnedVerifier(sm)
+    v.reset(STACK)
+    verdict = v.verify(_obs(), _hand_on_red(0.045), _pick_red())
+    assert verdict.success and not verdict.uncertain and verdict.confidence == pytest.approx(0.95)
+    assert verdict.reason.startswith("grasped(red) holds by the hand: the fingers are closed on something 45 mm wide")
+    assert "the image alone: grasped(red) is false: p=0.01" in verdict.reason
+    # closed on nothing, or open: the image's verdict stands
+    for opening in (0.002, 0.079):
+        assert not v.verify(_obs(), _hand_on_red(opening), _pick_red()).success
+    # an uncertain reading (red poorly located: the arm hides it) is settled by the hand too
+    sm.object_confidence = np.array([0.6, 1.0, 1.0])
+    far = _hand_on_red(0.045)
+    far.proprio[:3] = [0.3, 0.3, 1.0]
+    assert v.verify(_obs(), far, _pick_red()).success
+    # ... but red located sharply elsewhere is not in this hand
+    sm.object_confidence = np.ones(3)
+    assert not v.verify(_obs(), far, _pick_red()).success
+    # other skills are judged by the image only; and the rule can be turned off
+    assert not v.verify(_obs(), _hand_on_red(0.045), _stack_sg()).success
+    off = LearnedVerifier(sm, held_ray_m=None)
+    off.reset(STACK)
+    assert not off.verify(_obs(), _hand_on_red(0.045), _pick_red()).success
+    with pytest.raises(ConfigError, match="held_ray_m"):
+        LearnedVerifier(sm, held_ray_m=0.0)
+
+
+def test_planner_after_a_verified_pick_the_hand_holds_its_object_whatever_the_image_reads():
+    sm, _, planner, memory = _setup()
+    first = planner.plan(_obs(0), memory)
+    assert first.remaining[0].signature == "pick(red)"
+    memory.record_plan(first, 0, "learned")
+    memory.record_attempt(first.remaining[0], 0)
+    # the pick is verified (by the hand, above); the image still reads red as not held, on the table
+    memory.record_verdict(first.remaining[0], Verdict(success=True, confidence=0.95, reason="by the hand",
+                                                      source="learned"), 90)
+    plan = planner.plan(_hand_on_red(0.045, step=90), memory)
+    assert plan.remaining[0].signature == "stack(red,green)"  # not the same pick again
+    assert "grasped(red) holds by the hand" in plan.rationale
+    assert planner.last_state.probability("grasped(red)") == pytest.approx(0.95)
+    np.testing.assert_allclose(planner.last_state.position("red")[2], 0.98, atol=0.03)  # moved to the hand
+    event = [e for e in memory.events() if e["kind"] == "hand_holds"]
+    assert len(event) == 1 and event[0]["object"] == "red" and event[0]["opening_m"] == 0.045
+    # a pick that failed its verdict is not overruled by the planner: it is asked again
+    sm2, _, planner2, memory2 = _setup()
+    plan2 = planner2.plan(_obs(0), memory2)
+    sg = plan2.remaining[0]
+    memory2.record_plan(plan2, 0, "learned")
+    memory2.record_attempt(sg, 0)
+    memory2.record_verdict(sg, Verdict(success=False, confidence=0.99, reason="no", source="learned"), 90)
+    assert planner2.plan(_hand_on_red(0.045, step=90), memory2).remaining[0].signature == "pick(red)"
+    with pytest.raises(ConfigError, match="held_ray_m"):
+        LearnedPlanner(sm, None, held_ray_m=-1.0)
