@@ -75,3 +75,10 @@ def test_with_held_raises_the_predicate_and_moves_both_keypoints_to_the_hand():
         with_held(state, ev, "grasped(bread)")
     with pytest.raises(UnknownNameError, match="bread"):
         hand_holds(state, "bread", _proprio(grip, 0.045), CAL, "grasped(bread)", 0.06, 0.9)
+
+
+def test_the_configs_default_is_the_modules():
+    from planner_vlm.learned.hand_evidence import HELD_RAY_M
+    from tandem.runtime.config import LearnedPlannerConfig, LearnedVerifierConfig
+
+    assert LearnedPlannerConfig().held_ray_m == LearnedVerifierConfig().held_ray_m == HELD_RAY_M
