@@ -453,9 +453,13 @@ class RobosuiteEnv:
             return 0
         added = ADDED_SUBGOALS[perturbation] * self.task_def.steps_per_subgoal
         if added:
-            self.spec = dataclasses.replace(self.spec, max_steps=self.spec.max_steps + added)
-            self.episode.spec = self.spec  # type: ignore[union-attr]
+            self._set_max_steps(self.spec.max_steps + added)
         return added
+
+    def _set_max_steps(self, max_steps: int) -> None:
+        """Replace the episode's ``spec.max_steps`` (control steps), in the env's spec and in its episode's."""
+        self.spec = dataclasses.replace(self.spec, max_steps=int(max_steps))
+        self.episode.spec = self.spec  # type: ignore[union-attr]
 
     def forward(self) -> None:
         """``mj_forward``: recompute derived quantities (poses, contacts) after qpos was written."""
@@ -594,8 +598,7 @@ class RobosuiteEnv:
         if self._perturber is not None and state.get("perturber") is not None:
             self._perturber.set_state(state["perturber"])
         if state.get("max_steps") is not None and int(state["max_steps"]) != self.spec.max_steps:
-            self.spec = dataclasses.replace(self.spec, max_steps=int(state["max_steps"]))
-            self.episode.spec = self.spec  # type: ignore[union-attr]
+            self._set_max_steps(int(state["max_steps"]))
         self.forward()
 
     def teleport(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:

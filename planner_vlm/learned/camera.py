@@ -119,6 +119,15 @@ class CameraCalibration:
         s = (z - self.position[2]) / d[:, 2]
         return self.position[None] + s[:, None] * d
 
+    def nearest_on_ray(self, pixel: np.ndarray, point: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(distance m, nearest point float64 (3,) m)`` from the world point ``point (3,)`` to the ray through
+        ``pixel (2,)`` ``(x, y)`` px; the ray starts at :attr:`position` (a point behind the camera is measured from
+        the camera centre). A NaN pixel gives a NaN distance."""
+        d = self.rays(np.asarray(pixel, np.float64).reshape(1, 2))[0]
+        p = np.asarray(point, np.float64)
+        nearest = self.position + max(float((p - self.position) @ d), 0.0) * d
+        return float(np.linalg.norm(p - nearest)), nearest
+
     def resized(self, image_size: tuple[int, int]) -> CameraCalibration:
         """The same camera rendered at ``image_size = (H, W)``: K scaled per axis (the principal point at the image
         centre scales with it, as in robosuite's ``get_camera_intrinsic_matrix``)."""

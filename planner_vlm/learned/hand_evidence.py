@@ -72,16 +72,6 @@ class HandEvidence:
                 f"model read p={self.read_probability:.2f})")
 
 
-def ray_distance(calibration: CameraCalibration, pixel: np.ndarray, point: np.ndarray) -> tuple[float, np.ndarray]:
-    """``(distance m, nearest point (3,) m)`` from ``point (3,)`` (world) to the camera ray through ``pixel (2,)``
-    ``(x, y)`` px; the ray starts at the camera (a point behind it is measured from the camera centre)."""
-    d = calibration.rays(np.asarray(pixel, np.float64).reshape(1, 2))[0]
-    c = np.asarray(calibration.position, np.float64)
-    v = np.asarray(point, np.float64) - c
-    nearest = c + max(float(v @ d), 0.0) * d
-    return float(np.linalg.norm(point - nearest)), nearest
-
-
 def hand_holds(state: SceneState, obj: str, proprio: np.ndarray, calibration: CameraCalibration,
                predicate: str, max_ray_m: float, min_confidence: float,
                empty_grip_m: float = PANDA_EMPTY_OPENING_M,
@@ -109,7 +99,7 @@ def hand_holds(state: SceneState, obj: str, proprio: np.ndarray, calibration: Ca
         return None
     i = state.object_index(obj)
     grip = p[:3]
-    ray_m, nearest = ray_distance(calibration, state.keypoints_px[i, 0], grip)
+    ray_m, nearest = calibration.nearest_on_ray(state.keypoints_px[i, 0], grip)
     near = ray_m <= max_ray_m
     if not near and float(state.object_confidence[i]) >= min_confidence:
         return None
@@ -125,11 +115,9 @@ def with_held(state: SceneState, evidence: HandEvidence, predicate: str) -> Scen
         UnknownNameError: an object or predicate outside the state model's vocabulary.
     """
     i = state.object_index(evidence.obj)
-    k = state.predicates.index(predicate) if predicate in state.predicates else None
-    if k is None:
-        state.probability(predicate)  # raises UnknownNameError naming the vocabulary
+    read = state.probability(predicate)  # raises UnknownNameError naming the vocabulary
     probabilities = state.probabilities.copy()
-    probabilities[k] = max(float(probabilities[k]), HELD_PROBABILITY)
+    probabilities[state.predicates.index(predicate)] = max(read, HELD_PROBABILITY)
     keypoints = state.keypoints_3d.copy()
     keypoints[i] += evidence.point - keypoints[i, 0]
     return replace(state, probabilities=probabilities, keypoints_3d=keypoints)

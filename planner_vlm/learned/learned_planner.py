@@ -277,7 +277,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         obj = sg.args[0]
         pick = f"{self.grasp_skill}({obj})"
         pred = task.predicate_for(self.grasp_skill, (obj,))
-        if (memory.view().get("last_outcome") or {}).get(pick) != "success" or state.probability(pred) >= self.threshold:
+        if state.probability(pred) >= self.threshold or (memory.view().get("last_outcome") or {}).get(pick) != "success":
             return None
         held = hand_holds(state, obj, observation.proprio, self.state_model.calibration, pred,
                           max_ray_m=self.held_ray_m, min_confidence=SHARP_CONFIDENCE,

@@ -439,6 +439,9 @@ class LearnedPerceptionConfig(ComponentConfig):
     torch_threads: int | None = 1
 
     def check(self) -> None:
+        wrong_type = non_numbers(self)
+        if wrong_type:  # before the range checks (here and in subclasses), which would raise a TypeError on a string
+            raise FieldError(*wrong_type[0])
         if self.torch_threads is not None and self.torch_threads < 1:
             raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
         check_camera_calibration(self.camera_calibration)
@@ -457,14 +460,14 @@ def check_camera_calibration(calibration: dict[str, Any] | None) -> None:
                                                    "image_size [H, W])")
 
 
-def check_held_ray(held_ray_m: float | None) -> None:
-    """Refuse a ``held_ray_m`` that is not > 0 m (None is allowed: the hand's evidence off).
+def check_positive_length(name: str, value: float | None) -> None:
+    """Refuse a length field ``name`` (m) that is not > 0 (None is allowed: the rule it sets is off).
 
     Raises:
-        FieldError: naming ``held_ray_m``.
+        FieldError: naming ``name``.
     """
-    if held_ray_m is not None and not held_ray_m > 0:
-        raise FieldError("held_ray_m", f"must be > 0 m or null, got {held_ray_m}")
+    if value is not None and not value > 0:
+        raise FieldError(name, f"must be > 0 m or null, got {value}")
 
 
 @component_schema("planner")
@@ -509,12 +512,8 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
 
     def check(self) -> None:
         super().check()
-        wrong_type = non_numbers(self)
-        if wrong_type:  # before the range checks below, which would raise a TypeError on a string
-            raise FieldError(*wrong_type[0])
-        if self.max_close_offset_m is not None and not self.max_close_offset_m > 0:
-            raise FieldError("max_close_offset_m", f"must be > 0 m or null, got {self.max_close_offset_m}")
-        check_held_ray(self.held_ray_m)
+        check_positive_length("max_close_offset_m", self.max_close_offset_m)
+        check_positive_length("held_ray_m", self.held_ray_m)
         if self.empty_grip_m is not None and not 0.0 < self.empty_grip_m < 0.08:
             raise FieldError("empty_grip_m", f"must be in (0, 0.08) m (the Panda opens 8 cm) or null, got "
                                              f"{self.empty_grip_m}")
@@ -543,12 +542,9 @@ class LearnedVerifierConfig(LearnedPerceptionConfig):
 
     def check(self) -> None:
         super().check()
-        wrong_type = non_numbers(self)
-        if wrong_type:
-            raise FieldError(*wrong_type[0])
         if not 0.5 < self.confidence_threshold <= 1.0:
             raise FieldError("confidence_threshold", f"must be in (0.5, 1], got {self.confidence_threshold}")
-        check_held_ray(self.held_ray_m)
+        check_positive_length("held_ray_m", self.held_ray_m)
 
 
 @component_schema("verifier")

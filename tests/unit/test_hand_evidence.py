@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from planner_vlm.learned.hand_evidence import HELD_PROBABILITY, hand_holds, ray_distance, with_held
+from planner_vlm.learned.hand_evidence import HELD_PROBABILITY, hand_holds, with_held
 from planner_vlm.learned.scene_state import SceneState
 from planner_vlm.learned.synthetic import synthetic_calibration
 from tandem.core.errors import UnknownNameError
@@ -41,7 +41,7 @@ def test_a_closed_hand_held_apart_holds_the_object_whose_ray_passes_through_it()
     ev = hand_holds(_state(), "can", _proprio(grip, 0.049), CAL, "grasped(can)", max_ray_m=0.06, min_confidence=0.9)
     assert ev is not None and ev.obj == "can" and ev.opening_m == pytest.approx(0.049)
     assert 0.0 < ev.ray_m < 0.02 and ev.read_probability == pytest.approx(0.01)
-    dist, nearest = ray_distance(CAL, CAL.project(CAN_ON_TABLE[None])[0], grip)
+    dist, nearest = CAL.nearest_on_ray(CAL.project(CAN_ON_TABLE[None])[0], grip)
     np.testing.assert_allclose(ev.point, nearest)
     assert dist == pytest.approx(ev.ray_m)
     assert "grasped(can) holds by the hand: the fingers are closed on something 49 mm wide" in ev.describe("grasped(can)")

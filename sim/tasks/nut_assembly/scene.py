@@ -93,7 +93,7 @@ class NutAssemblyScene(TaskScene):
     name = "nut_assembly"
     skills = ("pick", "insert")
     max_steps = 1200
-    steps_per_subgoal = 300  # 1200 for its 4 subgoals (a pick and an insert per nut)
+    steps_per_subgoal = max_steps // 4  # its 4 subgoals: a pick and an insert per nut
 
     # ------------------------------------------------------------------ spec
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:

@@ -99,7 +99,7 @@ class StackThreeScene(TaskScene):
     name = "stack_three"
     skills = ("pick", "stack")
     max_steps = 800
-    steps_per_subgoal = 200  # 800 for its 4 subgoals (two picks, two stacks)
+    steps_per_subgoal = max_steps // 4  # its 4 subgoals: two picks, two stacks
 
     # ---------------------------------------------------------------- episode
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
