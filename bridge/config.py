@@ -71,6 +71,9 @@ class ActionMapping:
     base frame; gripper ``a[6]`` (-1 open, +1 close) maps linearly to a width between
     ``gripper_open_width_m`` and ``gripper_closed_width_m``.
     ``joint_pos`` (A = J + 1): ``a[:J]`` are joint targets (rad) for ``arm_joints``; ``a[J]`` the gripper.
+    In every space, ``arm_joints`` (base to wrist) are also read from the joint-state topic into
+    ``Observation.joints`` (rad) once each was received (None before that, or with no ``arm_joints``); the learned
+    planner turns a pick's grasp the way the wrist has room for (:func:`tandem.core.wrist.resolve_yaw`).
 
     The measured gripper width (m) is ``gripper_joint_scale * sum(q[gripper_joints]) + gripper_joint_offset``
     (Franka: two finger joints of width / 2 each in m, scale 1; Robotiq 2F-85 knuckle in rad: 0 open, 0.7929

@@ -400,8 +400,11 @@ class RobotEnv:
         privileged = None
         if self.config.oracle_side_channel and priv is not None:
             privileged = priv.value.get("privileged")
+        arm = self.config.action.arm_joints
+        with self._lock:
+            joints = self._joints.positions(arm) if arm else None  # None until every arm joint was received
         return Observation(images=images, proprio=proprio, t=self.transport.now() - self._t0,
-                           privileged=privileged, step=self._step)
+                           privileged=privileged, step=self._step, joints=joints)
 
     def _adopt_oracle_spec(self) -> None:
         """SIM-ONLY: take the TaskSpec (goals, skills) the simulated robot sends on the oracle channel."""

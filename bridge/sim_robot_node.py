@@ -3,7 +3,8 @@
 It plays the robot-PC side of a deployment so the whole bridge can be rehearsed on one machine:
 
 * publishes each camera as ``sensor_msgs/Image`` (+ ``CameraInfo`` when intrinsics are given), the
-  gripper fingers on ``/joint_states`` (``sensor_msgs/JointState``), and the end-effector pose as
+  arm joints (``action.arm_joints``, from ``Observation.joints``) and the gripper fingers on ``/joint_states``
+  (``sensor_msgs/JointState``), and the end-effector pose as
   ``geometry_msgs/PoseStamped`` in ``base_frame``, all stamped with the transport clock;
 * executes received ``geometry_msgs/TwistStamped`` and ``control_msgs/GripperCommand`` by mapping
   them back to an env action (:func:`bridge.action_mapping.twist_to_action`), like MoveIt Servo it
@@ -104,7 +105,7 @@ class SimRobotNode:
 
     # ---- state out ---------------------------------------------------------------------------------------
     def publish(self, obs: Observation, info: dict[str, Any]) -> None:
-        """Publish ``obs`` (images, finger joints, eef pose) and the oracle channel, stamped now."""
+        """Publish ``obs`` (images, arm and finger joints, eef pose) and the oracle channel, stamped now."""
         types, c, now = self.transport.msg_type, self.config, self.transport.now()
         for name, pub in self._pub_img.items():
             frame = c.topics.cameras[name].frame_id or f"{name}_optical_frame"
@@ -114,11 +115,14 @@ class SimRobotNode:
                                                            obs.images[name].shape[:2], now, frame))
         a = c.action
         width = float(obs.proprio[7]) if obs.proprio.shape[0] >= 8 else 0.0
+        names: list[str] = []
+        positions: list[float] = []
+        if a.arm_joints and obs.joints is not None and len(obs.joints) == len(a.arm_joints):
+            names, positions = list(a.arm_joints), [float(q) for q in obs.joints]
         if a.gripper_joints:
-            q_each = a.gripper_joint_position(width)
-            self._pub_js(cv.joint_state_to_msg(types, a.gripper_joints, [q_each] * len(a.gripper_joints), now))
-        else:
-            self._pub_js(cv.joint_state_to_msg(types, [], [], now))
+            names += list(a.gripper_joints)
+            positions += [a.gripper_joint_position(width)] * len(a.gripper_joints)
+        self._pub_js(cv.joint_state_to_msg(types, names, positions, now))
         self._pub_pose(cv.pose_to_msg(types, obs.proprio[:3], obs.proprio[3:7], now, c.base_frame))
         if self._pub_oracle is not None and obs.privileged is not None:
             priv = dict(obs.privileged)

@@ -30,8 +30,9 @@ import numpy as np
 
 from sim.tasks.base import Waypoint
 from tandem.core.errors import NonFiniteActionError, TandemError, UnknownObjectError, UnknownSkillError
-from tandem.core.geometry import wrap_pi, yaw_of_mat
+from tandem.core.geometry import yaw_of_mat
 from tandem.core.types import Observation, Subgoal, TaskSpec
+from tandem.core.wrist import PANDA_WRIST_YAW_SIGN, resolve_yaw
 
 if TYPE_CHECKING:
     from sim.robosuite_env import RobosuiteEnv
@@ -40,12 +41,6 @@ if TYPE_CHECKING:
 ROT_TOL = 0.12
 #: Steps after which an unreached waypoint is skipped.
 WAYPOINT_TIMEOUT = 120
-#: Panda wrist (joint 7) limit (rad) and the margin kept from it when choosing among yaw + k*pi.
-WRIST_LIMIT = 2.8973
-WRIST_MARGIN = 0.3
-#: d(q7)/d(yaw) with the gripper pointing down (measured on the Panda: turning the fingers by +a rad about
-#: world +z changes joint 7 by about -a rad).
-WRIST_YAW_SIGN = -1.0
 #: Grip-site rotation (site -> world) pointing down with yaw 0 (finger axis along world +x).
 R_DOWN = np.array([[1.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, -1.0]])
 
@@ -57,34 +52,10 @@ def down_rotation(yaw: float) -> np.ndarray:
     return rz @ R_DOWN
 
 
-def nearest_symmetric_yaw(target: float, current: float) -> float:
-    """``target + k*pi`` closest to ``current`` (the parallel gripper is symmetric under a half turn)."""
-    d = wrap_pi(target - current)
-    if d > math.pi / 2:
-        d -= math.pi
-    elif d < -math.pi / 2:
-        d += math.pi
-    return current + d
-
-
-def resolve_yaw(target: float, current: float, wrist_q: float | None) -> float:
-    """Choose ``target + k*pi`` to command: the one nearest ``current`` whose predicted wrist angle
-    ``wrist_q + WRIST_YAW_SIGN * (yaw - current)`` stays ``WRIST_MARGIN`` inside the joint limit
-    (otherwise the one with the most room). Without ``wrist_q`` just the nearest."""
-    near = nearest_symmetric_yaw(target, current)
-    if wrist_q is None:
-        return near
-    cands = sorted((near + k * math.pi for k in (-1, 0, 1)), key=lambda y: abs(y - current))
-    for y in cands:
-        if abs(wrist_q + WRIST_YAW_SIGN * (y - current)) <= WRIST_LIMIT - WRIST_MARGIN:
-            return y
-    return min(cands, key=lambda y: abs(wrist_q + WRIST_YAW_SIGN * (y - current)))
-
-
 def resolved_yaws(waypoints: list[Waypoint], current_yaw: float, wrist_q: float | None) -> np.ndarray:
     """The yaw (rad) the :class:`WaypointTracker` will command at each waypoint, predicted from the current state.
 
-    The tracker resolves each waypoint's yaw modulo pi when it becomes active (:func:`resolve_yaw`, nearest to the
+    The tracker resolves each waypoint's yaw modulo pi when it becomes active (:func:`tandem.core.wrist.resolve_yaw`, nearest to the
     gripper's yaw then, keeping the wrist off its limit). Assuming each waypoint's yaw is reached before the next
     becomes active, this replays that choice along the list, so the result is continuous (not wrapped): the turn
     between consecutive waypoints, and its direction, is the difference of consecutive entries.
@@ -102,7 +73,7 @@ def resolved_yaws(waypoints: list[Waypoint], current_yaw: float, wrist_q: float 
     for i, wp in enumerate(waypoints):
         nxt = resolve_yaw(wp.yaw, yaw, q)
         if q is not None:
-            q = q + WRIST_YAW_SIGN * (nxt - yaw)
+            q = q + PANDA_WRIST_YAW_SIGN * (nxt - yaw)
         out[i] = yaw = nxt
     return out
 
@@ -154,7 +125,7 @@ class WaypointTracker:
         """Next action ``float32 (7,)`` for the grip-site pose ``eef_pos (3,)`` m and ``eef_rot (3, 3)`` site->world.
 
         ``wrist_q`` (rad, Panda joint 7) lets the tracker pick the waypoint yaw modulo pi that keeps the wrist
-        away from its joint limit (:func:`resolve_yaw`; chosen once per waypoint). After the last waypoint it
+        away from its joint limit (:func:`tandem.core.wrist.resolve_yaw`; chosen once per waypoint). After the last waypoint it
         keeps the last pose and gripper command (zero motion).
         """
         if self.done:

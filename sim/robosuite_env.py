@@ -499,6 +499,11 @@ class RobosuiteEnv:
         """Angle (rad) of the arm's last joint (Panda joint 7), for the expert's joint-limit-aware yaw choice."""
         return float(self.rs_env.sim.data._data.qpos[self.robot._ref_joint_pos_indexes[-1]])
 
+    def joint_positions(self) -> np.ndarray:
+        """``float32 (7,)`` the arm's joint angles (rad, Panda joint 1..7; robosuite's ``robot0_joint_pos``), as a
+        real arm reports them (:attr:`tandem.core.types.Observation.joints`)."""
+        return self.rs_env.sim.data._data.qpos[self.robot._ref_joint_pos_indexes].astype(np.float32)
+
     def gripper_opening(self) -> float:
         """Distance between the two Panda fingers (m): ``q_finger1 - q_finger2``."""
         q = self.rs_env.sim.data._data.qpos
@@ -530,7 +535,8 @@ class RobosuiteEnv:
             "success": bool(success),
             "goals": list(self.spec.goals),
         }
-        return Observation(images=images, proprio=self.proprio(), t=self.t, privileged=privileged, step=self._step)
+        return Observation(images=images, proprio=self.proprio(), t=self.t, privileged=privileged, step=self._step,
+                           joints=self.joint_positions())
 
     def _holds_state(self, qpos: np.ndarray) -> bool:
         """Whether the simulator is open and still at the joint positions ``qpos`` (a lazy image's state)."""

@@ -39,6 +39,17 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    objects grasped over their body, as pick_place_bins' boxes): a nut is grasped by its handle, 5-7 cm from the
    origin that the state model reads, and on nut_assembly (no workcell) the rule fired on most picks and cost
    held-out tasks (2026-12-03: `perturbed` 37/50 with it, against 40/50 before it).
+   Last, a close whose turn would take the wrist joint (``Observation.joints[-1]``) past ``wrist_limit_rad`` less
+   ``WRIST_MARGIN_RAD`` is turned to the equivalent yaw a half turn away (the fingers are symmetric) that keeps it
+   inside, as the experts choose (:func:`tandem.core.wrist.resolve_yaw`). The trace model learns the turn from
+   demonstrations in which the expert chose it with the wrist angle, which the model does not see; on validation
+   seeds (stack_three 504, 530) it asked for -90 degrees where the expert turned +88, the wrist ran into its limit,
+   the hand swung the long way round and closed 6-8 cm off. A turn that fits is left as the model asked: the
+   pick_place_bins expert plans long turns on purpose, for the arm's swing to the bin (snapping every close to the
+   nearest turn lost 2 of 40 validation tasks there). Rows before the close turn in proportion, rows after it turn
+   with it (a ``grasp_wrist_resolved`` memory event: ``yaw_from``, ``yaw_to``, ``wrist_rad``). Not for objects that
+   a half turn does not map onto themselves (odd symmetry order in the trace checkpoint: nut_assembly's nuts, whose
+   pick's turn is planned with the insert's), nor without the arm's joints.
 
 Where the state model reads the object of the latest pick as not held while the hand says it is (the fingers closed
 on something, the object's pixel on a ray through the hand: :mod:`planner_vlm.learned.hand_evidence`), the hand
@@ -82,6 +93,7 @@ from tandem.core.geometry import quat_yaw_mul, wrap_angle
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Trace3D
+from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD, PANDA_WRIST_YAW_SIGN, WRIST_MARGIN_RAD, resolve_yaw
 
 
 def close_rows(trace: Trace3D) -> np.ndarray:
@@ -117,6 +129,9 @@ class LearnedPlanner(GoalRegressionPlanner):
         held_ray_m: after a successful pick of ``x``, a hand held apart by something holds ``x`` unless ``x`` is
             sharply located with the camera ray through it farther than this (m) from the grip site
             (:func:`~planner_vlm.learned.hand_evidence.hand_holds`); None: off.
+        wrist_limit_rad: the wrist joint's limit (rad, > 0): a pick's close whose turn would take the wrist past it
+            (less ``WRIST_MARGIN_RAD``) is turned a half turn the other way (see the module docstring, step 4);
+            None: off.
         grasp_skill, id_prefix: as :class:`~planner_vlm.goal_regression.GoalRegressionPlanner`.
 
     Attributes:
@@ -131,7 +146,8 @@ class LearnedPlanner(GoalRegressionPlanner):
                  completion_confidence: float = 0.9, min_object_confidence: float = 0.05,
                  min_scene_confidence: float = 0.5, best_localized_first: bool = False,
                  empty_grip_m: float | None = PANDA_EMPTY_OPENING_M, max_close_offset_m: float | None = 0.03,
-                 held_ray_m: float | None = HELD_RAY_M, grasp_skill: str = "pick", id_prefix: str = "sg"):
+                 held_ray_m: float | None = HELD_RAY_M, wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD,
+                 grasp_skill: str = "pick", id_prefix: str = "sg"):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"learned planner threshold must be in (0, 1), got {threshold}")
@@ -151,6 +167,9 @@ class LearnedPlanner(GoalRegressionPlanner):
         if held_ray_m is not None and not held_ray_m > 0:
             raise ConfigError(f"learned planner held_ray_m must be > 0 m or null, got {held_ray_m}")
         self.held_ray_m = held_ray_m
+        if wrist_limit_rad is not None and not (math.isfinite(wrist_limit_rad) and wrist_limit_rad > 0):
+            raise ConfigError(f"learned planner wrist_limit_rad must be > 0 rad or null, got {wrist_limit_rad}")
+        self.wrist_limit_rad = wrist_limit_rad
         self._handed: Subgoal | None = None  # the subgoal the latest plan handed out (remaining[0])
         self._start_proprio: np.ndarray | None = None  # the gripper where the episode started (first plan)
         self._object_of: dict[str, str] = {}  # goal predicate -> the object it moves (set by reset)
@@ -355,6 +374,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         trace = self.trace_model.predict(state.keypoints_3d, observation.proprio, sg.skill, sg.args)
         trace = self._anchored_pick(trace, sg, state, observation, memory)
         trace = self._checked_grasp(trace, sg, state, memory, observation.step)
+        trace = self._wrist_resolved(trace, sg, observation, memory)
         sg.trace_3d = trace
         cam = self.state_model.cfg.camera
         image = observation.images.get(cam)
@@ -425,5 +445,28 @@ class LearnedPlanner(GoalRegressionPlanner):
         yaw = now + wrap_angle(yaw - now, math.pi)
         memory.record_event("grasp_turned", step, subgoal=sg.text, yaw_from=round(predicted, 3), yaw_to=round(yaw, 3),
                             clearance_from_m=round(before, 4), clearance_to_m=round(clear, 4))
+        return Trace3D(points=trace.points, yaw=turn_trace_to(trace.yaw, event, yaw), gripper=trace.gripper,
+                       frame=trace.frame)
+
+    def _wrist_resolved(self, trace: Trace3D, sg: Subgoal, observation: Observation, memory: TaskMemory) -> Trace3D:
+        """``trace`` with its first close of an open gripper at a yaw, modulo a half turn, that keeps the wrist inside
+        ``wrist_limit_rad`` (see the module docstring, step 4). Unchanged when its own turn fits, when off, without
+        the arm's joints, for a trace that closes none, or for an object that a half turn does not map onto
+        itself."""
+        closes = close_rows(trace)
+        target = sg.args[0] if sg.args else None
+        if self.wrist_limit_rad is None or observation.joints is None or not len(closes) or target is None:
+            return trace
+        if int(self.trace_model.cfg.symmetries.get(target, 1)) % 2 == 1:
+            return trace  # a half turn changes the grasp (a nut): the trace model's turn stands
+        event = int(closes[0])
+        asked, now, wrist = float(trace.yaw[event]), float(trace.yaw[0]), float(observation.joints[-1])
+        if abs(wrist + PANDA_WRIST_YAW_SIGN * (asked - now)) <= self.wrist_limit_rad - WRIST_MARGIN_RAD:
+            return trace  # the model's turn fits (a long one may be planned for the swing to the place)
+        yaw = resolve_yaw(asked, now, wrist, limit=self.wrist_limit_rad)
+        if abs(yaw - asked) < 1e-6:
+            return trace
+        memory.record_event("grasp_wrist_resolved", observation.step, subgoal=sg.text, yaw_from=round(asked, 3),
+                            yaw_to=round(yaw, 3), wrist_rad=round(wrist, 3))
         return Trace3D(points=trace.points, yaw=turn_trace_to(trace.yaw, event, yaw), gripper=trace.gripper,
                        frame=trace.frame)

@@ -53,6 +53,13 @@ class Observation:
         privileged: simulator-only ground truth (object poses, predicate values). The simulator
             sets it; a real robot never does. Only components named ``oracle`` may read it.
         step: control step index since reset.
+        joints: ``float32 (J,)`` the arm's joint angles (rad, base to wrist: the Panda's joint 1..7, so
+            ``joints[-1]`` is the wrist), as the robot reports them (robosuite's ``robot0_joint_pos``, the bridge's
+            ``/joint_states``); None where they are not known. Not privileged: a real arm reports them.
+
+    Raises:
+        ValueError: a ``proprio`` that is not 1-D, or ``joints`` that are not 1-D and finite (the message names the
+            field).
     """
 
     images: dict[str, np.ndarray]
@@ -60,6 +67,7 @@ class Observation:
     t: float = 0.0
     privileged: dict[str, Any] | None = None
     step: int = 0
+    joints: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         if not getattr(self.images, "validates_on_read", False):  # tandem.core.lazy_images.LazyImages checks on read
@@ -68,6 +76,10 @@ class Observation:
         self.proprio = np.asarray(self.proprio, dtype=np.float32)
         if self.proprio.ndim != 1:
             raise ValueError(f"Observation.proprio must be 1-D (D,), got shape {self.proprio.shape}")
+        if self.joints is not None:
+            self.joints = np.asarray(self.joints, dtype=np.float32)
+            if self.joints.ndim != 1 or not len(self.joints) or not np.all(np.isfinite(self.joints)):
+                raise ValueError(f"Observation.joints must be a finite 1-D (J,) array of rad, got {self.joints!r}")
 
 
 @dataclass(frozen=True)

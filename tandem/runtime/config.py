@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import math
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +54,7 @@ from tandem.core.errors import ConfigError, UnknownNameError
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.number_fields import non_numbers
 from tandem.core.types import TaskSpec
+from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD
 
 _DEFER_CHECKS: contextvars.ContextVar[bool] = contextvars.ContextVar("tandem_defer_config_checks", default=False)
 
@@ -494,6 +496,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
         held_ray_m: after a verified pick of ``x``, a hand held apart by something holds ``x`` unless the state model
             locates ``x`` sharply with its camera ray farther than this (m, > 0) from the grip site
             (``planner_vlm.learned.hand_evidence``); None: off.
+        wrist_limit_rad: the wrist joint's limit (rad, > 0; default the Panda's joint 7,
+            ``tandem.core.wrist.PANDA_WRIST_LIMIT_RAD``): a pick's grasp yaw is taken modulo a half turn the way that
+            keeps the wrist inside it, as the experts choose (``LearnedPlanner``, step 4 of its docs); None: off.
 
     Raises (``check``):
         FieldError: a field that is not a number where one is needed, or out of its range.
@@ -509,11 +514,14 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     empty_grip_m: float | None = PANDA_EMPTY_OPENING_M
     max_close_offset_m: float | None = 0.03
     held_ray_m: float | None = 0.06  # planner_vlm.learned.hand_evidence.HELD_RAY_M
+    wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD
 
     def check(self) -> None:
         super().check()
         check_positive_length("max_close_offset_m", self.max_close_offset_m)
         check_positive_length("held_ray_m", self.held_ray_m)
+        if self.wrist_limit_rad is not None and not (math.isfinite(self.wrist_limit_rad) and self.wrist_limit_rad > 0):
+            raise FieldError("wrist_limit_rad", f"must be > 0 rad or null, got {self.wrist_limit_rad}")
         if self.empty_grip_m is not None and not 0.0 < self.empty_grip_m < 0.08:
             raise FieldError("empty_grip_m", f"must be in (0, 0.08) m (the Panda opens 8 cm) or null, got "
                                              f"{self.empty_grip_m}")

@@ -287,7 +287,8 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
                           min_object_confidence=spec.min_object_confidence,
                           min_scene_confidence=spec.min_scene_confidence,
                           best_localized_first=spec.best_localized_first, empty_grip_m=spec.empty_grip_m,
-                          max_close_offset_m=spec.max_close_offset_m, held_ray_m=spec.held_ray_m)
+                          max_close_offset_m=spec.max_close_offset_m, held_ray_m=spec.held_ray_m,
+                          wrist_limit_rad=spec.wrist_limit_rad)
 
 
 # ------------------------------------------------------------------------------------------- verifiers

@@ -46,7 +46,8 @@ class KinematicEnv:
     def _obs(self):
         img = np.zeros((16, 16, 3), np.uint8)
         img[:, int(np.clip(8 + self.pos[0] * 20, 0, 15))] = 255
-        return Observation(images={"front": img}, proprio=np.r_[self.pos, 1, 0, 0, 0, self.width], step=self.n)
+        return Observation(images={"front": img}, proprio=np.r_[self.pos, 1, 0, 0, 0, self.width], step=self.n,
+                           joints=np.r_[self.pos[:2], 0.5])  # three "joints" (rad) that follow the grip site
 
     def reset(self, seed=None):
         return self._obs(), {}
@@ -68,7 +69,8 @@ def fast_config(domain: int) -> dict:
         "topics": {"cameras": {"front": "/sim/front/image_raw"}, "joint_states": "/joint_states",
                    "eef_pose": "/sim/eef_pose", "twist_cmd": "/servo_node/delta_twist_cmds",
                    "gripper_cmd": "/gripper/command"},
-        "action": {"linear_scale_mps": 1.0, "angular_scale_radps": 10.0, "gripper_joints": ["f1", "f2"]},
+        "action": {"linear_scale_mps": 1.0, "angular_scale_radps": 10.0, "gripper_joints": ["f1", "f2"],
+                   "arm_joints": ["a1", "a2", "a3"]},
         "safety": {"workspace_min": [-1, -1, 0.5], "workspace_max": [1, 1, 1.5], "max_linear_speed_mps": 1.0,
                    "max_linear_accel_mps2": 100.0, "max_angular_speed_radps": 10.0, "max_message_age_s": 0.3,
                    "policy_deadline_s": 0.5},
@@ -95,6 +97,9 @@ def test_kinematic_robot_moves_then_estop_then_watchdog():
         assert obs.proprio[0] - x0 > 0.1, "the simulated robot did not move measurably along +x"
         assert obs.proprio[7] < 0.02, "the gripper did not close"
         assert obs.images["front"].max() == 255
+        # the arm's joints cross on /joint_states with the fingers', by name (Observation.joints, rad)
+        assert obs.joints is not None and obs.joints.shape == (3,) and obs.joints[2] == pytest.approx(0.5)
+        assert obs.joints[0] - obs0.joints[0] > 0.1
 
         # e-stop from another participant latches a stop
         estop = operator.create_publisher("/tandem/estop", "std_msgs/msg/Bool")

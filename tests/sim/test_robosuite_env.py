@@ -83,6 +83,9 @@ def test_proprio_layout_grip_site(render_env):
     assert mat.reshape(3, 3)[2, 2] < -0.9
     assert 0.0 <= p[7] <= 0.085
     assert obs.step == 3 and obs.t == pytest.approx(0.15)
+    # the arm's joints as robosuite reports them (robot0_joint_pos), the wrist last
+    assert obs.joints.shape == (7,) and obs.joints.dtype == np.float32
+    assert obs.joints[-1] == pytest.approx(env.wrist_angle(), abs=1e-6)
 
 
 def test_save_restore_bit_exact(render_env):

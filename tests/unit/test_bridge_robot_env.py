@@ -518,3 +518,25 @@ def test_gripper_command_is_sent_in_the_driver_units(rig):
     robot.publish()
     env.step(np.array([0, 0, 0, 0, 0, 0, -1.0]))
     assert cv.msg_to_gripper(robot.grippers[-1]) == pytest.approx((0.04, 30.0))
+
+
+def test_the_arm_joints_reach_the_observation_in_every_action_space(rig):
+    """Observation.joints (rad, arm_joints' order) is what the learned planner keeps the wrist's turn inside its
+    limit with; in eef_delta mode too, where the arm joints are read but not required fresh."""
+    robot, make, _ = rig
+    eef = make(action={"arm_joints": ["j2", "j1"]})
+    publish_split(robot)
+    obs, _ = eef.reset()
+    np.testing.assert_allclose(obs.joints, [-0.2, 0.3], atol=1e-6)
+    joint = make(topics={"joint_trajectory_cmd": "/jtc/joint_trajectory", "twist_cmd": None},
+                 action={"space": "joint_pos", "arm_joints": ["j1", "j2"]})
+    publish_split(robot)
+    obs, _ = joint.reset()
+    np.testing.assert_allclose(obs.joints, [0.3, -0.2], atol=1e-6)
+    # no arm_joints configured (the UR example), or one never received: not known, never zeros
+    plain = make()
+    publish_split(robot)
+    assert plain.reset()[0].joints is None
+    partial = make(action={"arm_joints": ["j1", "j3"]})
+    publish_split(robot)
+    assert partial.reset()[0].joints is None

@@ -135,6 +135,57 @@ def test_plans_from_the_predicted_predicates_with_a_learned_trace():
     assert tm.calls[-1] == ("pick", ("blue",))
 
 
+def test_a_pick_close_yaw_is_resolved_against_the_wrist_as_the_experts_do():
+    # the trace model asks for a turn to -1.4 rad (-80 deg); with the wrist (joint 7) at 1.5 rad that turn would take
+    # it to 2.9 rad, past the Panda's 2.8973 limit: the same grasp is reached turning to pi - 1.4 rad (+100 deg)
+    sm, tm = ScriptedStateModel(), StraightDownTraceModel()
+    tm.predict = lambda kp, proprio, skill, args: Trace3D(
+        points=np.stack([proprio[:3], kp[0, 0] + [0, 0, 0.1], kp[0, 0]]), yaw=np.array([0.0, -0.8, -1.4]),
+        gripper=[-1.0, -1.0, 1.0])
+    planner, memory = LearnedPlanner(sm, tm), TaskMemoryV1()
+    planner.reset(STACK)
+    memory.start_episode(STACK)
+
+    def first_yaw(wrist: float | None) -> np.ndarray:
+        obs = _obs()
+        if wrist is not None:
+            obs = Observation(images=obs.images, proprio=obs.proprio, step=0, joints=[0, 0, 0, -2, 0, 2, wrist])
+        planner.reset(STACK)
+        return planner.plan(obs, memory).remaining[0].trace_3d.yaw
+
+    yaw = first_yaw(1.5)
+    np.testing.assert_allclose(yaw, [0.0, -0.8 + math.pi * 0.8 / 1.4, math.pi - 1.4], atol=1e-6)  # rows before the close turn in proportion
+    event = [e for e in memory.events() if e["kind"] == "grasp_wrist_resolved"]
+    assert len(event) == 1 and event[0]["yaw_from"] == pytest.approx(-1.4, abs=1e-3)
+    assert event[0]["yaw_to"] == pytest.approx(math.pi - 1.4, abs=1e-3) and event[0]["wrist_rad"] == 1.5
+    # with room for it (wrist at 0), or without the arm's joints (a robot that does not report them): as asked
+    np.testing.assert_allclose(first_yaw(0.0), [0.0, -0.8, -1.4], atol=1e-6)
+    # a long turn that fits (2.4 rad with the wrist at -0.1: joint 7 to -2.5) is left as the model asked: the
+    # pick_place_bins expert turns the long way on purpose, for the arm's swing to the bin
+    long = np.array([0.0, 1.2, 2.4])
+    tm.predict = lambda kp, proprio, skill, args: Trace3D(
+        points=np.stack([proprio[:3], kp[0, 0] + [0, 0, 0.1], kp[0, 0]]), yaw=long, gripper=[-1.0, -1.0, 1.0])
+    np.testing.assert_allclose(first_yaw(-0.1), long, atol=1e-6)
+    # ... and turned the short way where it would not fit (the wrist at -0.5 would reach -2.9 rad, past the limit)
+    np.testing.assert_allclose(first_yaw(-0.5)[2], 2.4 - math.pi, atol=1e-6)
+    tm.predict = lambda kp, proprio, skill, args: Trace3D(
+        points=np.stack([proprio[:3], kp[0, 0] + [0, 0, 0.1], kp[0, 0]]), yaw=np.array([0.0, -0.8, -1.4]),
+        gripper=[-1.0, -1.0, 1.0])
+    np.testing.assert_allclose(first_yaw(None), [0.0, -0.8, -1.4], atol=1e-6)
+    # an object that a half turn does not map onto itself (a nut, symmetry order 1): the model's turn stands
+    tm.cfg = _TraceCfg(symmetries={"red": 1})
+    np.testing.assert_allclose(first_yaw(1.5), [0.0, -0.8, -1.4], atol=1e-6)
+    # off
+    tm.cfg = _TraceCfg()
+    planner = LearnedPlanner(sm, tm, wrist_limit_rad=None)
+    np.testing.assert_allclose(first_yaw(1.5), [0.0, -0.8, -1.4], atol=1e-6)
+    for bad in (0.0, -1.0, float("nan")):
+        with pytest.raises(ConfigError, match="wrist_limit_rad"):
+            LearnedPlanner(sm, tm, wrist_limit_rad=bad)
+    with pytest.raises(ValueError, match="Observation.joints"):
+        Observation(images={}, proprio=np.zeros(8), joints=[0.0, float("nan")])
+
+
 def test_a_pick_whose_hand_would_meet_a_wall_is_turned_and_the_turn_recorded():
     # the workcell's +x wall 6 cm from red: the trace model's yaw 0 (closing along x) puts the hand into it
     cell = {"containers": [{"inner_lo": [-0.3, -0.4], "inner_hi": [0.06, 0.4], "rim_z": 0.95}],
