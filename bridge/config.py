@@ -73,7 +73,7 @@ class ActionMapping:
     ``joint_pos`` (A = J + 1): ``a[:J]`` are joint targets (rad) for ``arm_joints``; ``a[J]`` the gripper.
     In every space, ``arm_joints`` (base to wrist) are also read from the joint-state topic into
     ``Observation.joints`` (rad) once each was received (None before that, or with no ``arm_joints``); the learned
-    planner turns a pick's grasp the way the wrist has room for (:func:`tandem.core.wrist.resolve_yaw`).
+    planner turns a pick's close a half turn the other way where the wrist has no room for it (:func:`tandem.core.wrist.resolve_yaw`).
 
     The measured gripper width (m) is ``gripper_joint_scale * sum(q[gripper_joints]) + gripper_joint_offset``
     (Franka: two finger joints of width / 2 each in m, scale 1; Robotiq 2F-85 knuckle in rad: 0 open, 0.7929

@@ -384,9 +384,11 @@ class RobotEnv:
         return a.gripper_width_from_joints(q)
 
     def _observe(self) -> Observation:
+        arm = self.config.action.arm_joints
         with self._lock:
             latest = dict(self._latest)
             priv = self._privileged
+            joints = self._joints.positions(arm) if arm else None  # None until every arm joint was received
         images = {}
         for name, cam in self.config.topics.cameras.items():
             s = latest.get(cam.image)
@@ -400,9 +402,6 @@ class RobotEnv:
         privileged = None
         if self.config.oracle_side_channel and priv is not None:
             privileged = priv.value.get("privileged")
-        arm = self.config.action.arm_joints
-        with self._lock:
-            joints = self._joints.positions(arm) if arm else None  # None until every arm joint was received
         return Observation(images=images, proprio=proprio, t=self.transport.now() - self._t0,
                            privileged=privileged, step=self._step, joints=joints)
 

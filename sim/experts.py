@@ -55,8 +55,8 @@ def down_rotation(yaw: float) -> np.ndarray:
 def resolved_yaws(waypoints: list[Waypoint], current_yaw: float, wrist_q: float | None) -> np.ndarray:
     """The yaw (rad) the :class:`WaypointTracker` will command at each waypoint, predicted from the current state.
 
-    The tracker resolves each waypoint's yaw modulo pi when it becomes active (:func:`tandem.core.wrist.resolve_yaw`, nearest to the
-    gripper's yaw then, keeping the wrist off its limit). Assuming each waypoint's yaw is reached before the next
+    The tracker resolves each waypoint's yaw modulo pi when it becomes active
+    (:func:`tandem.core.wrist.resolve_yaw`, nearest to the gripper's yaw then, keeping the wrist off its limit). Assuming each waypoint's yaw is reached before the next
     becomes active, this replays that choice along the list, so the result is continuous (not wrapped): the turn
     between consecutive waypoints, and its direction, is the difference of consecutive entries.
 
@@ -125,8 +125,8 @@ class WaypointTracker:
         """Next action ``float32 (7,)`` for the grip-site pose ``eef_pos (3,)`` m and ``eef_rot (3, 3)`` site->world.
 
         ``wrist_q`` (rad, Panda joint 7) lets the tracker pick the waypoint yaw modulo pi that keeps the wrist
-        away from its joint limit (:func:`tandem.core.wrist.resolve_yaw`; chosen once per waypoint). After the last waypoint it
-        keeps the last pose and gripper command (zero motion).
+        away from its joint limit (:func:`tandem.core.wrist.resolve_yaw`; chosen once per waypoint). After the last
+        waypoint it keeps the last pose and gripper command (zero motion).
         """
         if self.done:
             last = self.waypoints[-1] if self.waypoints else None

@@ -497,12 +497,16 @@ class RobosuiteEnv:
 
     def wrist_angle(self) -> float:
         """Angle (rad) of the arm's last joint (Panda joint 7), for the expert's joint-limit-aware yaw choice."""
-        return float(self.rs_env.sim.data._data.qpos[self.robot._ref_joint_pos_indexes[-1]])
+        return float(self._arm_qpos()[-1])
 
     def joint_positions(self) -> np.ndarray:
         """``float32 (7,)`` the arm's joint angles (rad, Panda joint 1..7; robosuite's ``robot0_joint_pos``), as a
         real arm reports them (:attr:`tandem.core.types.Observation.joints`)."""
-        return self.rs_env.sim.data._data.qpos[self.robot._ref_joint_pos_indexes].astype(np.float32)
+        return self._arm_qpos().astype(np.float32)
+
+    def _arm_qpos(self) -> np.ndarray:
+        """``float64 (7,)`` the arm joints' qpos (rad), copied."""
+        return self.rs_env.sim.data._data.qpos[self.robot._ref_joint_pos_indexes]
 
     def gripper_opening(self) -> float:
         """Distance between the two Panda fingers (m): ``q_finger1 - q_finger2``."""

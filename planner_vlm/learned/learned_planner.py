@@ -93,7 +93,7 @@ from tandem.core.geometry import quat_yaw_mul, wrap_angle
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Trace3D
-from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD, PANDA_WRIST_YAW_SIGN, WRIST_MARGIN_RAD, resolve_yaw
+from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD, WRIST_MARGIN_RAD, predicted_wrist, resolve_yaw
 
 
 def close_rows(trace: Trace3D) -> np.ndarray:
@@ -101,6 +101,13 @@ def close_rows(trace: Trace3D) -> np.ndarray:
     (``> 0``), in order; empty when it closes none (robosuite's -1 open / +1 closed)."""
     g = trace.gripper
     return np.flatnonzero((g[1:] > 0) & (g[:-1] <= 0)) + 1
+
+
+def with_close_yaw(trace: Trace3D, event: int, yaw: float) -> Trace3D:
+    """``trace`` with row ``event`` (its close) at ``yaw`` (rad, not wrapped): row 0 stays, the rows between turn in
+    proportion, the rows after the close turn with it (:func:`~planner_vlm.learned.grasp_check.turn_trace_to`)."""
+    return Trace3D(points=trace.points, yaw=turn_trace_to(trace.yaw, event, yaw), gripper=trace.gripper,
+                   frame=trace.frame)
 
 
 class LearnedPlanner(GoalRegressionPlanner):
@@ -445,8 +452,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         yaw = now + wrap_angle(yaw - now, math.pi)
         memory.record_event("grasp_turned", step, subgoal=sg.text, yaw_from=round(predicted, 3), yaw_to=round(yaw, 3),
                             clearance_from_m=round(before, 4), clearance_to_m=round(clear, 4))
-        return Trace3D(points=trace.points, yaw=turn_trace_to(trace.yaw, event, yaw), gripper=trace.gripper,
-                       frame=trace.frame)
+        return with_close_yaw(trace, event, yaw)
 
     def _wrist_resolved(self, trace: Trace3D, sg: Subgoal, observation: Observation, memory: TaskMemory) -> Trace3D:
         """``trace`` with its first close of an open gripper at a yaw, modulo a half turn, that keeps the wrist inside
@@ -461,12 +467,11 @@ class LearnedPlanner(GoalRegressionPlanner):
             return trace  # a half turn changes the grasp (a nut): the trace model's turn stands
         event = int(closes[0])
         asked, now, wrist = float(trace.yaw[event]), float(trace.yaw[0]), float(observation.joints[-1])
-        if abs(wrist + PANDA_WRIST_YAW_SIGN * (asked - now)) <= self.wrist_limit_rad - WRIST_MARGIN_RAD:
+        if abs(predicted_wrist(wrist, asked, now)) <= self.wrist_limit_rad - WRIST_MARGIN_RAD:
             return trace  # the model's turn fits (a long one may be planned for the swing to the place)
         yaw = resolve_yaw(asked, now, wrist, limit=self.wrist_limit_rad)
         if abs(yaw - asked) < 1e-6:
             return trace
         memory.record_event("grasp_wrist_resolved", observation.step, subgoal=sg.text, yaw_from=round(asked, 3),
                             yaw_to=round(yaw, 3), wrist_rad=round(wrist, 3))
-        return Trace3D(points=trace.points, yaw=turn_trace_to(trace.yaw, event, yaw), gripper=trace.gripper,
-                       frame=trace.frame)
+        return with_close_yaw(trace, event, yaw)

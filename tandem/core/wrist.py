@@ -37,6 +37,12 @@ def nearest_symmetric_yaw(target: float, current: float) -> float:
     return current + d
 
 
+def predicted_wrist(wrist_q: float, yaw: float, current: float, sign: float = PANDA_WRIST_YAW_SIGN) -> float:
+    """The wrist joint's angle (rad) after the gripper turns from yaw ``current`` to ``yaw`` (rad, not wrapped):
+    ``wrist_q + sign * (yaw - current)``, with the gripper pointing down. Raises nothing (NaN in, NaN out)."""
+    return wrist_q + sign * (yaw - current)
+
+
 def resolve_yaw(target: float, current: float, wrist_q: float | None, limit: float = PANDA_WRIST_LIMIT_RAD,
                 margin: float = WRIST_MARGIN_RAD, sign: float = PANDA_WRIST_YAW_SIGN) -> float:
     """The yaw to command for a grasp at ``target`` modulo a half turn, from the gripper's yaw ``current``.
@@ -67,10 +73,10 @@ def resolve_yaw(target: float, current: float, wrist_q: float | None, limit: flo
         return near
     cands = sorted((near + k * math.pi for k in (-1, 0, 1)), key=lambda y: abs(y - current))
     for y in cands:
-        if abs(wrist_q + sign * (y - current)) <= limit - margin:
+        if abs(predicted_wrist(wrist_q, y, current, sign)) <= limit - margin:
             return y
-    return min(cands, key=lambda y: abs(wrist_q + sign * (y - current)))
+    return min(cands, key=lambda y: abs(predicted_wrist(wrist_q, y, current, sign)))
 
 
 __all__ = ["PANDA_WRIST_LIMIT_RAD", "PANDA_WRIST_YAW_SIGN", "WRIST_MARGIN_RAD", "nearest_symmetric_yaw",
-           "resolve_yaw"]
+           "predicted_wrist", "resolve_yaw"]

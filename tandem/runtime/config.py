@@ -497,8 +497,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             locates ``x`` sharply with its camera ray farther than this (m, > 0) from the grip site
             (``planner_vlm.learned.hand_evidence``); None: off.
         wrist_limit_rad: the wrist joint's limit (rad, > 0; default the Panda's joint 7,
-            ``tandem.core.wrist.PANDA_WRIST_LIMIT_RAD``): a pick's grasp yaw is taken modulo a half turn the way that
-            keeps the wrist inside it, as the experts choose (``LearnedPlanner``, step 4 of its docs); None: off.
+            ``tandem.core.wrist.PANDA_WRIST_LIMIT_RAD``): a pick's close whose turn would take the wrist past it
+            (less 0.3 rad) is turned a half turn the other way, as the experts choose (``LearnedPlanner``, step 4
+            of its docs); None: off.
 
     Raises (``check``):
         FieldError: a field that is not a number where one is needed, or out of its range.
