@@ -41,7 +41,7 @@ from tandem.core.errors import (
     UnknownNameError,
 )
 from tandem.core.lazy_images import LazyImages
-from tandem.core.types import Observation, TaskSpec
+from tandem.core.types import Observation, TaskSpec, check_depth
 
 #: User-facing camera name -> robosuite/MuJoCo camera name.
 CAMERA_ALIASES: dict[str, str] = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
@@ -102,6 +102,8 @@ class RobosuiteEnv:
             (``spec.max_steps``, without ``max_steps`` given) grows by the task's ``steps_per_subgoal`` for each
             subgoal it adds (:data:`sim.perturbations.ADDED_SUBGOALS`), and ``info["perturbation"]["added_steps"]``
             says by how much: the budget stays what the task allows for the work asked. False: the task's budget.
+        depth_cameras: cameras (among ``cameras``) whose depth images ``Observation.depth`` carries (an RGB-D
+            camera: :meth:`render_depth`, lazy as the images are); empty: none.
 
     Attributes:
         spec: TaskSpec of the current episode (after ``reset``).
@@ -132,6 +134,7 @@ class RobosuiteEnv:
         max_steps: int | None = None,
         lazy_images: bool = True,
         perturbation_budget: bool = True,
+        depth_cameras: tuple[str, ...] | list[str] = (),
     ) -> None:
         self.task_def: TaskDefinition = make_task(task)
         if perturbation is not None:
@@ -145,6 +148,10 @@ class RobosuiteEnv:
         self.render_enabled = bool(render)
         self.lazy_images = bool(lazy_images)
         self.camera_names: tuple[str, ...] = tuple(cameras) if render else ()
+        self.depth_camera_names: tuple[str, ...] = tuple(depth_cameras) if render else ()
+        unknown = [c for c in self.depth_camera_names if c not in self.camera_names]
+        if unknown:
+            raise ConfigError(f"depth_cameras {unknown} are not among the env's cameras {list(self.camera_names)}")
         self.control_freq = control_freq
         self._max_steps_override = max_steps
         self.perturbation_budget = bool(perturbation_budget)
@@ -240,15 +247,39 @@ class RobosuiteEnv:
             ConfigError: the env was built with ``render=False``.
             UnknownNameError: unknown camera.
         """
+        return np.ascontiguousarray(self._render(camera, image_size, "render_camera()", depth=False)[::-1])
+
+    def _render(self, camera: str, image_size: tuple[int, int] | None, caller: str, depth: bool) -> Any:
+        """MuJoCo's render of ``camera`` (bottom-up): RGB, or ``(RGB, z-buffer)`` with ``depth``."""
         if not self.render_enabled:
-            raise ConfigError("render_camera() needs RobosuiteEnv(render=True)")
+            raise ConfigError(f"{caller} needs RobosuiteEnv(render=True)")
         rs_cam = self.rs_camera_name(camera)
         h, w = image_size or self.image_size
         # robosuite never re-binds its GL context before rendering: with several envs (or after another env was
         # closed) in one process it would render through the wrong/destroyed context. Bind ours every time.
         self.rs_env.sim._render_context_offscreen.gl_ctx.make_current()
-        img = self.rs_env.sim.render(width=w, height=h, camera_name=rs_cam)
-        return np.ascontiguousarray(img[::-1])
+        return self.rs_env.sim.render(width=w, height=h, camera_name=rs_cam, depth=depth)
+
+    def render_depth(self, camera: str, image_size: tuple[int, int] | None = None) -> np.ndarray:
+        """Render one camera's depth image of the current state, as an RGB-D camera measures it.
+
+        Args:
+            camera: a user camera name (``"agentview"``) or a MuJoCo camera name.
+            image_size: ``(H, W)`` px; defaults to the env's ``image_size``.
+
+        Returns:
+            ``float32 (H, W)`` depth in m along the camera's optical axis (robosuite's
+            ``camera_utils.get_real_depth_map`` of MuJoCo's z-buffer), upright, origin top-left, pixel-aligned with
+            :meth:`render_camera`.
+
+        Raises:
+            ConfigError: the env was built with ``render=False``.
+            UnknownNameError: unknown camera.
+        """
+        from robosuite.utils.camera_utils import get_real_depth_map
+
+        _, z_buffer = self._render(camera, image_size, "render_depth()", depth=True)
+        return np.ascontiguousarray(get_real_depth_map(self.rs_env.sim, z_buffer)[::-1], dtype=np.float32)
 
     def rs_camera_name(self, camera: str) -> str:
         """MuJoCo camera name behind a user camera name.
@@ -531,6 +562,14 @@ class RobosuiteEnv:
                 self.camera_names, self.render_camera, lambda: self._holds_state(qpos), step=self._step)
         else:
             images = {name: self.render_camera(name) for name in self.camera_names}
+        depth: dict[str, np.ndarray] | LazyImages | None = None
+        if self.depth_camera_names:
+            if self.lazy_images:
+                qpos = self.rs_env.sim.data.qpos.copy()
+                depth = LazyImages(self.depth_camera_names, self.render_depth, lambda: self._holds_state(qpos),
+                                   step=self._step, check=check_depth)
+            else:
+                depth = {name: self.render_depth(name) for name in self.depth_camera_names}
         success = all(preds.get(g, False) for g in self.spec.goals)
         privileged = {
             "task": self.task_name,
@@ -540,7 +579,7 @@ class RobosuiteEnv:
             "goals": list(self.spec.goals),
         }
         return Observation(images=images, proprio=self.proprio(), t=self.t, privileged=privileged, step=self._step,
-                           joints=self.joint_positions())
+                           joints=self.joint_positions(), depth=depth)
 
     def _holds_state(self, qpos: np.ndarray) -> bool:
         """Whether the simulator is open and still at the joint positions ``qpos`` (a lazy image's state)."""

@@ -58,6 +58,8 @@ class LearnedVerifier:
         grasp_skill: the skill whose predicate says an object is held (for reasons, and the hand's evidence).
         held_ray_m: a pick whose object the hand holds (:func:`~planner_vlm.learned.hand_evidence.hand_holds`, with
             this ``max_ray_m`` in m and ``confidence_threshold`` as the sharpness) is a success; None: off.
+        use_depth: read the scene with the camera's depth image where the observation carries one (see
+            :class:`~planner_vlm.learned.learned_planner.LearnedPlanner`).
 
     Attributes:
         is_oracle: False. source: ``"learned"``.
@@ -67,12 +69,13 @@ class LearnedVerifier:
     source: ClassVar[str] = "learned"
 
     def __init__(self, state_model: Any, confidence_threshold: float = 0.9, grasp_skill: str = "pick",
-                 held_ray_m: float | None = HELD_RAY_M):
+                 held_ray_m: float | None = HELD_RAY_M, use_depth: bool = True):
         if not 0.5 < confidence_threshold <= 1.0:
             raise ConfigError(f"learned verifier confidence_threshold must be in (0.5, 1], got {confidence_threshold}")
         if held_ray_m is not None and not held_ray_m > 0:
             raise ConfigError(f"learned verifier held_ray_m must be > 0 m or null, got {held_ray_m}")
         self.held_ray_m = held_ray_m
+        self.use_depth = bool(use_depth)
         self.state_model = state_model
         self.confidence_threshold = float(confidence_threshold)
         self.grasp_skill = grasp_skill
@@ -112,7 +115,7 @@ class LearnedVerifier:
                                      f"{self.task.skills[subgoal.skill]!r}") from e
         if pred not in self.state_model.cfg.predicates:
             raise UnknownNameError("predicate of the learned state model", pred, list(self.state_model.cfg.predicates))
-        state = self.state_model.predict(after)
+        state = self.state_model.predict(after, use_depth=self.use_depth)
         p = state.probability(pred)
         seen, named = located_confidence(state, subgoal.args)
         confidence = max(p, 1.0 - p) * seen

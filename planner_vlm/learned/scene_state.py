@@ -40,6 +40,8 @@ class SceneState:
             error is above 2 cm in 0-3% of the frames in the sharper half and 11-88% of those in the most diffuse
             fifth (an object hidden behind another). With ``best_localized_first`` the learned planner plans the
             best-localized object first.
+        depth_moved: ``bool (O,)`` or None (no depth image read): the objects whose 3-D read the camera's depth
+            contradicted and moved along their rays (:mod:`planner_vlm.learned.depth_heights`).
     """
 
     objects: tuple[str, ...]
@@ -51,6 +53,7 @@ class SceneState:
     scene_confidence: float
     heatmap_entropy: np.ndarray
     object_uncertainty: np.ndarray | None = field(default=None)
+    depth_moved: np.ndarray | None = field(default=None)
 
     def probability(self, predicate: str) -> float:
         """Calibrated ``p(predicate holds)``.
@@ -89,6 +92,8 @@ class SceneState:
                  "confidence": round(float(self.object_confidence[i]), 3)}
             if self.object_uncertainty is not None:
                 d["uncertainty"] = round(float(self.object_uncertainty[i]), 3)
+            if self.depth_moved is not None and self.depth_moved[i]:
+                d["depth_moved"] = True
             return d
 
         return {

@@ -16,6 +16,9 @@ It wraps :class:`~planner_vlm.learned.state_net.StateNet` with what a trained mo
   that no predicate says is supported (not grasped, on nothing) is lifted to 3-D at its resting mode's height (the
   one nearest the regressed height: upright or lying) rather than at the regressed one, which one camera confuses
   with depth.
+* the **depth offsets** of the objects (:mod:`planner_vlm.learned.depth_heights`, ``scripts/fit_depth_offsets.py``):
+  where the observation carries the camera's depth image (an RGB-D camera), an object whose 3-D read the depth
+  contradicts is moved along its ray to the depth's height.
 
 Checkpoints are directories (safetensors + JSON, never pickle), like the executor's::
 
@@ -23,7 +26,8 @@ Checkpoints are directories (safetensors + JSON, never pickle), like the executo
     config.json         # {"format": "tandem-state-model/1", "model": StateModelConfig, "calibration": {...},
                         #  "temperature": T, "entropy_reference": {"p50": [K], "p99": [K]},
                         #  "rest_heights": [per object: [[z0, z1], ...] its resting modes, null: none]
-                        #  (optional; [z0, z1] per object: one mode, as before resting modes), "metrics": {...}}
+                        #  (optional; [z0, z1] per object: one mode, as before resting modes),
+                        #  "depth_offsets_m": [per object: m or null] (optional), "metrics": {...}}
     command.txt         # the command that produced it
 
 It never reads ``Observation.privileged``: it works from the image and the proprio, as on a robot.
@@ -32,6 +36,7 @@ It never reads ``Observation.privileged``: it works from the image and the propr
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +45,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from planner_vlm.learned.camera import CameraCalibration
+from planner_vlm.learned.depth_heights import depth_checked_keypoints
 from planner_vlm.learned.proprio import proprio_features
 from planner_vlm.learned.rest_heights import (
     apply_rest_heights,
@@ -109,9 +115,12 @@ class StateModel:
         metrics: held-out metrics recorded at training time (JSON-safe).
         rest_heights: ``(O, M, 2)`` m, each object's resting modes, a height per keypoint (NaN: none; ``(O, 2)``:
             one mode each; None: no object has one), see :mod:`planner_vlm.learned.rest_heights`.
+        depth_offsets: ``(O,)`` m, each object's origin behind the surface its depth pixel sees (NaN: not checked;
+            None: no object is), see :mod:`planner_vlm.learned.depth_heights`.
 
     Raises:
-        ConfigError: a calibration for another camera, or a non-positive temperature.
+        ConfigError: a calibration for another camera, a non-positive temperature, or depth offsets of another
+            length.
     """
 
     #: Not an oracle: it reads images and proprio only.
@@ -120,7 +129,7 @@ class StateModel:
     def __init__(self, cfg: StateModelConfig, calibration: CameraCalibration, net: StateNet | None = None,
                  temperature: float = 1.0, entropy_p50: np.ndarray | None = None,
                  entropy_p99: np.ndarray | None = None, metrics: dict[str, Any] | None = None,
-                 rest_heights: np.ndarray | None = None):
+                 rest_heights: np.ndarray | None = None, depth_offsets: np.ndarray | None = None):
         if calibration.camera != cfg.camera:
             raise ConfigError(f"the state model reads camera {cfg.camera!r}, the calibration is for "
                               f"{calibration.camera!r}")
@@ -137,6 +146,9 @@ class StateModel:
         self.rest_heights = np.full((len(cfg.objects), 1, 2), np.nan)
         if rest_heights is not None:
             self.set_rest_heights(rest_heights)
+        self.depth_offsets = np.full(len(cfg.objects), np.nan)
+        if depth_offsets is not None:
+            self.set_depth_offsets(depth_offsets)
         self.command = ""
         self.set_calibration(calibration)
 
@@ -155,6 +167,22 @@ class StateModel:
             self.rest_heights = as_rest_modes(rest_heights, len(self.cfg.objects))
         except ValueError as e:
             raise ConfigError(str(e)) from e
+
+    def set_depth_offsets(self, offsets: np.ndarray) -> None:
+        """Use ``offsets (O,)`` m (NaN: that object is not checked) for the depth check.
+
+        Raises:
+            ConfigError: not one value per object of the vocabulary.
+        """
+        arr = np.asarray([np.nan if v is None else v for v in np.asarray(offsets, object).reshape(-1)], np.float64)
+        if arr.shape != (len(self.cfg.objects),):
+            raise ConfigError(f"depth offsets must be one per object {list(self.cfg.objects)}, got {arr.shape}")
+        self.depth_offsets = arr
+
+    @property
+    def reads_depth(self) -> bool:
+        """Whether the checkpoint has a depth offset for some object (an RGB-D camera's depth is then used)."""
+        return bool(np.isfinite(self.depth_offsets).any())
 
     def geometry(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """``(k_inv, rot, pos)`` float32 tensors of the calibration, for :class:`StateNet`."""
@@ -226,8 +254,11 @@ class StateModel:
         out_px[:, 1::2] = np.where(np.isfinite(proj), proj, px[:, 1::2])
         return p3d, out_px
 
-    def predict(self, observation: Observation) -> SceneState:
+    def predict(self, observation: Observation, use_depth: bool = True) -> SceneState:
         """The scene state of one observation (its ``cfg.camera`` image and proprio; never ``privileged``).
+
+        With ``use_depth``, depth offsets in the checkpoint and the camera's depth image in ``observation.depth``,
+        the objects' 3-D reads are checked against the depth (:meth:`depth_checked`).
 
         Raises:
             ConfigError: the observation has no image of the model's camera (names the cameras it has).
@@ -236,7 +267,26 @@ class StateModel:
         if image is None:
             raise ConfigError(f"the learned state model reads the {self.cfg.camera!r} camera, but the observation has "
                               f"{sorted(observation.images) or 'no images'} (render it: env.render=true, env.cameras)")
-        return self.scene_state(self.predict_arrays(image[None], np.asarray(observation.proprio)[None]), 0)
+        state = self.scene_state(self.predict_arrays(image[None], np.asarray(observation.proprio)[None]), 0)
+        depth = None if observation.depth is None else observation.depth.get(self.cfg.camera)
+        if use_depth and depth is not None and self.reads_depth:
+            state = self.depth_checked(state, depth)
+        return state
+
+    def depth_checked(self, state: SceneState, depth: np.ndarray) -> SceneState:
+        """``state`` with the objects' 3-D reads checked against ``depth`` (``float32 (H, W)`` m, the camera's depth
+        image): :func:`~planner_vlm.learned.depth_heights.depth_checked_keypoints`; ``depth_moved`` says which
+        moved. Objects the task never grasps count as not held.
+
+        Raises:
+            ValueError: a depth image that is not 2-D.
+        """
+        grasped = np.array([state.probability(f"grasped({o})") if f"grasped({o})" in state.predicates else 0.0
+                            for o in state.objects])
+        kp, moved = depth_checked_keypoints(state.keypoints_3d, state.keypoints_px, grasped, state.object_uncertainty,
+                                            np.asarray(depth, np.float64), self.calibration, self.depth_offsets,
+                                            self.rest_heights)
+        return replace(state, keypoints_3d=kp, depth_moved=moved)
 
     def scene_state(self, out: dict[str, np.ndarray], row: int) -> SceneState:
         """Row ``row`` of a :meth:`predict_arrays` batch ``out`` as a :class:`SceneState` (what :meth:`predict`
@@ -293,6 +343,7 @@ class StateModel:
                "entropy_reference": {"p50": self.entropy_p50.tolist(),
                                      "p99": [float(v) if np.isfinite(v) else None for v in self.entropy_p99]},
                "rest_heights": rest_heights_to_json(self.rest_heights),
+               "depth_offsets_m": [None if not np.isfinite(v) else round(float(v), 5) for v in self.depth_offsets],
                "metrics": self.metrics, "extra": extra or {}}
         (path / CONFIG).write_text(json.dumps(cfg, indent=2))
         (path / COMMAND).write_text((command or self.command or "(unknown)").strip() + "\n")
@@ -333,7 +384,8 @@ class StateModel:
             net.load_state_dict(weights)
             model = cls(cfg, calibration if calibration is not None else stored, net=net,
                         temperature=float(raw.get("temperature", 1.0)), entropy_p50=ref.get("p50"),
-                        entropy_p99=p99, metrics=raw.get("metrics"), rest_heights=rest)
+                        entropy_p99=p99, metrics=raw.get("metrics"), rest_heights=rest,
+                        depth_offsets=raw.get("depth_offsets_m"))
         except (ConfigError, KeyError, TypeError, ValueError) as e:
             raise CheckpointError(f"{path}: invalid state model checkpoint: {e}") from e
         model.command = (path / COMMAND).read_text().strip() if (path / COMMAND).is_file() else ""

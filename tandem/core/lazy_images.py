@@ -26,22 +26,28 @@ from tandem.core.types import Observation, check_image
 class LazyImages(Mapping[str, np.ndarray]):
     """``camera -> uint8 (H, W, 3)`` RGB (upright, origin top-left), rendered on first read.
 
+    The same mapping holds an observation's depth images (``Observation.depth``: ``camera -> float32 (H, W)`` m)
+    with ``check=check_depth``.
+
     Args:
         cameras: the camera names the env offers (the mapping's keys).
         render: ``camera -> uint8 (H, W, 3)`` of the simulator's current state.
         is_current: whether the simulator still holds the observed state.
         step: the observation's control step (for messages).
+        check: ``(camera, array) -> None``, raising ``ValueError`` on a malformed render (default: RGB's
+            :func:`~tandem.core.types.check_image`).
 
     Raises (on read):
         KeyError: a camera that is not one of ``cameras``. StaleObservationError: the image was never rendered and
-        the simulator has moved on. ValueError: ``render`` returned something that is not ``uint8 (H, W, 3)``.
+        the simulator has moved on. ValueError: ``render`` returned something ``check`` refuses.
     """
 
     validates_on_read = True  # Observation.__post_init__ leaves the checks to the first read
 
     def __init__(self, cameras: Iterable[str], render: Callable[[str], np.ndarray], is_current: Callable[[], bool],
-                 step: int = 0):
+                 step: int = 0, check: Callable[[str, np.ndarray], None] = check_image):
         self._cameras = tuple(cameras)
+        self._check = check
         self._render = render
         self._is_current = is_current
         self._cache: dict[str, np.ndarray] = {}
@@ -59,7 +65,7 @@ class LazyImages(Mapping[str, np.ndarray]):
                 "component that keeps an observation to read later must have it rendered while it is current "
                 "(tandem.core.lazy_images.materialize_images)")
         img = self._render(camera)
-        check_image(camera, img)
+        self._check(camera, img)
         self._cache[camera] = img
         return img
 
@@ -92,11 +98,14 @@ class LazyImages(Mapping[str, np.ndarray]):
 
 
 def materialize_images(observation: Observation | None) -> Observation | None:
-    """Render the lazy images of ``observation`` now (nothing to do for plain ``dict`` images); returns it.
+    """Render the lazy images (and lazy depth images) of ``observation`` now (nothing to do for plain ``dict``
+    images); returns it.
 
     Raises:
         StaleObservationError: it is too late (see :class:`LazyImages`).
     """
-    if observation is not None and isinstance(observation.images, LazyImages):
-        observation.images.materialize()
+    if observation is not None:
+        for mapping in (observation.images, observation.depth):
+            if isinstance(mapping, LazyImages):
+                mapping.materialize()
     return observation

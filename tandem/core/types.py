@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -39,6 +40,16 @@ def check_image(name: str, img: Any) -> None:
                          f"{getattr(img, 'dtype', type(img))} {getattr(img, 'shape', '')}")
 
 
+def check_depth(name: str, depth: Any) -> None:
+    """Raise ``ValueError`` naming the camera unless ``depth`` is a ``float32 (H, W)`` array of depths (m, > 0, NaN
+    where the sensor has no return)."""
+    if not (isinstance(depth, np.ndarray) and depth.dtype == np.float32 and depth.ndim == 2):
+        raise ValueError(f"Observation.depth[{name!r}] must be float32 (H, W) m, got "
+                         f"{getattr(depth, 'dtype', type(depth))} {getattr(depth, 'shape', '')}")
+    if np.any(depth[np.isfinite(depth)] <= 0):
+        raise ValueError(f"Observation.depth[{name!r}] has depths <= 0 m (use NaN for no return)")
+
+
 @dataclass
 class Observation:
     """One observation of the world.
@@ -56,10 +67,14 @@ class Observation:
         joints: ``float32 (J,)`` the arm's joint angles (rad, base to wrist: the Panda's joint 1..7, so
             ``joints[-1]`` is the wrist), as the robot reports them (robosuite's ``robot0_joint_pos``, the bridge's
             ``/joint_states``); None where they are not known. Not privileged: a real arm reports them.
+        depth: camera name -> ``float32 (H, W)`` depth image (m, along the camera's optical axis, NaN: no return),
+            upright, origin top-left, pixel-aligned with ``images[camera]`` (an RGB-D camera; robosuite renders it):
+            a ``dict``, or in simulation a :class:`tandem.core.lazy_images.LazyImages`; None where no camera gives
+            depth. Not privileged: a real RGB-D camera measures it.
 
     Raises:
-        ValueError: a ``proprio`` that is not 1-D, or ``joints`` that are not 1-D and finite (the message names the
-            field).
+        ValueError: a ``proprio`` that is not 1-D, ``joints`` that are not 1-D and finite, or a depth image that is
+            not ``float32 (H, W)`` with positive depths (the message names the field).
     """
 
     images: dict[str, np.ndarray]
@@ -68,11 +83,15 @@ class Observation:
     privileged: dict[str, Any] | None = None
     step: int = 0
     joints: np.ndarray | None = None
+    depth: Mapping[str, np.ndarray] | None = None
 
     def __post_init__(self) -> None:
         if not getattr(self.images, "validates_on_read", False):  # tandem.core.lazy_images.LazyImages checks on read
             for name, img in self.images.items():
                 check_image(name, img)
+        if self.depth is not None and not getattr(self.depth, "validates_on_read", False):
+            for name, d in self.depth.items():
+                check_depth(name, d)
         self.proprio = np.asarray(self.proprio, dtype=np.float32)
         if self.proprio.ndim != 1:
             raise ValueError(f"Observation.proprio must be 1-D (D,), got shape {self.proprio.shape}")

@@ -125,6 +125,8 @@ class EnvConfig(Schema):
         perturbation_budget: a perturbation that undoes finished work (a pulled or knocked-off object to pick and
             place again, a dropped one to pick again) adds the task's step budget for that work to the episode's
             (``sim.perturbations.ADDED_SUBGOALS`` x ``steps_per_subgoal``); off: the task's budget alone.
+        depth_cameras: cameras (among ``cameras``) that also give depth images (``Observation.depth``, m: an RGB-D
+            camera). A learned planner or verifier with ``use_depth`` adds its camera here itself.
     """
 
     cameras: tuple[str, ...] = ("agentview", "wrist")
@@ -133,6 +135,7 @@ class EnvConfig(Schema):
     render: bool = True
     lazy_images: bool = True
     perturbation_budget: bool = True
+    depth_cameras: tuple[str, ...] = ()
 
     def check(self) -> None:
         size = list(self.image_size)
@@ -142,6 +145,9 @@ class EnvConfig(Schema):
             raise FieldError("cameras", f"must be non-empty and unique, got {list(self.cameras)}")
         if self.control_freq < 1:
             raise FieldError("control_freq", f"must be >= 1 Hz, got {self.control_freq}")
+        unknown = [c for c in self.depth_cameras if c not in self.cameras]
+        if unknown:
+            raise FieldError("depth_cameras", f"{unknown} are not among cameras {list(self.cameras)}")
 
 
 @dataclass
@@ -434,11 +440,15 @@ class LearnedPerceptionConfig(ComponentConfig):
             simulation) and the checkpoint's: ``{"intrinsics": 3x3 px, "world_from_camera": 4x4 (m, OpenCV axes),
             "image_size": [H, W], "camera": "agentview"}``; on a robot, its calibration routine's result.
         torch_threads: ``torch.set_num_threads`` at load (None: torch's default).
+        use_depth: check the state model's 3-D reads against the camera's depth image (an RGB-D camera), where the
+            state checkpoint has depth offsets (``scripts/fit_depth_offsets.py``) and the observation carries depth;
+            in simulation the env then renders the camera's depth (``env.depth_cameras``). False: the image alone.
     """
 
     state_checkpoint: str | None = None
     camera_calibration: dict[str, Any] | None = None
     torch_threads: int | None = 1
+    use_depth: bool = True
 
     def check(self) -> None:
         wrong_type = non_numbers(self)
@@ -500,6 +510,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             ``tandem.core.wrist.PANDA_WRIST_LIMIT_RAD``): a pick's close whose turn would take the wrist past it
             (less 0.3 rad) is turned a half turn the other way, as the experts choose (``LearnedPlanner``, step 4
             of its docs); None: off.
+        hidden_uncertainty: a pick whose object's heatmap uncertainty is above this (hidden, e.g. behind the arm) is
+            planned from the object's last sharp read (``LearnedPlanner``, step 4 of its docs); None (the default:
+            measured on stack_three's validation seeds only, README): off.
 
     Raises (``check``):
         FieldError: a field that is not a number where one is needed, or out of its range.
@@ -516,9 +529,13 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     max_close_offset_m: float | None = 0.03
     held_ray_m: float | None = 0.06  # planner_vlm.learned.hand_evidence.HELD_RAY_M
     wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD
+    hidden_uncertainty: float | None = None  # on: e.g. 0.5, planner_vlm.learned.learned_planner.HIDDEN_UNCERTAINTY
 
     def check(self) -> None:
         super().check()
+        if self.hidden_uncertainty is not None and not (math.isfinite(self.hidden_uncertainty)
+                                                        and self.hidden_uncertainty > 0):
+            raise FieldError("hidden_uncertainty", f"must be > 0 or null, got {self.hidden_uncertainty}")
         check_positive_length("max_close_offset_m", self.max_close_offset_m)
         check_positive_length("held_ray_m", self.held_ray_m)
         if self.wrist_limit_rad is not None and not (math.isfinite(self.wrist_limit_rad) and self.wrist_limit_rad > 0):

@@ -237,6 +237,22 @@ def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
     return None
 
 
+def perception_depth(cfg: StackConfig) -> bool:
+    """Whether a learned planner or verifier of ``cfg`` reads the camera's depth: its ``use_depth`` is set and its
+    state checkpoint's ``config.json`` has a depth offset for some object (read without loading the model)."""
+    for section in (cfg.planner, cfg.verifier):
+        if not isinstance(section, LearnedPerceptionConfig) or not section.use_depth:
+            continue
+        try:
+            path = resolve_perception_checkpoint(section.state_checkpoint, cfg.task.name, "state")
+            offsets = json.loads((path / "config.json").read_text()).get("depth_offsets_m") or []
+        except (ConfigError, OSError, ValueError):
+            continue
+        if any(v is not None for v in offsets):
+            return True
+    return False
+
+
 #: Loaded state models by (checkpoint, calibration): a learned planner and verifier share one network.
 _STATE_MODELS: dict[tuple[str, str], Any] = {}
 
@@ -288,7 +304,8 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
                           min_scene_confidence=spec.min_scene_confidence,
                           best_localized_first=spec.best_localized_first, empty_grip_m=spec.empty_grip_m,
                           max_close_offset_m=spec.max_close_offset_m, held_ray_m=spec.held_ray_m,
-                          wrist_limit_rad=spec.wrist_limit_rad)
+                          wrist_limit_rad=spec.wrist_limit_rad, use_depth=spec.use_depth,
+                          hidden_uncertainty=spec.hidden_uncertainty)
 
 
 # ------------------------------------------------------------------------------------------- verifiers
@@ -302,7 +319,7 @@ def _learned_verifier(spec: LearnedVerifierConfig, ctx: BuildContext) -> Verifie
     from planner_vlm.learned.learned_verifier import LearnedVerifier
 
     return LearnedVerifier(_state_model(spec, ctx), confidence_threshold=spec.confidence_threshold,
-                           held_ray_m=spec.held_ray_m)
+                           held_ray_m=spec.held_ray_m, use_depth=spec.use_depth)
 
 
 @VERIFIERS.register("oracle")
@@ -566,7 +583,8 @@ def build_sim_env(task: TaskConfig, env: EnvConfig, perturb: PerturbConfig | Non
         spec = PerturbationSpec(name=perturb.name, at_step=perturb.at_step, after_success=perturb.after_success)
     return RobosuiteEnv(task.name, cameras=tuple(env.cameras), image_size=tuple(env.image_size),
                         control_freq=int(env.control_freq), render=bool(env.render), perturbation=spec,
-                        lazy_images=bool(env.lazy_images), perturbation_budget=bool(env.perturbation_budget))
+                        lazy_images=bool(env.lazy_images), perturbation_budget=bool(env.perturbation_budget),
+                        depth_cameras=tuple(env.depth_cameras))
 
 
 def build_memory(spec: MemoryConfig | None = None) -> TaskMemory:
@@ -635,6 +653,9 @@ def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
         if (cams, size, True) != (tuple(env_cfg.cameras), tuple(env_cfg.image_size), env_cfg.render):
             logger.info("env renders %s at %s for the learned state model", cams, size)
             env_cfg = replace(env_cfg, cameras=cams, image_size=size, render=True)
+        if perception_depth(cfg) and camera not in env_cfg.depth_cameras:
+            logger.info("env renders %s's depth for the learned state model", camera)
+            env_cfg = replace(env_cfg, depth_cameras=(*env_cfg.depth_cameras, camera))
     env = build_sim_env(cfg.task, env_cfg, cfg.perturb)
     try:
         ctx = BuildContext(env=env, simulated=True, task=cfg.task.name, planner=cfg.planner.name)

@@ -230,3 +230,29 @@ def test_an_image_never_rendered_before_the_env_closed_is_stale():
     env.close()
     with pytest.raises(StaleObservationError, match="never rendered"):
         obs.images["agentview"]
+
+
+def test_depth_camera_measures_the_range_to_the_objects():
+    """An RGB-D agentview: depth (m, float32, rendered lazily) that puts each cube's visible surface 2-4 cm in front
+    of its origin along the camera ray (the depth check's offset), and a refusal of a depth camera that is not one
+    of the env's cameras."""
+    from planner_vlm.learned.camera import CameraCalibration
+    from planner_vlm.learned.depth_heights import surface_range
+    from sim.robosuite_env import RobosuiteEnv
+    from tandem.core.lazy_images import LazyImages
+
+    with pytest.raises(ConfigError, match="depth_cameras"):
+        RobosuiteEnv("stack_three", cameras=("agentview",), image_size=(84, 84), depth_cameras=("wrist",))
+    env = RobosuiteEnv("stack_three", cameras=("agentview",), image_size=(84, 84), depth_cameras=("agentview",))
+    try:
+        obs, _ = env.reset(3)
+        assert isinstance(obs.depth, LazyImages) and obs.depth.rendered == ()
+        depth = obs.depth["agentview"]
+        assert depth.shape == (84, 84) and depth.dtype == np.float32 and np.all(depth[np.isfinite(depth)] > 0)
+        cal = CameraCalibration.from_json(env.camera_calibration("agentview"))
+        for pose in obs.privileged["objects"].values():
+            origin = np.asarray(pose["pos"], np.float64)
+            gap = np.linalg.norm(origin - cal.position) - surface_range(cal, depth, cal.project(origin[None])[0])
+            assert 0.015 < gap < 0.04
+    finally:
+        env.close()

@@ -40,7 +40,7 @@ class UncertainStateModel:
         self.probs = dict.fromkeys(PREDICATES, 0.01)
         self.uncertainty = None if uncertainty is None else np.asarray(uncertainty, np.float64)
 
-    def predict(self, observation: Observation) -> SceneState:
+    def predict(self, observation: Observation, use_depth: bool = True) -> SceneState:
         kp = np.zeros((3, 2, 3))
         return SceneState(objects=OBJECTS, predicates=PREDICATES,
                           probabilities=np.array([self.probs[p] for p in PREDICATES]),

@@ -49,19 +49,23 @@ class ScriptedStateModel:
         self.probs = dict.fromkeys(PREDICATES, 0.01)
         self.object_confidence = np.ones(len(OBJECTS))
         self.scene_confidence = 1.0
+        self.uncertainty: np.ndarray | None = None
+        self.shift = np.zeros((len(OBJECTS), 3))  # m, added to each object's keypoints
         self.seen: list[Observation] = []
 
-    def predict(self, observation: Observation) -> SceneState:
+    def predict(self, observation: Observation, use_depth: bool = True) -> SceneState:
         self.seen.append(observation)
         kp = np.zeros((3, 2, 3))
         for i in range(3):
             kp[i, 0] = [0.0, -0.1 + 0.1 * i, 0.83]
             kp[i, 1] = kp[i, 0] + [0.03, 0.0, 0.0]
+        kp += self.shift[:, None]
         return SceneState(objects=OBJECTS, predicates=PREDICATES,
                           probabilities=np.array([self.probs[p] for p in PREDICATES]),
                           keypoints_px=self.calibration.project(kp.reshape(-1, 3)).reshape(3, 2, 2), keypoints_3d=kp,
                           object_confidence=self.object_confidence.copy(), scene_confidence=self.scene_confidence,
-                          heatmap_entropy=np.zeros((3, 2)))
+                          heatmap_entropy=np.zeros((3, 2)),
+                          object_uncertainty=None if self.uncertainty is None else self.uncertainty.copy())
 
 
 @dataclass(frozen=True)
@@ -510,3 +514,31 @@ def test_planner_after_a_verified_pick_the_hand_holds_its_object_whatever_the_im
     assert planner2.plan(_hand_on_red(0.045, step=90), memory2).remaining[0].signature == "pick(red)"
     with pytest.raises(ConfigError, match="held_ray_m"):
         LearnedPlanner(sm, None, held_ray_m=-1.0)
+
+
+@pytest.mark.parametrize("rule", [0.5, None])
+def test_a_pick_of_a_hidden_object_is_planned_from_its_last_sharp_read(rule):
+    sm, tm, _, memory = _setup()
+    planner = LearnedPlanner(sm, tm, hidden_uncertainty=rule)
+    planner.reset(STACK)
+    sm.uncertainty = np.zeros(3)
+    sharp = planner.plan(_obs(0), memory).remaining[0]  # red read sharply where it is
+    assert sharp.signature == "pick(red)"
+    sm.uncertainty = np.array([0.9, 0.0, 0.0])  # red hidden now: its read lands 9 cm away
+    sm.shift[0] = [0.09, 0.0, 0.0]
+    again = planner.plan(_obs(50), memory).remaining[0]
+    events = [e for e in memory.events() if e["kind"] == "hidden_target_remembered"]
+    if rule is None:
+        np.testing.assert_allclose(again.trace_3d.points[-1], sharp.trace_3d.points[-1] + [0.09, 0.0, 0.0])
+        assert not events
+    else:
+        np.testing.assert_allclose(again.trace_3d.points[-1], sharp.trace_3d.points[-1])
+        assert events[0]["object"] == "red" and events[0]["read_step"] == 0 and events[0]["shift_m"] == 0.09
+    # a hidden object never read sharply keeps its read; a bad setting is refused
+    sm2, tm2, _, memory2 = _setup()
+    fresh = LearnedPlanner(sm2, tm2, hidden_uncertainty=0.5)
+    fresh.reset(STACK)
+    sm2.uncertainty, sm2.shift[0] = np.array([0.9, 0.0, 0.0]), [0.09, 0.0, 0.0]
+    assert fresh.plan(_obs(0), memory2).remaining[0].trace_3d.points[-1][0] == pytest.approx(0.09)
+    with pytest.raises(ConfigError, match="hidden_uncertainty"):
+        LearnedPlanner(sm, tm, hidden_uncertainty=0.0)

@@ -99,6 +99,8 @@ def test_privileged_builders_refuse_a_robot():
     ({"verifier": {"name": "learned", "held_ray_m": 0}}, "verifier.held_ray_m must be > 0 m or null, got 0"),
     ({"planner": {"name": "learned", "wrist_limit_rad": 0}}, "planner.wrist_limit_rad must be > 0 rad or null, got 0"),
     ({"planner": {"name": "learned", "wrist_limit_rad": float("nan")}}, "planner.wrist_limit_rad must be > 0 rad or null"),
+    ({"planner": {"name": "learned", "hidden_uncertainty": -1}}, "planner.hidden_uncertainty must be > 0 or null"),
+    ({"env": {"cameras": ["agentview"], "depth_cameras": ["wrist"]}}, r"env.depth_cameras \['wrist'\] are not among"),
     ({"executor": {"name": "diffusion", "num_infernce_steps": 3}}, "unknown config key executor.num_infernce_steps"),
 ])
 def test_a_bad_demo_config_is_refused_naming_the_key(data, message):
