@@ -37,9 +37,12 @@ import numpy as np
 CLOSING_SKILLS = ("pick",)
 
 
-def _close_row(gripper: np.ndarray) -> int | None:
-    """Index of the first row where an open gripper (<= 0) is commanded closed (> 0), or None."""
-    rows = np.flatnonzero((gripper[1:] > 0) & (gripper[:-1] <= 0)) + 1
+def _close_row(trace: Any) -> int | None:
+    """Index of ``trace``'s first close of an open gripper (the learned planner's
+    :func:`~planner_vlm.learned.learned_planner.close_rows`), or None."""
+    from planner_vlm.learned.learned_planner import close_rows
+
+    rows = close_rows(trace)
     return int(rows[0]) if len(rows) else None
 
 
@@ -62,7 +65,7 @@ def compare(learned: Any, oracle: Any, order: int, wrist: float | None) -> dict[
     from tandem.core.wrist import predicted_wrist
 
     row: dict[str, Any] = {}
-    i, j = _close_row(np.asarray(learned.gripper)), _close_row(np.asarray(oracle.gripper))
+    i, j = _close_row(learned), _close_row(oracle)
     if i is None and j is None:
         i, j = _release_row(np.asarray(learned.gripper)), _release_row(np.asarray(oracle.gripper))
         row["event"] = "release"
@@ -99,16 +102,11 @@ def perception_gap(events: list[dict[str, Any]], truth: dict[str, Any], target: 
 def start_view_gap(planner: Any, subgoal: Any, oracle: Any, proprio: np.ndarray) -> dict[str, Any]:
     """The trace model asked for ``subgoal`` from the gripper as the episode started (turned to its yaw now), the
     learned planner's re-anchoring query: its close against the oracle's (m); empty where it does not apply."""
-    from planner_vlm.learned.proprio import gripper_yaw
-    from tandem.core.geometry import quat_yaw_mul
-
-    start, state = getattr(planner, "_start_proprio", None), getattr(planner, "last_state", None)
+    start, state = planner.start_pose_proprio(proprio), planner.last_state
     if start is None or state is None or subgoal.skill != "pick":
         return {}
-    p = np.array(start, np.float64)
-    p[3:7] = quat_yaw_mul(float(gripper_yaw(proprio) - gripper_yaw(start)), start[3:7])
-    again = planner.trace_model.predict(state.keypoints_3d, p, subgoal.skill, subgoal.args)
-    i, j = _close_row(np.asarray(again.gripper)), _close_row(np.asarray(oracle.gripper))
+    again = planner.trace_model.predict(state.keypoints_3d, start, subgoal.skill, subgoal.args)
+    i, j = _close_row(again), _close_row(oracle)
     if i is None or j is None:
         return {}
     d = np.asarray(again.points[i], float) - np.asarray(oracle.points[j], float)
@@ -134,8 +132,9 @@ def run_seed(stack: Any, producer: Any, seed: int, symmetries: dict[str, int], h
             row["traces"] = {name: np.column_stack([t.points, t.yaw, t.gripper]).round(4).tolist()
                              for name, t in (("learned", subgoal.trace_3d), ("oracle", oracle))}
             row.update(compare(subgoal.trace_3d, oracle, int(symmetries.get(target, 1)), env.wrist_angle()))
-        row.update(perception_gap(agent.memory.events(), env.observe().privileged["objects"], target))
-        row.update(start_view_gap(agent.planner, subgoal, oracle, env.observe().proprio))
+        now = env.observe()  # the simulator's truth: this tool measures, the stack never sees it
+        row.update(perception_gap(agent.memory.events(), now.privileged["objects"], target))
+        row.update(start_view_gap(agent.planner, subgoal, oracle, now.proprio))
         rows.append(row)
         if hand_oracle:
             subgoal.trace_3d = oracle

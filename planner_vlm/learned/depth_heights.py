@@ -58,14 +58,20 @@ def depth_at(depth: np.ndarray, pixel: np.ndarray, patch: int = DEPTH_PATCH_PX) 
 
 
 def surface_range(calibration: CameraCalibration, depth: np.ndarray, pixel: np.ndarray) -> float:
-    """Range (m) from the camera centre along the ray through ``pixel`` (calibration px) to the surface the depth
-    image ``depth`` (any size; the calibration is resized to it) sees there; NaN without a return."""
+    """Range (m) from the camera centre along the ray through ``pixel (2,)`` ``(x, y)`` (calibration px) to the
+    surface the depth image ``depth (H, W)`` m (any size; the pixel is scaled to it) sees there; NaN without a
+    return. Raises nothing."""
+    return _surface_hit(calibration, depth, pixel)[0]
+
+
+def _surface_hit(calibration: CameraCalibration, depth: np.ndarray, pixel: np.ndarray) -> tuple[float, np.ndarray]:
+    """``(range m, unit ray (3,) world)`` of :func:`surface_range`."""
     h, w = depth.shape
-    sy, sx = h / calibration.image_size[0], w / calibration.image_size[1]
-    d = depth_at(depth, np.asarray(pixel, np.float64) * np.array([sx, sy]))
-    ray = calibration.rays(np.asarray(pixel, np.float64).reshape(1, 2))[0]
+    px = np.asarray(pixel, np.float64)
+    d = depth_at(depth, px * np.array([w / calibration.image_size[1], h / calibration.image_size[0]]))
+    ray = calibration.rays(px.reshape(1, 2))[0]
     along_axis = float(ray @ calibration.rotation[:, 2])
-    return d / along_axis if along_axis > 1e-6 else float("nan")
+    return (d / along_axis if along_axis > 1e-6 else float("nan")), ray
 
 
 def depth_checked_keypoints(keypoints_3d: np.ndarray, pixels: np.ndarray, grasped: np.ndarray,
@@ -108,10 +114,9 @@ def depth_checked_keypoints(keypoints_3d: np.ndarray, pixels: np.ndarray, graspe
         if (not np.isfinite(offsets[i]) or grasped[i] >= 0.5 or not modes.size
                 or (uncertainty is not None and uncertainty[i] > max_uncertainty)):
             continue
-        r_surface = surface_range(calibration, depth, px[i, 0])
+        r_surface, ray = _surface_hit(calibration, depth, px[i, 0])
         if not np.isfinite(r_surface):
             continue
-        ray = calibration.rays(px[i, 0].reshape(1, 2))[0]
         origin = calibration.position + (r_surface + float(offsets[i])) * ray
         z_depth, z_read = float(origin[2]), float(kp[i, 0, 2])
         if abs(z_depth - z_read) <= tolerance_m:

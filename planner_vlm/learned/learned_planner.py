@@ -446,6 +446,18 @@ class LearnedPlanner(GoalRegressionPlanner):
                             shift_m=round(float(np.linalg.norm(remembered[0] - state.keypoints_3d[i, 0])), 4))
         return replace(state, keypoints_3d=keypoints)
 
+    def start_pose_proprio(self, proprio: np.ndarray) -> np.ndarray | None:
+        """``float64 (8,)`` the gripper as the episode started (position m, level, opening m; the layout of
+        :data:`tandem.core.types.PROPRIO_LAYOUT`) turned about world +z to the yaw of ``proprio (8,)`` now: the
+        re-anchoring query's start (module docstring, step 4); None before the episode's first plan. Raises
+        nothing."""
+        if self._start_proprio is None:
+            return None
+        start = np.array(self._start_proprio, np.float64)
+        turn = float(gripper_yaw(proprio) - gripper_yaw(self._start_proprio))
+        start[3:7] = quat_yaw_mul(turn, self._start_proprio[3:7])
+        return start
+
     def _close_offset(self, trace: Trace3D, target_xy: np.ndarray) -> float | None:
         """xy distance (m) from ``trace``'s first close of an open gripper to ``target_xy`` (None: it closes none)."""
         closes = close_rows(trace)
@@ -467,11 +479,8 @@ class LearnedPlanner(GoalRegressionPlanner):
         offset = self._close_offset(trace, target_xy)
         if offset is None or offset <= self.max_close_offset_m:
             return trace
-        # the gripper as the episode started (position, level, opening), turned to its yaw now
-        proprio = np.array(self._start_proprio, np.float64)
-        turn = float(gripper_yaw(observation.proprio) - gripper_yaw(self._start_proprio))
-        proprio[3:7] = quat_yaw_mul(turn, self._start_proprio[3:7])
-        again = self.trace_model.predict(state.keypoints_3d, proprio, sg.skill, sg.args)
+        again = self.trace_model.predict(state.keypoints_3d, self.start_pose_proprio(observation.proprio), sg.skill,
+                                         sg.args)
         offset_again = self._close_offset(again, target_xy)
         if offset_again is None or offset_again >= offset or len(again) < 2:
             return trace

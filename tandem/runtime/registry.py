@@ -239,7 +239,8 @@ def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
 
 def perception_depth(cfg: StackConfig) -> bool:
     """Whether a learned planner or verifier of ``cfg`` reads the camera's depth: its ``use_depth`` is set and its
-    state checkpoint's ``config.json`` has a depth offset for some object (read without loading the model)."""
+    state checkpoint's ``config.json`` has a depth offset for some object (read without loading the model). Raises
+    nothing: an unreadable checkpoint reads no depth (loading it later raises the real error)."""
     for section in (cfg.planner, cfg.verifier):
         if not isinstance(section, LearnedPerceptionConfig) or not section.use_depth:
             continue
