@@ -53,6 +53,10 @@ class TraceModelConfig:
             (:class:`planner_vlm.learned.grasp_check.Workcell` as a dict: the source bin's walls, the objects'
             extents), recorded at training from the dataset's task (``TaskDefinition.workcell``); empty: no check.
             It changes no weight.
+        ensemble: members (>= 1): independently initialised networks trained on the same samples with different
+            seeds (``TraceTrainConfig.seed + k``), each keeping its own best held-out snapshot; their outputs (point
+            decodings, yaw and turn logits, gripper and length logits) are averaged before decoding, a deep
+            ensemble (Lakshminarayanan et al. 2017). 1: one network (older checkpoints).
     """
 
     objects: tuple[str, ...] = ()
@@ -67,6 +71,7 @@ class TraceModelConfig:
     slot_order: str = "start"
     coherent_turns: bool = False
     workcell: dict[str, Any] = field(default_factory=dict)
+    ensemble: int = 1
 
     def __post_init__(self) -> None:
         for name in ("objects", "skills", "arg_names"):
@@ -88,6 +93,8 @@ class TraceModelConfig:
             raise ConfigError(f"trace model symmetries must name its objects with orders >= 1, got {bad}")
         if self.workcell:
             Workcell.from_dict(self.workcell)  # raises ConfigError naming a malformed field
+        if self.ensemble < 1:
+            raise ConfigError(f"trace model ensemble must be >= 1 member, got {self.ensemble}")
         if self.trace_len < 2 or self.hidden < 1 or self.layers < 1:
             raise ConfigError(f"trace model needs trace_len >= 2, hidden >= 1, layers >= 1, got {self.trace_len}, "
                               f"{self.hidden}, {self.layers}")

@@ -27,8 +27,13 @@ geometry beats memorising):
   the wrist off its limit.
 * **The trace starts at the gripper** (the convention of the oracle traces: row 0 is the grip site and yaw now).
 
+With ``cfg.ensemble > 1`` the model is a deep ensemble (Lakshminarayanan et al. 2017): that many networks, trained
+with different seeds, whose outputs are averaged before decoding (:class:`TraceEnsembleNet`); a member's one-off
+error (a yaw candidate, a turn, a point blended from the wrong anchor) is outvoted by the others.
+
 Checkpoints: a directory with ``model.safetensors``, ``config.json`` (``{"format": "tandem-trace-model/1", "model":
-TraceModelConfig, "metrics"}``) and ``command.txt``, never pickle.
+TraceModelConfig, "metrics"}``) and ``command.txt``, never pickle; an ensemble's weights are its members' under
+``members.<k>.``.
 """
 
 from __future__ import annotations
@@ -220,6 +225,28 @@ class TraceNet(nn.Module):
                 "turn_logits": turn, "gripper_logit": o[..., j + 3], "mask_logit": mask}
 
 
+class TraceEnsembleNet(nn.Module):
+    """``cfg.ensemble`` :class:`TraceNet` members whose outputs are averaged (a deep ensemble, Lakshminarayanan et al.
+    2017): the points relative to the gripper, the yaw corrections and every logit (a soft vote of the yaw
+    candidate, the turns, the gripper and the length). The yaw candidates are the same for every member."""
+
+    def __init__(self, cfg: TraceModelConfig):
+        super().__init__()
+        self.cfg = cfg
+        self.members = nn.ModuleList([TraceNet(cfg) for _ in range(cfg.ensemble)])
+
+    def forward(self, features: Tensor, anchors: Tensor, refs: Tensor) -> dict[str, Tensor]:
+        """As :meth:`TraceNet.forward` (same shapes), averaged over the members."""
+        outs = [m(features, anchors, refs) for m in self.members]
+        return {k: outs[0][k] if k == "yaw_candidates" else torch.stack([o[k] for o in outs]).mean(0)
+                for k in outs[0]}
+
+
+def build_net(cfg: TraceModelConfig) -> TraceNet | TraceEnsembleNet:
+    """A fresh network for ``cfg``: one :class:`TraceNet`, or a :class:`TraceEnsembleNet` when ``cfg.ensemble > 1``."""
+    return TraceEnsembleNet(cfg) if cfg.ensemble > 1 else TraceNet(cfg)
+
+
 def axial(angle: np.ndarray | Tensor) -> np.ndarray | Tensor:
     """``angle`` (rad) wrapped modulo a half turn into ``[-pi/2, pi/2)``."""
     return (angle + math.pi / 2) % math.pi - math.pi / 2
@@ -392,12 +419,14 @@ class TraceModel:
     """A trained trace model: predict a subgoal's :class:`~tandem.core.types.Trace3D` (see the module docstring).
 
     Args:
-        cfg: vocabulary and network. net: the network (fresh when None). metrics: held-out metrics (JSON-safe).
+        cfg: vocabulary and network. net: the network (fresh when None: :func:`build_net`, an ensemble when
+            ``cfg.ensemble > 1``). metrics: held-out metrics (JSON-safe).
     """
 
-    def __init__(self, cfg: TraceModelConfig, net: TraceNet | None = None, metrics: dict[str, Any] | None = None):
+    def __init__(self, cfg: TraceModelConfig, net: TraceNet | TraceEnsembleNet | None = None,
+                 metrics: dict[str, Any] | None = None):
         self.cfg = cfg
-        self.net = net if net is not None else TraceNet(cfg)
+        self.net = net if net is not None else build_net(cfg)
         self.net.eval()
         self.metrics = dict(metrics or {})
         self.command = ""
@@ -457,7 +486,7 @@ class TraceModel:
             cfg = TraceModelConfig.from_dict(raw["model"])
         except (ConfigError, KeyError, TypeError) as e:
             raise CheckpointError(f"{path}: invalid trace model config: {e}") from e
-        net = TraceNet(cfg)
+        net = build_net(cfg)
         weights = load_file(str(path / WEIGHTS))
         expected = net.state_dict()
         bad = sorted(set(expected) ^ set(weights)) + sorted(

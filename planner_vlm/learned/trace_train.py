@@ -25,7 +25,9 @@ import torch.nn.functional as F
 from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
 from planner_vlm.learned.trace_data import TraceDataset
 from planner_vlm.learned.trace_model import (
+    TraceEnsembleNet,
     TraceModel,
+    TraceNet,
     argument_objects,
     axial,
     decode_rows,
@@ -239,11 +241,13 @@ def evaluate_traces(model: TraceModel, data: TraceDataset, index: np.ndarray, no
 
 def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrainConfig, out_dir: str | Path,
                       command: str = "", log: Any = print) -> tuple[TraceModel, dict[str, Any]]:
-    """Train a trace model; write ``<out_dir>/checkpoint`` and return ``(model, summary)``.
+    """Train a trace model (``cfg.ensemble`` members one after another, member ``k`` with seed ``tcfg.seed + k``);
+    write ``<out_dir>/checkpoint`` and return ``(model, summary)``.
 
     Returns:
-        the model (the best held-out snapshot) and a JSON-safe summary: steps, minutes, first/last loss, held-out
-        metrics with clean and with noisy keypoints, the checkpoint path.
+        the model (each member at its best held-out snapshot) and a JSON-safe summary: steps (over all members),
+        minutes, first/last loss, held-out metrics of the whole model with clean and with noisy keypoints, the
+        checkpoint path, and per member (``"members"``, ensembles only) its seed, steps and best step.
 
     Raises:
         ConfigError: a vocabulary that differs from the dataset's.
@@ -252,16 +256,49 @@ def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrai
         raise ConfigError(f"trace model objects {list(cfg.objects)} differ from the dataset's {list(data.objects)}")
     data.set_vocabulary(cfg.skills, cfg.arg_names)
     torch.manual_seed(tcfg.seed)
-    rng = np.random.default_rng(tcfg.seed)
     model = TraceModel(cfg)
-    net = model.net
+    members = list(model.net.members) if isinstance(model.net, TraceEnsembleNet) else [model.net]
+    t0, cpu0 = time.perf_counter(), time.process_time()
+    runs = []
+    for k, net in enumerate(members):
+        if len(members) > 1:
+            log(f"ensemble member {k + 1} of {len(members)} (seed {tcfg.seed + k})")
+        runs.append(_train_member(net, cfg, data, tcfg, tcfg.seed + k, log))
+    model.net.eval()
+    val = data.val_index if len(data.val_index) else data.train_index
+    clean = evaluate_traces(model, data, val)
+    noisy = evaluate_traces(model, data, val, noise=tcfg.keypoint_noise_m)
+    model.metrics = {"held_out": clean, "held_out_noisy_keypoints": noisy, "keypoint_noise_m": tcfg.keypoint_noise_m,
+                     "split": "val" if len(data.val_index) else "train (no held-out episodes)"}
+    summary = {"steps": sum(r["steps"] for r in runs), "best_step": runs[0]["best_step"],
+               "train_minutes": round((time.perf_counter() - t0) / 60, 2),
+               "train_cpu_minutes": round((time.process_time() - cpu0) / 60, 2), "first_loss": runs[0]["first_loss"],
+               "last_loss": runs[-1]["last_loss"], "held_out": clean, "held_out_noisy_keypoints": noisy,
+               "samples": {"train": int(len(data.train_index)), "val": int(len(data.val_index))},
+               "seeds": {"train": data.seeds(data.train_index), "val": data.seeds(data.val_index)},
+               "history": runs[0]["history"]}
+    if len(runs) > 1:
+        summary["members"] = [{k: v for k, v in r.items() if k != "history"} for r in runs]
+    ckpt = model.save(Path(out_dir) / "checkpoint", command=command,
+                      extra={"summary": {k: v for k, v in summary.items() if k != "history"}})
+    summary["checkpoint"] = str(ckpt)
+    return model, summary
+
+
+def _train_member(net: TraceNet, cfg: TraceModelConfig, data: TraceDataset, tcfg: TraceTrainConfig, seed: int,
+                  log: Any) -> dict[str, Any]:
+    """Train one network ``net`` (the model's, or an ensemble member) with ``seed`` for at most ``tcfg.steps`` steps
+    and ``tcfg.max_minutes``, in place; keep its snapshot with the lowest held-out loss. Returns ``{"seed", "steps",
+    "best_step", "first_loss", "last_loss", "best_val_loss", "history"}``."""
+    torch.manual_seed(seed)
+    rng = np.random.default_rng(seed)
+    member = TraceModel(cfg, net)
     x_all, _ = _inputs(cfg, data, data.train_index, 0.0, rng)
     net.feature_mean.copy_(torch.from_numpy(x_all["features"].mean(0)))
     net.feature_std.copy_(torch.from_numpy(np.maximum(x_all["features"].std(0), 1e-2)))
     opt = torch.optim.AdamW(net.parameters(), lr=tcfg.lr, weight_decay=tcfg.weight_decay)
     val = data.val_index if len(data.val_index) else data.train_index
     t0, step, first, last, history = time.perf_counter(), 0, None, {}, []
-    cpu0 = time.process_time()
     best: tuple[float, dict[str, torch.Tensor], int] | None = None
     while step < tcfg.steps and time.perf_counter() - t0 < tcfg.max_minutes * 60:
         frac = step / tcfg.steps
@@ -270,7 +307,7 @@ def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrai
         idx = rng.choice(data.train_index, size=tcfg.batch_size, replace=len(data.train_index) < tcfg.batch_size)
         x, tgt = _inputs(cfg, data, idx, tcfg.keypoint_noise_m, rng, tcfg)
         net.train()
-        losses = trace_losses(_forward(model, x), tgt)
+        losses = trace_losses(_forward(member, x), tgt)
         opt.zero_grad(set_to_none=True)
         losses["loss"].backward()
         torch.nn.utils.clip_grad_norm_(net.parameters(), 5.0)
@@ -282,7 +319,7 @@ def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrai
             net.eval()
             with torch.no_grad():
                 xv, tv = _inputs(cfg, data, val, tcfg.keypoint_noise_m, np.random.default_rng(1))
-                vloss = float(trace_losses(_forward(model, xv), tv)["loss"])
+                vloss = float(trace_losses(_forward(member, xv), tv)["loss"])
             history.append({"step": step, "loss": last["loss"], "val_loss": vloss})
             log(f"step {step}: loss {last['loss']:.4f} (points {last['points']:.3f} cm-Huber, yaw {last['yaw']:.4f}, "
                 f"mask {last['mask']:.4f}), held-out {vloss:.4f}")
@@ -291,17 +328,5 @@ def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrai
     if best is not None:
         net.load_state_dict(best[1])
     net.eval()
-    clean = evaluate_traces(model, data, val)
-    noisy = evaluate_traces(model, data, val, noise=tcfg.keypoint_noise_m)
-    model.metrics = {"held_out": clean, "held_out_noisy_keypoints": noisy, "keypoint_noise_m": tcfg.keypoint_noise_m,
-                     "split": "val" if len(data.val_index) else "train (no held-out episodes)"}
-    summary = {"steps": step, "best_step": best[2] if best else step,
-               "train_minutes": round((time.perf_counter() - t0) / 60, 2),
-               "train_cpu_minutes": round((time.process_time() - cpu0) / 60, 2), "first_loss": first,
-               "last_loss": last.get("loss"), "held_out": clean, "held_out_noisy_keypoints": noisy,
-               "samples": {"train": int(len(data.train_index)), "val": int(len(data.val_index))},
-               "seeds": {"train": data.seeds(data.train_index), "val": data.seeds(data.val_index)}, "history": history}
-    ckpt = model.save(Path(out_dir) / "checkpoint", command=command,
-                      extra={"summary": {k: v for k, v in summary.items() if k != "history"}})
-    summary["checkpoint"] = str(ckpt)
-    return model, summary
+    return {"seed": seed, "steps": step, "best_step": best[2] if best else step, "first_loss": first,
+            "last_loss": last.get("loss"), "best_val_loss": best[0] if best else None, "history": history}

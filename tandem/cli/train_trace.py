@@ -48,7 +48,8 @@ class TraceDatasetSection(Schema):
 @dataclass
 class TraceModelSection(Schema):
     """``model``: hidden width, layers, K3 rows, and ``symmetries`` (null: the dataset task's); ``grasp_check``:
-    record the dataset task's workcell for the learned planner's grasp check (``TraceModelConfig.workcell``)."""
+    record the dataset task's workcell for the learned planner's grasp check (``TraceModelConfig.workcell``);
+    ``ensemble``: members whose outputs are averaged (``TraceModelConfig.ensemble``)."""
 
     hidden: int = 256
     layers: int = 3
@@ -57,6 +58,7 @@ class TraceModelSection(Schema):
     slot_order: str = "start"
     coherent_turns: bool = False
     grasp_check: bool = False
+    ensemble: int = 1
     trace_len: int = 16
     symmetries: dict[str, int] | None = None
 
@@ -139,7 +141,7 @@ def run(cfg: Any) -> dict[str, Any]:
                                  symmetries=task_symmetries(root, m.symmetries), trace_len=m.trace_len,
                                  hidden=m.hidden, layers=m.layers, use_gripper_opening=m.use_gripper_opening,
                                  yaw_correction_deg=m.yaw_correction_deg, slot_order=m.slot_order,
-                                 coherent_turns=m.coherent_turns,
+                                 coherent_turns=m.coherent_turns, ensemble=m.ensemble,
                                  workcell=task_workcell(root) if m.grasp_check else {})
     print(f"trace model: {len(data)} subgoal starts ({len(data.train_index)} train, {len(data.val_index)} held out) of "
           f"{root}; skills {list(data.skills)}, arguments {list(data.arg_names)}, symmetries {model_cfg.symmetries}",

@@ -13,6 +13,7 @@ from planner_vlm.learned.synthetic import make_synthetic_dataset
 from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
 from planner_vlm.learned.trace_data import TraceDataset, parse_signature
 from planner_vlm.learned.trace_model import (
+    TraceEnsembleNet,
     TraceModel,
     TraceNet,
     coherent_turns,
@@ -284,6 +285,40 @@ def test_a_model_with_reordered_slots_learns_and_decodes_in_trace_order(trained,
     n = int(data.mask[j].sum())
     assert len(tr.points) == n and np.linalg.norm(tr.points[-1] - data.rows[j, n - 1, :3]) < 0.03
 
+
+def test_an_ensemble_learns_averages_its_members_and_round_trips(trained, tmp_path):
+    data = trained[0]
+    cfg = TraceModelConfig(objects=data.objects, skills=data.skills, arg_names=data.arg_names,
+                           symmetries={"red": 4, "blue": 4}, hidden=64, layers=2, ensemble=2)
+    tcfg = TraceTrainConfig(batch_size=32, steps=300, max_minutes=3, eval_every=150, keypoint_noise_m=0.002,
+                            val_episodes=16)
+    model, summary = train_trace_model(data, cfg, tcfg, tmp_path, command="pytest", log=lambda _: None)
+    assert isinstance(model.net, TraceEnsembleNet) and len(model.net.members) == 2
+    assert [m["seed"] for m in summary["members"]] == [0, 1] and summary["steps"] == 600
+    assert summary["held_out"]["point_error_cm"]["median"] < 2.0
+    a, b = model.net.members
+    assert not torch.equal(a.out.weight, b.out.weight)  # independently initialised and trained
+    x = trace_inputs(cfg, data.keypoints_3d[:4], data.proprio[:4], data.skill[:4], data.args[:4])
+    inputs = [torch.from_numpy(x[k]) for k in ("features", "anchors", "refs")]
+    with torch.no_grad():
+        whole, one, two = model.net(*inputs), a(*inputs), b(*inputs)
+    for key in ("rel", "yaw_logits", "turn_logits", "gripper_logit", "mask_logit"):
+        torch.testing.assert_close(whole[key], (one[key] + two[key]) / 2)
+    loaded = TraceModel.from_checkpoint(tmp_path / "checkpoint")
+    assert loaded.cfg.ensemble == 2 and isinstance(loaded.net, TraceEnsembleNet)
+    j = int(data.val_index[0])
+    args = tuple(data.arg_names[i] for i in data.args[j] if i >= 0)
+    np.testing.assert_allclose(loaded.predict(data.keypoints_3d[j], data.proprio[j], data.skills[data.skill[j]], args).points,
+                               model.predict(data.keypoints_3d[j], data.proprio[j], data.skills[data.skill[j]], args).points,
+                               atol=1e-6)
+    one_member = dataclasses.replace(cfg, ensemble=1)
+    TraceModel(one_member).save(tmp_path / "single")
+    (tmp_path / "single" / "config.json").write_text(
+        (tmp_path / "single" / "config.json").read_text().replace('"ensemble": 1', '"ensemble": 2'))
+    with pytest.raises(CheckpointError, match="does not match the trace model config"):
+        TraceModel.from_checkpoint(tmp_path / "single")
+    with pytest.raises(ConfigError, match="ensemble must be >= 1"):
+        dataclasses.replace(cfg, ensemble=0)
 
 
 def test_the_workcell_rides_in_the_checkpoint_and_changes_no_weight(trained, tmp_path):
