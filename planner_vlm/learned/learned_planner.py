@@ -54,9 +54,9 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    typically behind the arm that just placed another object, where the read lands on another surface, 8-13 cm off)
    is planned from the object's last sharp read this episode (uncertainty at most that, not held), which memory keeps
    (a ``hidden_target_remembered`` event: ``object``, ``uncertainty``, ``read_step``, ``shift_m``). On stack_three's
-   validation seeds 500-599, 4 of the 5 picks planned from a hidden object's read failed. Off by default: on
-   stack_three's validation seeds (500-699) it raised picks from 88.2% to 89.8% and left tasks where they were
-   (173/200), and it was not measured on the other tasks (README).
+   validation seeds 500-599, 4 of the 5 picks planned from a hidden object's read failed. On by default
+   (:data:`HIDDEN_UNCERTAINTY`), chosen on validation seeds: stack_three 500-699 picks 88.2% -> 89.8% (tasks 173/200
+   either way), pick_place_bins 700-759 151/192 -> 155/194 picks, nut_assembly 700-739 80/85 -> 80/83 (README).
 
 Where the state model reads the object of the latest pick as not held while the hand says it is (the fingers closed
 on something, the object's pixel on a ray through the hand: :mod:`planner_vlm.learned.hand_evidence`), the hand
@@ -154,7 +154,7 @@ class LearnedPlanner(GoalRegressionPlanner):
             None: off.
         grasp_skill, id_prefix: as :class:`~planner_vlm.goal_regression.GoalRegressionPlanner`.
         hidden_uncertainty: a pick of an object read with a heatmap uncertainty above this is planned from its last
-            sharp read (step 4 above; e.g. :data:`HIDDEN_UNCERTAINTY`); None (the default): off.
+            sharp read (step 4 above; default :data:`HIDDEN_UNCERTAINTY`); None: off.
         use_depth: read the scene with the camera's depth image where the observation carries one
             (:meth:`~planner_vlm.learned.state_model.StateModel.predict`, :mod:`planner_vlm.learned.depth_heights`).
 
@@ -172,7 +172,7 @@ class LearnedPlanner(GoalRegressionPlanner):
                  empty_grip_m: float | None = PANDA_EMPTY_OPENING_M, max_close_offset_m: float | None = 0.03,
                  held_ray_m: float | None = HELD_RAY_M, wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD,
                  grasp_skill: str = "pick", id_prefix: str = "sg", use_depth: bool = True,
-                 hidden_uncertainty: float | None = None):
+                 hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
         self.use_depth = bool(use_depth)
         if hidden_uncertainty is not None and not (math.isfinite(hidden_uncertainty) and hidden_uncertainty > 0):

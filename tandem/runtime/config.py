@@ -511,8 +511,8 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             (less 0.3 rad) is turned a half turn the other way, as the experts choose (``LearnedPlanner``, step 4
             of its docs); None: off.
         hidden_uncertainty: a pick whose object's heatmap uncertainty is above this (hidden, e.g. behind the arm) is
-            planned from the object's last sharp read (``LearnedPlanner``, step 4 of its docs); None (the default:
-            measured on stack_three's validation seeds only, README): off.
+            planned from the object's last sharp read (``LearnedPlanner``, step 4 of its docs; default 0.5, chosen
+            on the three tasks' validation seeds, README); None: off.
 
     Raises (``check``):
         FieldError: a field that is not a number where one is needed, or out of its range.
@@ -529,7 +529,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     max_close_offset_m: float | None = 0.03
     held_ray_m: float | None = 0.06  # planner_vlm.learned.hand_evidence.HELD_RAY_M
     wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD
-    hidden_uncertainty: float | None = None  # on: e.g. 0.5, planner_vlm.learned.learned_planner.HIDDEN_UNCERTAINTY
+    hidden_uncertainty: float | None = 0.5  # planner_vlm.learned.learned_planner.HIDDEN_UNCERTAINTY
 
     def check(self) -> None:
         super().check()

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from memory import TaskMemoryV1
-from planner_vlm.learned.learned_planner import LearnedPlanner
+from planner_vlm.learned.learned_planner import HIDDEN_UNCERTAINTY, LearnedPlanner
 from planner_vlm.learned.learned_verifier import LearnedVerifier
 from planner_vlm.learned.proprio import gripper_yaw
 from planner_vlm.learned.scene_state import SceneState
@@ -20,6 +20,7 @@ from tandem.core.geometry import quat_yaw_mul
 from tandem.core.privileged import observation_for
 from tandem.core.protocols import Planner, Verifier
 from tandem.core.types import Observation, Subgoal, TaskSpec, Trace3D, Verdict
+from tandem.runtime.config import LearnedPlannerConfig
 
 OBJECTS = ("red", "green", "blue")
 PREDICATES = tuple(f"grasped({o})" for o in OBJECTS) + tuple(f"on({x},{y})" for x in OBJECTS for y in OBJECTS
@@ -542,3 +543,4 @@ def test_a_pick_of_a_hidden_object_is_planned_from_its_last_sharp_read(rule):
     assert fresh.plan(_obs(0), memory2).remaining[0].trace_3d.points[-1][0] == pytest.approx(0.09)
     with pytest.raises(ConfigError, match="hidden_uncertainty"):
         LearnedPlanner(sm, tm, hidden_uncertainty=0.0)
+    assert LearnedPlanner(sm, tm).hidden_uncertainty == HIDDEN_UNCERTAINTY == LearnedPlannerConfig().hidden_uncertainty
