@@ -128,7 +128,8 @@ class TraceTrainConfig:
 
     Attributes:
         batch_size: subgoal starts per step. lr: AdamW learning rate (cosine-decayed). weight_decay: AdamW's.
-        steps: optimisation steps. max_minutes: wall-clock cap (min).
+        steps: optimisation steps. max_minutes: wall-clock cap (min). Both per network: an ensemble
+            (``TraceModelConfig.ensemble``) trains its members one after another, each to these limits.
         keypoint_noise_m: standard deviation (m) of the Gaussian noise added to every input keypoint, per sample and
             per step, so that the model is trained on inputs as noisy as the state model's predictions.
         carry_height_jitter_m: half-width (m) of a uniform vertical shift given, per sample and per step, to the

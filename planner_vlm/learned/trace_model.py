@@ -243,7 +243,8 @@ class TraceEnsembleNet(nn.Module):
 
 
 def build_net(cfg: TraceModelConfig) -> TraceNet | TraceEnsembleNet:
-    """A fresh network for ``cfg``: one :class:`TraceNet`, or a :class:`TraceEnsembleNet` when ``cfg.ensemble > 1``."""
+    """A fresh network for ``cfg``: one :class:`TraceNet`, or a :class:`TraceEnsembleNet` when ``cfg.ensemble > 1``.
+    Raises nothing (``cfg`` is validated when built)."""
     return TraceEnsembleNet(cfg) if cfg.ensemble > 1 else TraceNet(cfg)
 
 

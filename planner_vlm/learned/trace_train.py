@@ -247,7 +247,8 @@ def train_trace_model(data: TraceDataset, cfg: TraceModelConfig, tcfg: TraceTrai
     Returns:
         the model (each member at its best held-out snapshot) and a JSON-safe summary: steps (over all members),
         minutes, first/last loss, held-out metrics of the whole model with clean and with noisy keypoints, the
-        checkpoint path, and per member (``"members"``, ensembles only) its seed, steps and best step.
+        checkpoint path, and per member (``"members"``, ensembles only) its seed, steps and best step; ``best_step``,
+        ``first_loss`` and ``history`` are member 0's, ``last_loss`` the last member's.
 
     Raises:
         ConfigError: a vocabulary that differs from the dataset's.
