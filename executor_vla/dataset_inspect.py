@@ -44,7 +44,7 @@ _SCALAR_KEYS = (schema.SUBGOAL_INDEX_KEY, schema.SUBGOAL_TASK_INDEX_KEY, schema.
 
 def schema_of(info: dict[str, Any]) -> dict[str, Any]:
     """Recover the keyword arguments of :func:`tandem.core.dataset_schema.dataset_features` (``image_size``, ``trace_len``,
-    ``cameras``, ``goal_image``, ``trace_3d_len``) of a tandem dataset from its ``info.json`` features.
+    ``cameras``, ``goal_image``, ``trace_3d_len``, ``labels``, ``label_camera``) of a tandem dataset from its ``info.json`` features.
 
     Raises:
         DatasetSchemaError: a feature needed to tell them is missing or malformed.
@@ -59,7 +59,8 @@ def schema_of(info: dict[str, Any]) -> dict[str, Any]:
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise DatasetSchemaError(f"not a tandem dataset: feature {e} missing or malformed in meta/info.json") from e
     return {"image_size": (h, w), "trace_len": k, "cameras": cams, "goal_image": schema.GOAL_IMAGE_KEY in feats,
-            "trace_3d_len": k3, "labels": schema.label_vocabulary_of(feats)}
+            "trace_3d_len": k3, "labels": schema.label_vocabulary_of(feats),
+            "label_camera": schema.label_camera_of(feats) or schema.DEFAULT_LABEL_CAMERA}
 
 
 @dataclass
@@ -400,7 +401,7 @@ def dataset_stats(t: DatasetTables) -> dict[str, Any]:
     vocab = schema.label_vocabulary_of(feats)
     if vocab is not None and schema.LABEL_PREDICATES_KEY in c:
         preds = np.asarray(c[schema.LABEL_PREDICATES_KEY].tolist(), np.float64)
-        out["labels"] = {"objects": list(vocab[0]),
+        out["labels"] = {"objects": list(vocab[0]), "camera": schema.label_camera_of(feats),
                          "predicates": {p: round(float(preds[:, i].mean()), 4) for i, p in enumerate(vocab[1])}}
     out["state"] = _describe(np.asarray(c[schema.STATE_KEY].tolist(), np.float64))
     out["action"] = _describe(np.asarray(c[schema.ACTION_KEY].tolist(), np.float64))
@@ -543,7 +544,7 @@ def inspect_dataset(root: str | Path, sheet: str | Path | None = None, *, episod
     t = validate_dataset(root, open_with_lerobot=open_with_lerobot)
     stats = dataset_stats(t)
     if sheet is not None and t.num_frames and schema.image_key(schema.GOAL_CAMERA) not in t.info.get("features", {}):
-        stats["sheet"] = "none (the dataset has no camera images)"
+        stats["sheet"] = f"none (the sheet draws {schema.GOAL_CAMERA} images with their traces; the dataset has none)"
     elif sheet is not None and t.num_frames:
         stats["sheet"] = str(contact_sheet(t, sheet, episodes=episodes, max_rows=max_rows))
     return stats
@@ -567,7 +568,8 @@ def format_stats(stats: dict[str, Any]) -> str:
                      f"frames with a 3-D trace {stats.get('frames_with_trace_3d', 0):.0%}")
         if "labels" in stats:
             lab = stats["labels"]
-            lines.append(f"  labels: keypoints of {lab['objects']} (2 per object, m and px); predicates "
+            lines.append(f"  labels: keypoints of {lab['objects']} (2 per object, m and {lab.get('camera')} px); "
+                         "predicates "
                          "(fraction of frames true): "
                          + ", ".join(f"{p} {v:.0%}" for p, v in lab["predicates"].items()))
         for key in ("state", "action"):

@@ -82,7 +82,9 @@ def features_diff(existing: Mapping[str, Mapping[str, Any]], expected: Mapping[s
     """Differences between two LeRobot feature dicts, one readable line each (empty when they match).
 
     LeRobot's own default columns (``timestamp``, ``frame_index``, ``episode_index``, ``index``,
-    ``task_index``) are ignored. dtype, shape and names are compared; LeRobot's extra ``info`` entries are not.
+    ``task_index``) are ignored. dtype, shape and names are compared, and the label camera of
+    ``labels.keypoints_px`` (:func:`tandem.core.dataset_schema.label_camera_of`); LeRobot's other ``info`` entries
+    are not.
     """
     ex = {k: v for k, v in existing.items() if k not in DEFAULT_FEATURES}
     exp = {k: v for k, v in expected.items() if k not in DEFAULT_FEATURES}
@@ -93,6 +95,10 @@ def features_diff(existing: Mapping[str, Mapping[str, Any]], expected: Mapping[s
         for field in ("dtype", "shape", "names"):
             if a[field] != b[field]:
                 out.append(f"feature {k!r}: {field} is {a[field]!r} on disk, {b[field]!r} expected")
+    cam_on_disk, cam_expected = schema.label_camera_of(dict(ex)), schema.label_camera_of(dict(exp))
+    if cam_on_disk is not None and cam_expected is not None and cam_on_disk != cam_expected:
+        out.append(f"feature {schema.LABEL_KEYPOINTS_PX_KEY!r}: keypoints in {cam_on_disk!r} pixels on disk, "
+                   f"{cam_expected!r} expected")
     return out
 
 
@@ -231,6 +237,7 @@ class TandemDatasetWriter:
         cameras: camera names, each stored as ``observation.images.<camera>`` (may be empty).
         goal_image: store each frame's subgoal goal image (``subgoal.goal_image``).
         labels: ``(objects, predicates)`` of the ``labels.*`` ground-truth features, or None (no labels).
+        label_camera: the camera whose pixels ``labels.keypoints_px`` holds (``info.camera`` of that feature).
         robot_type: stored in ``info.json``.
         fps: frames per second (:data:`tandem.core.dataset_schema.FPS` = 20).
         checkpoint_every: commit after this many saved episodes (1 = after every episode: a crash loses
@@ -264,6 +271,7 @@ class TandemDatasetWriter:
         cameras: tuple[str, ...] = schema.CAMERAS,
         goal_image: bool = True,
         labels: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+        label_camera: str = schema.DEFAULT_LABEL_CAMERA,
         robot_type: str = "panda",
         fps: int = schema.FPS,
         checkpoint_every: int = 1,
@@ -282,7 +290,8 @@ class TandemDatasetWriter:
         self.checkpoint_every = int(checkpoint_every)
         self.cameras = tuple(cameras)
         self.features = schema.dataset_features(image_size=tuple(image_size), trace_len=int(trace_len),
-                                                cameras=self.cameras, goal_image=bool(goal_image), labels=labels)
+                                                cameras=self.cameras, goal_image=bool(goal_image), labels=labels,
+                                                label_camera=label_camera)
         self.recovered: list[str] = []
         _quiet_progress_bars()
         if not 0 <= int(png_compress_level) <= 9:

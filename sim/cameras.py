@@ -92,6 +92,32 @@ def world_to_pixel(sim: Any, camera: str, image_size: tuple[int, int], points: n
     return uv.astype(np.float32)
 
 
+def look_at_quat(position: np.ndarray, target: np.ndarray) -> np.ndarray:
+    """The MuJoCo camera orientation ``float64 (4,)`` wxyz (world frame) that looks from ``position`` at ``target``
+    (both ``(3,)`` m, world) with the image's up towards world +z (no roll).
+
+    A MuJoCo camera looks along its frame's -z with +y up and +x right (MJCF ``<camera>``), so its frame's columns
+    are ``(right, up, -forward)``.
+
+    Raises:
+        ValueError: ``position`` equal to ``target``, or a line of sight along world z (its roll is undefined).
+    """
+    pos, tgt = np.asarray(position, np.float64).reshape(3), np.asarray(target, np.float64).reshape(3)
+    forward = tgt - pos
+    if np.linalg.norm(forward) < 1e-9:
+        raise ValueError(f"look_at_quat: position {pos.tolist()} equals target")
+    forward /= np.linalg.norm(forward)
+    right = np.cross(forward, [0.0, 0.0, 1.0])
+    if np.linalg.norm(right) < 1e-6:
+        raise ValueError("look_at_quat: a line of sight along world z has no defined roll")
+    right /= np.linalg.norm(right)
+    up = np.cross(right, forward)
+    from robosuite.utils.transform_utils import mat2quat
+
+    x, y, z, w = mat2quat(np.stack([right, up, -forward], axis=1))  # robosuite's quaternions are xyzw
+    return np.array([w, x, y, z], np.float64)
+
+
 def clip_to_image(pixels: np.ndarray, image_size: tuple[int, int]) -> np.ndarray:
     """Clip ``(N, 2)`` ``(x, y)`` pixels into ``[0, W-1] x [0, H-1]``; NaN rows become the image centre."""
     h, w = image_size

@@ -1,4 +1,4 @@
-"""Training data of the state model: a tandem dataset's agentview frames and labels, decoded once into RAM.
+"""Training data of the state model: a tandem dataset's frames of one camera and their labels, decoded once into RAM.
 
 A tandem dataset (LeRobotDataset v3, :mod:`tandem.core.dataset_schema`) stores each frame's images as PNG bytes in
 its parquet files. Decoding them per batch would cost more than the training step on a CPU, so
@@ -157,8 +157,9 @@ class StateDataset:
         journal; empty for a dataset without one).
 
     Raises:
-        DatasetSchemaError: no such camera or no labels in a dataset (named), roots of different vocabularies or image
-            sizes (named), no frames, or labels that no single pinhole camera explains.
+        DatasetSchemaError: no such camera or no labels in a dataset (named), keypoint labels of another camera
+            (``info.camera`` of ``labels.keypoints_px``), roots of different vocabularies or image sizes (named), no
+            frames, or labels that no single pinhole camera explains.
     """
 
     def __init__(self, root: str | Path | Sequence[str | Path], camera: str = "agentview", frame_stride: int = 1,
@@ -229,7 +230,7 @@ class StateDataset:
         columns.
 
         Raises:
-            DatasetSchemaError: no such camera or no labels (named).
+            DatasetSchemaError: no such camera or no labels (named), or labels of another camera.
         """
         info = read_info(root)
         feats = info.get("features", {})
@@ -240,6 +241,11 @@ class StateDataset:
         if missing or vocab is None:
             raise DatasetSchemaError(f"{root}: the state model needs {missing or 'labels'}; collect the dataset with "
                                      f"tandem-collect, rendering the {camera!r} camera, with dataset.labels=true")
+        label_camera = schema.label_camera_of(feats)
+        if label_camera != camera:
+            raise DatasetSchemaError(f"{root}: its keypoint labels are in {label_camera!r} pixels, not the {camera!r} "
+                                     f"camera's; train on camera={label_camera} or collect with "
+                                     f"dataset.label_camera={camera}")
         files = data_files(root)
         col = read_columns(files, [schema.STATE_KEY, schema.LABEL_PREDICATES_KEY, schema.LABEL_KEYPOINTS_3D_KEY,
                                    schema.LABEL_KEYPOINTS_PX_KEY, "episode_index", "frame_index"])

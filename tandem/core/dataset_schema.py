@@ -28,8 +28,10 @@ Conventions (see ``tandem/core/types.py``):
   ``labels.predicates`` ``float32 (P,)`` 0/1 per named predicate (``grasped(red)``, ``on(red,green)``...);
   ``labels.keypoints_3d`` ``float32 (O*2*3,)``: two keypoints per object in m (world frame), its origin and the point
   :data:`KEYPOINT_OFFSET_M` along its local x axis (so the pair says the object's yaw), named ``<obj>.k<j>.<x|y|z>``;
-  ``labels.keypoints_px`` ``float32 (O*2*2,)``: the same points in agentview pixels ``(x right, y down)``, origin
-  top-left, at the dataset's image size, named ``<obj>.k<j>.<x|y>``.
+  ``labels.keypoints_px`` ``float32 (O*2*2,)``: the same points in the pixels of the dataset's *label camera*
+  ``(x right, y down)``, origin top-left, at the dataset's image size, named ``<obj>.k<j>.<x|y>``; the feature's
+  ``info.camera`` names that camera (:func:`label_camera_of`; ``agentview`` unless the collection said otherwise,
+  and for datasets written before the field existed).
 * ``subgoal.goal_image`` is optional: a dataset collected without rendering (``goals.goal_image=false``) has none.
 * ``subgoal.progress``: ``float32 (1,)`` in ``[0, 1]``: fraction of the active subgoal's frames elapsed.
 * ``subgoal.success``: ``float32 (1,)``: 1 once the subgoal's predicate holds.
@@ -74,6 +76,8 @@ TRACE_MASK_KEY = "subgoal.trace_mask"
 LABEL_PREDICATES_KEY = "labels.predicates"
 LABEL_KEYPOINTS_3D_KEY = "labels.keypoints_3d"
 LABEL_KEYPOINTS_PX_KEY = "labels.keypoints_px"
+#: The camera whose pixels ``labels.keypoints_px`` are in, unless a dataset names another (``info.camera``).
+DEFAULT_LABEL_CAMERA = "agentview"
 #: Keypoints per object in the labels, and the distance (m) of the second one along the object's local x axis.
 KEYPOINTS_PER_OBJECT = 2
 KEYPOINT_OFFSET_M = 0.03
@@ -101,7 +105,8 @@ def _image_feature(image_size: tuple[int, int]) -> dict[str, Any]:
 def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = TRACE_LEN,
                      cameras: tuple[str, ...] = CAMERAS, goal_image: bool = True,
                      trace_3d_len: int = TRACE_3D_LEN,
-                     labels: tuple[tuple[str, ...], tuple[str, ...]] | None = None) -> dict[str, dict[str, Any]]:
+                     labels: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
+                     label_camera: str = DEFAULT_LABEL_CAMERA) -> dict[str, dict[str, Any]]:
     """The ``features`` dict to pass to ``LeRobotDataset.create(..., use_videos=False)``.
 
     Args:
@@ -112,6 +117,7 @@ def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = 
         goal_image: include the ``subgoal.goal_image`` feature.
         trace_3d_len: K3, rows of ``subgoal.trace_3d``.
         labels: ``(objects, predicates)`` to add the ``labels.*`` features over, or None.
+        label_camera: the camera whose pixels ``labels.keypoints_px`` holds (recorded as its ``info.camera``).
 
     Returns:
         feature name -> ``{"dtype", "shape", "names"}`` in LeRobot 0.6.1's format. Frame values must
@@ -144,7 +150,7 @@ def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = 
         feats[LABEL_KEYPOINTS_3D_KEY] = {"dtype": "float32", "shape": (len(objects) * KEYPOINTS_PER_OBJECT * 3,),
                                          "names": keypoint_names(objects, "xyz")}
         feats[LABEL_KEYPOINTS_PX_KEY] = {"dtype": "float32", "shape": (len(objects) * KEYPOINTS_PER_OBJECT * 2,),
-                                         "names": keypoint_names(objects, "xy")}
+                                         "names": keypoint_names(objects, "xy"), "info": {"camera": str(label_camera)}}
     feats[PROGRESS_KEY] = {"dtype": "float32", "shape": (1,), "names": None}
     feats[SUBGOAL_SUCCESS_KEY] = {"dtype": "float32", "shape": (1,), "names": None}
     feats[TASK_SUCCESS_KEY] = {"dtype": "float32", "shape": (1,), "names": None}
@@ -163,6 +169,15 @@ def label_vocabulary_of(features: dict[str, dict[str, Any]]) -> tuple[tuple[str,
     names = features[LABEL_KEYPOINTS_3D_KEY].get("names") or []
     objects = tuple(dict.fromkeys(n.split(".k")[0] for n in names))
     return objects, tuple(features[LABEL_PREDICATES_KEY].get("names") or ())
+
+
+def label_camera_of(features: dict[str, dict[str, Any]]) -> str | None:
+    """The camera whose pixels a dataset's ``labels.keypoints_px`` holds (its ``info.camera``;
+    :data:`DEFAULT_LABEL_CAMERA` for a dataset written before the field existed), or None without that feature."""
+    feat = features.get(LABEL_KEYPOINTS_PX_KEY)
+    if feat is None:
+        return None
+    return str((feat.get("info") or {}).get("camera", DEFAULT_LABEL_CAMERA))
 
 
 def object_keypoints(pos: np.ndarray, quat_wxyz: np.ndarray) -> np.ndarray:

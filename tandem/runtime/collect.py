@@ -229,6 +229,21 @@ def label_vocabulary(cfg: CollectConfig) -> tuple[tuple[str, ...], tuple[str, ..
     return make_task(cfg.task.name).label_vocabulary()
 
 
+def label_projection(env: Any, cfg: CollectConfig) -> Any:
+    """World points ``(N, 3)`` m -> pixels ``(N, 2)`` of ``cfg.dataset.label_camera`` at ``env.image_size`` (the
+    ``labels.keypoints_px`` of each frame).
+
+    Raises:
+        ConfigError: a rendering collection whose label camera is not among ``env.cameras`` (its pixels would
+            label images of another camera).
+    """
+    camera = cfg.dataset.label_camera
+    if cfg.env.render and camera not in cfg.env.cameras:
+        raise ConfigError(f"dataset.label_camera={camera!r} is not among env.cameras {list(cfg.env.cameras)}: the "
+                          "keypoint labels must be in the pixels of a stored camera")
+    return lambda pts: env.world_to_pixel(pts, camera)
+
+
 def stored_cameras(cfg: CollectConfig) -> tuple[str, ...]:
     """The cameras a collect config stores: ``env.cameras``, none without rendering (a low-dimensional dataset)."""
     return tuple(cfg.env.cameras) if cfg.env.render else ()
@@ -246,7 +261,7 @@ def open_writer(cfg: CollectConfig) -> Any:
     return TandemDatasetWriter(
         cfg.out, cfg.repo_id, image_size=tuple(cfg.env.image_size), trace_len=cfg.dataset.trace_len,
         cameras=stored_cameras(cfg), goal_image=stores_goal_images(cfg), labels=label_vocabulary(cfg),
-        checkpoint_every=cfg.dataset.checkpoint_every, mode=cfg.resume,
+        label_camera=cfg.dataset.label_camera, checkpoint_every=cfg.dataset.checkpoint_every, mode=cfg.resume,
         image_threads=cfg.dataset.image_threads,
     )
 
@@ -294,6 +309,8 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
     if cfg.env.control_freq != schema.FPS:
         raise ConfigError(f"env.control_freq must equal the dataset fps ({schema.FPS} Hz), got {cfg.env.control_freq}")
     target = cfg.episodes
+    if label_vocabulary(cfg) is not None:
+        label_projection(None, cfg)  # the label camera's check, before the (slow) env is built
     writer = open_writer(cfg)  # schema check before the (slow) env is built
     report = CollectReport(root=str(writer.root), episodes_total=writer.num_episodes, recovered=list(writer.recovered))
     own_stack = stack is None
@@ -310,7 +327,7 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
         labeller = OracleFrameLabeller(writer, cameras=stored_cameras(cfg), image_size=tuple(cfg.env.image_size),
                                        trace_len=cfg.dataset.trace_len, observer=observer,
                                        goal_image=stores_goal_images(cfg), labels=labels,
-                                       project=(lambda pts: env.world_to_pixel(pts, "agentview")) if labels else None)
+                                       project=label_projection(env, cfg) if labels else None)
         seed = resume_seed(int(cfg.seed), writer.state.get("next_seed"), writer.num_episodes)
         max_tries = 3 * (target - writer.num_episodes) if cfg.max_tries is None else cfg.max_tries
         t0 = time.perf_counter()

@@ -813,16 +813,21 @@ class DatasetWriteConfig(Schema):
     Attributes:
         trace_len: K keypoints per trace.
         labels: record per-frame ground truth (the task's predicates, two keypoints per object in m and px).
+        label_camera: the camera whose pixels the keypoint labels are in (one of ``env.cameras`` when rendering;
+            ``agentview`` by default; e.g. ``workcell`` for pick_place_bins' state model).
         checkpoint_every: commit after every N episodes.
         image_threads: threads encoding PNGs while the simulator steps; 0 = inline.
     """
 
     trace_len: int = 16
     labels: bool = True
+    label_camera: str = "agentview"
     checkpoint_every: int = 1
     image_threads: int = 0
 
     def check(self) -> None:
+        if not self.label_camera:
+            raise FieldError("label_camera", "must name a camera, got an empty string")
         if self.trace_len < 1:
             raise FieldError("trace_len", f"must be >= 1, got {self.trace_len}")
         if self.checkpoint_every < 1:

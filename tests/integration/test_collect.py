@@ -157,3 +157,36 @@ def test_cli_schema_mismatch_fails_clearly_and_keeps_data(tmp_path):
     assert "different schema" in proc.stderr and "observation.images.agentview" in proc.stderr
     after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before
+
+
+def test_keypoint_labels_are_in_the_label_cameras_pixels(tmp_path):
+    """dataset.label_camera=workcell: the stored camera is the workcell's, info.json says the labels' camera, and every
+    frame's pixel labels are its 3-D labels projected by that camera; a label camera that is not rendered is refused
+    before the simulator is built."""
+    import json
+
+    from planner_vlm.learned.state_data import data_files, read_columns
+    from tandem.core import dataset_schema as schema
+    from tandem.core.errors import ConfigError
+    from tandem.runtime.collect import collect
+    from tandem.runtime.registry import build_stack
+
+    out = tmp_path / "ds"
+    cfg = _cfg("pick_place_bins", out, **{"env.cameras": "[workcell]", "env.image_size": "[64,128]",
+                                          "dataset.label_camera": "workcell", "goals.goal_image": "false",
+                                          "max_steps": 20, "episodes": 1})
+    stack = build_stack(cfg)
+    try:
+        assert collect(cfg, stack=stack).episodes_saved == 1
+        info = json.loads((out / "meta" / "info.json").read_text())
+        assert schema.label_camera_of(info["features"]) == "workcell"
+        assert schema.image_key("workcell") in info["features"]
+        col = read_columns(data_files(out), [schema.LABEL_KEYPOINTS_3D_KEY, schema.LABEL_KEYPOINTS_PX_KEY])
+        px = stack.env.world_to_pixel(col[schema.LABEL_KEYPOINTS_3D_KEY][0].reshape(-1, 3).astype(np.float64),
+                                      "workcell")
+        np.testing.assert_allclose(col[schema.LABEL_KEYPOINTS_PX_KEY][0].reshape(-1, 2), px, atol=1e-3)
+    finally:
+        stack.close()
+    with pytest.raises(ConfigError, match="label_camera='workcell' is not among env.cameras"):
+        collect(_cfg("pick_place_bins", tmp_path / "other", **{"dataset.label_camera": "workcell"}))
+    assert not (tmp_path / "other").exists()

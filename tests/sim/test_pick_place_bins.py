@@ -219,3 +219,30 @@ def test_topple_lays_a_tall_box_on_its_side_at_the_start():
                 assert tilt > 0.99
     finally:
         e.close()
+
+
+def test_the_workcell_camera_sees_both_bins_and_every_object_larger_than_agentview():
+    """The task's ``workcell`` camera looks at the bins' middle (its target lands on the image centre), holds every
+    object and both bins in a 64 x 128 px image, and spans each object over more pixels than agentview at 84 px."""
+    from sim.robosuite_env import RobosuiteEnv
+    from sim.tasks.pick_place_bins.scene import OBJECTS, WORKCELL_CAMERA
+
+    e = RobosuiteEnv("pick_place_bins", cameras=("workcell", "agentview"), image_size=(64, 128))
+    try:
+        obs, _ = e.reset(3)
+        assert obs.images["workcell"].shape == (64, 128, 3)
+        np.testing.assert_allclose(e.world_to_pixel(np.array(WORKCELL_CAMERA["target"]), "workcell")[0], [63.5, 31.5],
+                                   atol=0.6)
+        rs = e.rs_env
+        bins = np.array([rs.bin1_pos, rs.bin2_pos, *rs.target_bin_placements])
+        for name, pts in (("objects", np.array([obs.privileged["objects"][o]["pos"] for o in OBJECTS])),
+                          ("bins", bins)):
+            px = e.world_to_pixel(pts, "workcell")
+            assert np.all((px >= 0) & (px < [128, 64])), (name, px)
+        # pixels per metre across the source bin: the workcell camera at 64 x 128 against agentview at 84 x 84
+        a, b = np.array(rs.bin1_pos) - [0, 0.15, 0], np.array(rs.bin1_pos) + [0, 0.15, 0]
+        wide = np.linalg.norm(np.diff(e.world_to_pixel(np.stack([a, b]), "workcell"), axis=0))
+        agent = np.linalg.norm(np.diff(e.world_to_pixel(np.stack([a, b]), "agentview"), axis=0)) * 84 / 128
+        assert wide > 1.5 * agent, (wide, agent)
+    finally:
+        e.close()

@@ -59,3 +59,20 @@ def test_wrist_and_shapes(render_env):
         env.world_to_pixel(np.zeros(3), "topview")
     k = cameras.intrinsics(env.rs_env.sim, "agentview", (128, 128))
     assert k.shape == (3, 3) and k[0, 2] == 64
+
+
+def test_look_at_quat_points_a_camera_at_its_target():
+    """The camera frame's -z runs from the position to the target, its x axis is horizontal (no roll) and its y
+    axis points up; a line of sight along world z and a zero-length one are refused."""
+    from tandem.core.geometry import quat_to_mat
+
+    pos, target = np.array([0.75, 0.0, 1.75]), np.array([0.1, 0.2, 0.8])
+    rot = quat_to_mat(cameras.look_at_quat(pos, target))
+    forward = (target - pos) / np.linalg.norm(target - pos)
+    np.testing.assert_allclose(-rot[:, 2], forward, atol=1e-6)  # robosuite converts in float32
+    assert abs(rot[2, 0]) < 1e-6 and rot[2, 1] > 0
+    np.testing.assert_allclose(rot.T @ rot, np.eye(3), atol=1e-6)
+    with pytest.raises(ValueError, match="roll"):
+        cameras.look_at_quat(pos, pos - [0, 0, 1])
+    with pytest.raises(ValueError, match="equals"):
+        cameras.look_at_quat(pos, pos)

@@ -23,6 +23,7 @@ from executor_vla.dataset_writer import (
     TandemDatasetWriter,
     abandon_lerobot_writer,
     check_frame,
+    features_diff,
     read_journal,
 )
 from tandem.core import dataset_schema as schema
@@ -131,6 +132,19 @@ def test_resume_appends_and_rejects_other_schema_without_touching_files(tmp_path
     with pytest.raises(ConfigError, match="already exists"):
         writer(root, mode="create")
     assert tree(root) == before
+
+
+def test_the_label_camera_is_part_of_the_schema():
+    """labels.keypoints_px records the camera its pixels are in; a dataset labelled in another camera's pixels is
+    another schema, and one written before the field existed reads as agentview's."""
+    vocab = (("red",), ("grasped(red)",))
+    agent = schema.dataset_features(labels=vocab)
+    work = schema.dataset_features(labels=vocab, label_camera="workcell")
+    assert schema.label_camera_of(agent) == "agentview" and schema.label_camera_of(work) == "workcell"
+    assert schema.label_camera_of(schema.dataset_features()) is None
+    assert any("'workcell' pixels on disk, 'agentview' expected" in d for d in features_diff(work, agent))
+    old = {k: {f: v for f, v in feat.items() if f != "info"} for k, feat in agent.items()}
+    assert schema.label_camera_of(old) == "agentview" and features_diff(old, agent) == []
 
 
 def test_not_a_dataset_and_bad_frames(tmp_path):

@@ -123,6 +123,18 @@ def test_a_dataset_without_images_or_labels_is_refused(tmp_path):
         StateDataset(tmp_path)
 
 
+def test_labels_in_another_cameras_pixels_are_refused(tmp_path):
+    """A dataset whose keypoint labels are in another camera's pixels cannot train a model of this camera: the
+    calibration fitted from them would be that camera's."""
+    root = make_synthetic_dataset(tmp_path / "ds", episodes=2, frames=4, image_size=(32, 32))
+    info_path = tmp_path / "ds" / "meta" / "info.json"
+    info = json.loads(info_path.read_text())
+    info["features"]["labels.keypoints_px"]["info"] = {"camera": "workcell"}
+    info_path.write_text(json.dumps(info))
+    with pytest.raises(DatasetSchemaError, match="'workcell' pixels, not the 'agentview' camera's"):
+        StateDataset(root)
+
+
 def test_the_yaw_head_places_the_second_keypoint(trained):
     data, model, summary, _ = trained
     idx = data.val_index[:5]

@@ -40,6 +40,13 @@ WALL_HEIGHT = 0.10
 #: (``bin_size``); :meth:`PickPlaceBinsScene.workcell` states them without a simulator (a sim test checks them).
 SOURCE_BIN_POS: tuple[float, float, float] = (0.1, -0.25, 0.8)
 BIN_SIZE: tuple[float, float, float] = (0.39, 0.49, 0.82)
+#: The ``workcell`` camera this task adds to robosuite's model (m, world; fovy deg): in front of the table, higher
+#: and steeper (55 deg down) than ``agentview``, aimed at the middle of the two bins. Rendered at 64 x 128 px (H x W)
+#: the bins fill the image: 0.9 cm per px across them against 1.5 cm at 84 x 84 px of ``agentview``, whose 45 deg
+#: view also hides the low objects (bread, can) behind the tall ones in the source bin. A fixed camera, as a real
+#: workcell has; the learned state model of pick_place_bins reads it.
+WORKCELL_CAMERA: dict[str, Any] = {"name": "workcell", "position": (0.75, 0.015, 1.75), "target": (0.1, 0.015, 0.82),
+                                   "fovy_deg": 27.4}
 #: Body-frame bounding boxes ``(lo, hi)`` (m) of the objects' collision meshes about their origins, upright, as
 #: :meth:`PickPlaceBinsScene.half_extents` measures them (a sim test checks them).
 OBJECT_EXTENTS: dict[str, tuple[tuple[float, float, float], tuple[float, float, float]]] = {
@@ -133,6 +140,8 @@ class PickPlaceBinsScene(TaskScene):
         The adapter reseeds every sub-sampler of its placement initializer per episode
         (``sim.robosuite_env.seed_placement``).
 
+        The model also has the :data:`WORKCELL_CAMERA` (``workcell``), beside robosuite's cameras.
+
         Raises:
             ConfigError: ``env_kwargs`` contains ``robots``, ``controller_configs``, ``single_object_mode`` or
                 ``object_type``.
@@ -151,9 +160,8 @@ class PickPlaceBinsScene(TaskScene):
         }
         kwargs.update(env_kwargs)
         cfg = load_composite_controller_config(controller="BASIC", robot="Panda")
-        from robosuite.environments.manipulation.pick_place import PickPlace
-
-        return PickPlace(robots="Panda", controller_configs=cfg, single_object_mode=0, **kwargs)
+        return pick_place_with_workcell_camera()(robots="Panda", controller_configs=cfg, single_object_mode=0,
+                                                 **kwargs)
 
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         """All four objects: name -> ``{"pos": [x, y, z] (m, world), "quat": [w, x, y, z]}``."""
@@ -275,3 +283,24 @@ class PickPlaceBinsScene(TaskScene):
             np.array(rs_env.sim.data.site_xpos[sid], float),
             np.array(rs_env.sim.data.site_xmat[sid], float).reshape(3, 3),
         )
+
+
+def pick_place_with_workcell_camera() -> type:
+    """robosuite's ``PickPlace`` class with :data:`WORKCELL_CAMERA` added to its MJCF world (``<camera mode="fixed">``,
+    oriented by :func:`sim.cameras.look_at_quat`). Imported lazily: robosuite is loaded only when an env is built."""
+    from robosuite.environments.manipulation.pick_place import PickPlace
+    from robosuite.utils.mjcf_utils import array_to_string, new_element
+
+    from sim.cameras import look_at_quat
+
+    cam = WORKCELL_CAMERA
+
+    class PickPlaceWithWorkcellCamera(PickPlace):
+        def _load_model(self) -> None:
+            super()._load_model()
+            quat = look_at_quat(np.asarray(cam["position"]), np.asarray(cam["target"]))
+            self.model.worldbody.append(new_element("camera", name=cam["name"], mode="fixed",
+                                                    pos=array_to_string(cam["position"]),
+                                                    quat=array_to_string(quat), fovy=str(cam["fovy_deg"])))
+
+    return PickPlaceWithWorkcellCamera
