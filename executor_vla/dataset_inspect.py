@@ -569,8 +569,7 @@ def format_stats(stats: dict[str, Any]) -> str:
         if "labels" in stats:
             lab = stats["labels"]
             lines.append(f"  labels: keypoints of {lab['objects']} (2 per object, m and {lab.get('camera')} px); "
-                         "predicates "
-                         "(fraction of frames true): "
+                         "predicates (fraction of frames true): "
                          + ", ".join(f"{p} {v:.0%}" for p, v in lab["predicates"].items()))
         for key in ("state", "action"):
             lines.append(f"  {key} mean {np.round(stats[key]['mean'], 3).tolist()}")

@@ -229,19 +229,17 @@ def label_vocabulary(cfg: CollectConfig) -> tuple[tuple[str, ...], tuple[str, ..
     return make_task(cfg.task.name).label_vocabulary()
 
 
-def label_projection(env: Any, cfg: CollectConfig) -> Any:
-    """World points ``(N, 3)`` m -> pixels ``(N, 2)`` of ``cfg.dataset.label_camera`` at ``env.image_size`` (the
-    ``labels.keypoints_px`` of each frame).
+def check_label_camera(cfg: CollectConfig) -> None:
+    """Refuse a rendering collection whose ``dataset.label_camera`` is not among ``env.cameras``: its keypoint labels
+    would be the pixels of a camera whose images the dataset does not hold.
 
     Raises:
-        ConfigError: a rendering collection whose label camera is not among ``env.cameras`` (its pixels would
-            label images of another camera).
+        ConfigError: naming the label camera and the env's cameras.
     """
     camera = cfg.dataset.label_camera
     if cfg.env.render and camera not in cfg.env.cameras:
         raise ConfigError(f"dataset.label_camera={camera!r} is not among env.cameras {list(cfg.env.cameras)}: the "
                           "keypoint labels must be in the pixels of a stored camera")
-    return lambda pts: env.world_to_pixel(pts, camera)
 
 
 def stored_cameras(cfg: CollectConfig) -> tuple[str, ...]:
@@ -310,7 +308,7 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
         raise ConfigError(f"env.control_freq must equal the dataset fps ({schema.FPS} Hz), got {cfg.env.control_freq}")
     target = cfg.episodes
     if label_vocabulary(cfg) is not None:
-        label_projection(None, cfg)  # the label camera's check, before the (slow) env is built
+        check_label_camera(cfg)  # before the (slow) env is built
     writer = open_writer(cfg)  # schema check before the (slow) env is built
     report = CollectReport(root=str(writer.root), episodes_total=writer.num_episodes, recovered=list(writer.recovered))
     own_stack = stack is None
@@ -327,7 +325,8 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
         labeller = OracleFrameLabeller(writer, cameras=stored_cameras(cfg), image_size=tuple(cfg.env.image_size),
                                        trace_len=cfg.dataset.trace_len, observer=observer,
                                        goal_image=stores_goal_images(cfg), labels=labels,
-                                       project=label_projection(env, cfg) if labels else None)
+                                       project=(lambda pts: env.world_to_pixel(pts, cfg.dataset.label_camera))
+                                       if labels else None)
         seed = resume_seed(int(cfg.seed), writer.state.get("next_seed"), writer.num_episodes)
         max_tries = 3 * (target - writer.num_episodes) if cfg.max_tries is None else cfg.max_tries
         t0 = time.perf_counter()

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.lessons import RetryRules
+from tandem.core.dataset_schema import DEFAULT_LABEL_CAMERA
 from tandem.core.errors import ConfigError, UnknownNameError
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.number_fields import non_numbers
@@ -821,7 +822,7 @@ class DatasetWriteConfig(Schema):
 
     trace_len: int = 16
     labels: bool = True
-    label_camera: str = "agentview"
+    label_camera: str = DEFAULT_LABEL_CAMERA
     checkpoint_every: int = 1
     image_threads: int = 0
 

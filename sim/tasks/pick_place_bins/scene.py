@@ -12,6 +12,7 @@ direction of its body y axis.
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
@@ -285,9 +286,11 @@ class PickPlaceBinsScene(TaskScene):
         )
 
 
+@functools.cache
 def pick_place_with_workcell_camera() -> type:
     """robosuite's ``PickPlace`` class with :data:`WORKCELL_CAMERA` added to its MJCF world (``<camera mode="fixed">``,
-    oriented by :func:`sim.cameras.look_at_quat`). Imported lazily: robosuite is loaded only when an env is built."""
+    oriented by :func:`sim.cameras.look_at_quat`), made once. Imported lazily: robosuite is loaded only when an env is
+    built. Raises nothing."""
     from robosuite.environments.manipulation.pick_place import PickPlace
     from robosuite.utils.mjcf_utils import array_to_string, new_element
 
