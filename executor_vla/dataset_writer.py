@@ -226,6 +226,54 @@ def _atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def write_commit(root: Path, journal: Mapping[str, Any], new_episodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """Record the dataset's files on disk as the next commit of ``journal`` and return the new journal.
+
+    Snapshots ``meta/info.json``, ``meta/stats.json`` and ``meta/tasks.parquet`` under :data:`SNAPSHOT_DIR`, appends
+    ``new_episodes`` (per-episode records) and writes :data:`JOURNAL_PATH` atomically; older snapshots are removed.
+    The files must be complete (finalized parquet footers): a commit is what a later roll-back restores.
+
+    Raises:
+        DatasetSchemaError: ``root`` has no ``meta/info.json``. OSError: the snapshot or journal could not be written.
+    """
+    n = int(journal["commit"]) + 1
+    snap = root / SNAPSHOT_DIR / str(n)
+    if snap.exists():
+        shutil.rmtree(snap)
+    snap.mkdir(parents=True)
+    for rel in SNAPSHOT_FILES:
+        src = root / rel
+        if src.exists():
+            shutil.copyfile(src, snap / Path(rel).name)
+    info = read_info(root)
+    new = dict(journal, commit=n, snapshot=n, files=_parquet_files(root),
+               total_episodes=int(info["total_episodes"]), total_frames=int(info["total_frames"]),
+               episodes=list(journal["episodes"]) + list(new_episodes))
+    _atomic_write_text(root / JOURNAL_PATH, json.dumps(new, indent=1))
+    for old in (root / SNAPSHOT_DIR).iterdir():
+        if old.name != str(n):
+            shutil.rmtree(old, ignore_errors=True)
+    return new
+
+
+def uncommitted_changes(root: str | Path) -> list[str]:
+    """How a dataset's files differ from its journal's last commit: parquet files added or missing, and a
+    ``meta/info.json`` that is not the committed one (what a running or killed collection leaves). Empty when the
+    dataset is exactly its last commit, or has no journal.
+    """
+    root = Path(root)
+    j = read_journal(root)
+    if j is None:
+        return []
+    committed, on_disk = set(j["files"]), set(_parquet_files(root))
+    out = [f"uncommitted {f}" for f in sorted(on_disk - committed)] + [f"missing {f}" for f in sorted(committed - on_disk)]
+    snap = root / SNAPSHOT_DIR / str(j.get("snapshot")) / "info.json"
+    info = root / "meta" / "info.json"
+    if snap.exists() and info.exists() and snap.read_bytes() != info.read_bytes():
+        out.append("meta/info.json differs from the committed one")
+    return out
+
+
 class TandemDatasetWriter:
     """Writes episodes of tandem frames into a LeRobotDataset v3 at ``root``, crash-safely (see module doc).
 
@@ -404,26 +452,8 @@ class TandemDatasetWriter:
     # ------------------------------------------------------------------ commits
     def _commit(self) -> None:
         """Snapshot metadata and atomically record the current (finalized) files as a commit."""
-        j = self._journal
-        n = int(j["commit"]) + 1
-        snap = self.root / SNAPSHOT_DIR / str(n)
-        if snap.exists():
-            shutil.rmtree(snap)
-        snap.mkdir(parents=True)
-        for rel in SNAPSHOT_FILES:
-            src = self.root / rel
-            if src.exists():
-                shutil.copyfile(src, snap / Path(rel).name)
-        info = read_info(self.root)
-        new = dict(j, commit=n, snapshot=n, files=_parquet_files(self.root),
-                   total_episodes=int(info["total_episodes"]), total_frames=int(info["total_frames"]),
-                   episodes=list(j["episodes"]) + self._uncommitted)
-        _atomic_write_text(self.root / JOURNAL_PATH, json.dumps(new, indent=1))
-        self._journal = new
+        self._journal = write_commit(self.root, self._journal, self._uncommitted)
         self._uncommitted = []
-        for old in (self.root / SNAPSHOT_DIR).iterdir():
-            if old.name != str(n):
-                shutil.rmtree(old, ignore_errors=True)
 
     def _dataset(self) -> Any:
         """The LeRobotDataset in write mode (reopened with ``LeRobotDataset.resume`` after a commit)."""

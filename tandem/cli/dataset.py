@@ -5,10 +5,16 @@ Examples::
     tandem-dataset inspect datasets/stack_three
     tandem-dataset inspect datasets/stack_three --sheet sheet.png --episodes 0 1 --max-rows 8
     tandem-dataset inspect datasets/stack_three --json
+    tandem-dataset merge datasets/ppb_exec datasets/ppb_exec_a datasets/ppb_exec_b   # shards collected in parallel
 
 ``inspect`` validates the dataset (fails loudly, exit status 2, on a malformed, incomplete or mixed-schema
 dataset, listing every problem), prints counts and per-subgoal statistics, and writes a contact sheet PNG of
 subgoal attempts with their goal images and keypoint traces drawn.
+
+``merge OUT SHARD SHARD...`` writes a new dataset of the shards' episodes, in order (LeRobot's aggregation, with the
+subgoal texts remapped and the collector's journal merged: :mod:`executor_vla.dataset_merge`). It refuses, before
+writing anything (exit status 2), shards of different schemas, a shard with a collection running in it, a seed in two
+shards, and an existing OUT.
 """
 
 from __future__ import annotations
@@ -35,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("--max-rows", type=int, default=12, help="subgoal attempts drawn (rows of the sheet)")
     ins.add_argument("--json", action="store_true", help="print the statistics as JSON")
     ins.add_argument("--no-lerobot", action="store_true", help="skip opening it with LeRobotDataset (faster)")
+    mrg = sub.add_parser("merge", help="merge shards collected in parallel into a new dataset")
+    mrg.add_argument("out", type=Path, help="the new dataset's directory (must not exist)")
+    mrg.add_argument("shards", type=Path, nargs="+", help="two or more tandem-collect datasets of one schema")
     return p
 
 
@@ -46,6 +55,9 @@ def main(argv: list[str] | None = None) -> None:
     args = build_parser().parse_args(argv)
     logging.getLogger("lerobot").setLevel(logging.ERROR)
     logging.getLogger("lerobot.utils.import_utils").setLevel(logging.ERROR)
+    if args.command == "merge":
+        _merge(args.out, args.shards)
+        return
     from executor_vla.dataset_inspect import format_stats, inspect_dataset
 
     if not args.root.is_dir():
@@ -60,6 +72,21 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(2)
     print(json.dumps(stats, indent=2) if args.json else format_stats(stats))
     sys.exit(0)
+
+
+def _merge(out: Path, shards: list[Path]) -> None:
+    from executor_vla.dataset_merge import merge_datasets
+    from tandem.core.errors import TandemError
+
+    try:
+        report = merge_datasets(shards, out)
+    except TandemError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+    for shard, n, first in report.shard_episodes:
+        print(f"{shard}: {n} episodes -> {first}..{first + n - 1}")
+    seeds = ", ".join(f"{t}: {n}" for t, n in report.seeds.items()) or "none recorded"
+    print(f"{report.out}: {report.episodes} episodes, {report.frames} frames; distinct seeds {seeds}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,125 @@
+"""Merging dataset shards: every frame keeps its subgoal text, the journal's seeds and records follow their episodes,
+the collector resumes into the merge, and the shards that must not be merged are refused before anything is written.
+
+Small synthetic frames (16x16 images, tests/unit/test_dataset_writer.py's helpers).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_dataset_writer import SIZE, K, load, make_frame
+
+from executor_vla.dataset_merge import merge_datasets
+from executor_vla.dataset_writer import TandemDatasetWriter, episode_seeds, read_journal
+from tandem.core import dataset_schema as schema
+from tandem.core.errors import ConfigError, DatasetSchemaError
+
+VOCAB = (("cube_a", "cube_b"), ("grasped(cube_a)", "on(cube_a,cube_b)"))
+
+
+def writer(root: Path, label_camera: str = "agentview", **kw) -> TandemDatasetWriter:
+    return TandemDatasetWriter(root, "tandem/test", image_size=SIZE, trace_len=K, labels=VOCAB,
+                               label_camera=label_camera, **kw)
+
+
+def episode(w: TandemDatasetWriter, seed: int, texts: tuple[str, ...]) -> None:
+    n_kp = len(VOCAB[0]) * schema.KEYPOINTS_PER_OBJECT
+    for k, text in enumerate(texts):
+        ti = w.subgoal_task_index(text)
+        for i in range(3):
+            f = make_frame(seed * 100 + 3 * k + i, k, ti, np.full((*SIZE, 3), 40 * (k + 1), np.uint8))
+            f[schema.LABEL_PREDICATES_KEY] = np.array([k, seed % 2], np.float32)
+            f[schema.LABEL_KEYPOINTS_3D_KEY] = np.full(n_kp * 3, seed, np.float32)
+            f[schema.LABEL_KEYPOINTS_PX_KEY] = np.full(n_kp * 2, k, np.float32)
+            w.add_frame(f)
+    w.save_episode({"seed": seed, "task": "stack_two", "success": True}, state={"next_seed": seed + 1})
+
+
+def shard(root: Path, seeds: list[int], texts: tuple[str, ...], **kw) -> Path:
+    w = writer(root, checkpoint_every=1, **kw)
+    for s in seeds:
+        episode(w, s, texts)
+    w.close()
+    return root
+
+
+def frame_texts(root: Path) -> list[tuple[int, int, str]]:
+    """(episode, frame, subgoal text) of every frame, read back with LeRobot."""
+    ds = load(root)
+    texts = {int(i): t for t, i in zip(ds.meta.tasks.index, ds.meta.tasks["task_index"])}
+    return [(int(it["episode_index"]), int(it["frame_index"]), texts[int(it[schema.SUBGOAL_TASK_INDEX_KEY])])
+            for it in (ds[i] for i in range(len(ds)))]
+
+
+def test_merged_frames_keep_their_subgoal_texts_and_the_journal_its_seeds(tmp_path):
+    # the shards register their texts in different orders: shard b's index 0 is "place b", shard a's is "pick a"
+    a = shard(tmp_path / "a", [0, 1], ("pick a", "place a"))
+    b = shard(tmp_path / "b", [5, 6, 7], ("place b", "pick a", "go home"))
+    texts_a, texts_b = frame_texts(a), frame_texts(b)
+    report = merge_datasets([a, b], tmp_path / "m", repo_id="tandem/test")
+    assert (report.episodes, report.frames) == (5, 2 * 6 + 3 * 9)
+    assert report.shard_episodes == [(str(a), 2, 0), (str(b), 3, 2)]
+    assert frame_texts(tmp_path / "m") == texts_a + [(e + 2, f, t) for e, f, t in texts_b]  # LeRobot's aggregation alone would give shard b's frames shard a's texts
+    j = read_journal(tmp_path / "m")
+    assert [(r["episode_index"], r["seed"], r["shard"]) for r in j["episodes"]] == \
+        [(0, 0, str(a)), (1, 1, str(a)), (2, 5, str(b)), (3, 6, str(b)), (4, 7, str(b))]
+    assert j["state"]["next_seed"] == 8 and j["merged_from"] == [str(a), str(b)]
+    assert episode_seeds(tmp_path / "m") == {"stack_two": [0, 1, 5, 6, 7]}
+    info = json.loads((tmp_path / "m" / "meta" / "info.json").read_text())
+    assert info["features"][schema.LABEL_KEYPOINTS_PX_KEY]["info"]["camera"] == "agentview"
+    ds = load(tmp_path / "m")
+    last = ds[len(ds) - 1]
+    assert float(last[schema.LABEL_KEYPOINTS_3D_KEY][0]) == 7.0  # shard b's last episode, seed 7
+    # the shards are untouched, and the collector resumes into the merge at the next seed
+    assert frame_texts(b) == texts_b
+    w = writer(tmp_path / "m", mode="resume")
+    assert w.num_episodes == 5 and w.state["next_seed"] == 8
+    episode(w, 8, ("go home",))
+    w.close()
+    assert frame_texts(tmp_path / "m")[-1] == (5, 2, "go home")
+
+
+def test_refused_shards_leave_nothing_behind(tmp_path):
+    a = shard(tmp_path / "a", [0, 1], ("pick a",))
+    with pytest.raises(DatasetSchemaError, match="stack_two seed 1 in"):
+        merge_datasets([a, shard(tmp_path / "b", [1, 2], ("pick a",))], tmp_path / "m")
+    with pytest.raises(DatasetSchemaError, match="labels.keypoints_px"):  # labels in another camera's pixels
+        merge_datasets([a, shard(tmp_path / "c", [3], ("pick a",), label_camera="workcell")], tmp_path / "m")
+    with pytest.raises(ConfigError, match="named twice"):
+        merge_datasets([a, tmp_path / "a"], tmp_path / "m")
+    with pytest.raises(ConfigError, match="two or more"):
+        merge_datasets([a], tmp_path / "m")
+    with pytest.raises(DatasetSchemaError, match="info.json"):
+        merge_datasets([a, tmp_path / "nothing"], tmp_path / "m")
+    assert not (tmp_path / "m").exists() and not (tmp_path / "m.merging").exists()
+    (tmp_path / "m").mkdir()
+    with pytest.raises(ConfigError, match="already exists"):
+        merge_datasets([a, shard(tmp_path / "d", [9], ("pick a",))], tmp_path / "m")
+
+
+def test_a_shard_with_a_collection_running_in_it_is_refused(tmp_path):
+    a = shard(tmp_path / "a", [0], ("pick a",))
+    b = shard(tmp_path / "b", [3], ("pick a",))
+    committed = sorted((b / "data").rglob("*.parquet"))[0]
+    shutil.copyfile(committed, committed.with_name("file-999.parquet"))  # what a running collection writes next
+    with pytest.raises(DatasetSchemaError, match="not at its last commit .*uncommitted data/chunk-000/file-999"):
+        merge_datasets([a, b], tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+def test_cli_merges_and_refuses_with_exit_status_2(tmp_path, capsys):
+    from tandem.cli.dataset import main
+
+    a = shard(tmp_path / "a", [0], ("pick a",))
+    b = shard(tmp_path / "b", [1], ("place a",))
+    args = ["merge", str(tmp_path / "m"), str(a), str(b)]
+    main(args)
+    assert "2 episodes, 6 frames; distinct seeds stack_two: 2" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as refused:
+        main(args)
+    assert refused.value.code == 2 and "already exists" in capsys.readouterr().err
