@@ -22,9 +22,10 @@ from tandem.core.errors import ConfigError, DatasetSchemaError
 VOCAB = (("cube_a", "cube_b"), ("grasped(cube_a)", "on(cube_a,cube_b)"))
 
 
-def writer(root: Path, label_camera: str = "agentview", **kw) -> TandemDatasetWriter:
+def writer(root: Path, label_camera: str = "agentview", images: bool = True, **kw) -> TandemDatasetWriter:
+    more = {} if images else {"cameras": (), "goal_image": False}
     return TandemDatasetWriter(root, "tandem/test", image_size=SIZE, trace_len=K, labels=VOCAB,
-                               label_camera=label_camera, **kw)
+                               label_camera=label_camera, **more, **kw)
 
 
 def episode(w: TandemDatasetWriter, seed: int, texts: tuple[str, ...]) -> None:
@@ -36,8 +37,10 @@ def episode(w: TandemDatasetWriter, seed: int, texts: tuple[str, ...]) -> None:
             f[schema.LABEL_PREDICATES_KEY] = np.array([k, seed % 2], np.float32)
             f[schema.LABEL_KEYPOINTS_3D_KEY] = np.full(n_kp * 3, seed, np.float32)
             f[schema.LABEL_KEYPOINTS_PX_KEY] = np.full(n_kp * 2, k, np.float32)
-            w.add_frame(f)
-    w.save_episode({"seed": seed, "task": "stack_two", "success": True}, state={"next_seed": seed + 1})
+            w.add_frame({key: v for key, v in f.items() if key in w.features or key == "task"})
+    attempts = [{"text": t, "task_index": w.subgoal_task_index(t), "success": True} for t in texts]
+    w.save_episode({"seed": seed, "task": "stack_two", "success": True, "attempts": attempts},
+                   state={"next_seed": seed + 1})
 
 
 def shard(root: Path, seeds: list[int], texts: tuple[str, ...], **kw) -> Path:
@@ -63,18 +66,22 @@ def test_merged_frames_keep_their_subgoal_texts_and_the_journal_its_seeds(tmp_pa
     texts_a, texts_b = frame_texts(a), frame_texts(b)
     report = merge_datasets([a, b], tmp_path / "m", repo_id="tandem/test")
     assert (report.episodes, report.frames) == (5, 2 * 6 + 3 * 9)
-    assert report.shard_episodes == [(str(a), 2, 0), (str(b), 3, 2)]
-    assert frame_texts(tmp_path / "m") == texts_a + [(e + 2, f, t) for e, f, t in texts_b]  # LeRobot's aggregation alone would give shard b's frames shard a's texts
+    assert report.shard_episodes == [(str(a.resolve()), 2, 0), (str(b.resolve()), 3, 2)]
+    assert frame_texts(tmp_path / "m") == texts_a + [(e + 2, f, t) for e, f, t in texts_b]
+    ds, da, db = load(tmp_path / "m"), load(a), load(b)
+    for i, j in ((0, (da, 0)), (len(ds) - 1, (db, len(db) - 1))):  # images, labels and actions are the shards'
+        for key in (schema.image_key("agentview"), schema.LABEL_KEYPOINTS_3D_KEY, schema.ACTION_KEY):
+            assert np.array_equal(ds[i][key].numpy(), j[0][j[1]][key].numpy()), key
     j = read_journal(tmp_path / "m")
-    assert [(r["episode_index"], r["seed"], r["shard"]) for r in j["episodes"]] == \
-        [(0, 0, str(a)), (1, 1, str(a)), (2, 5, str(b)), (3, 6, str(b)), (4, 7, str(b))]
-    assert j["state"]["next_seed"] == 8 and j["merged_from"] == [str(a), str(b)]
+    assert [(r["episode_index"], r["seed"], r["shard"], r["shard_episode_index"]) for r in j["episodes"]] == \
+        [(0, 0, str(a.resolve()), 0), (1, 1, str(a.resolve()), 1), (2, 5, str(b.resolve()), 0),
+         (3, 6, str(b.resolve()), 1), (4, 7, str(b.resolve()), 2)]
+    tasks = {t: int(i) for t, i in zip(ds.meta.tasks.index, ds.meta.tasks["task_index"])}
+    assert all(att["task_index"] == tasks[att["text"]] for r in j["episodes"] for att in r["attempts"])
+    assert j["state"]["next_seed"] == 8 and j["state"]["merged_from"] == [str(a.resolve()), str(b.resolve())]
     assert episode_seeds(tmp_path / "m") == {"stack_two": [0, 1, 5, 6, 7]}
     info = json.loads((tmp_path / "m" / "meta" / "info.json").read_text())
     assert info["features"][schema.LABEL_KEYPOINTS_PX_KEY]["info"]["camera"] == "agentview"
-    ds = load(tmp_path / "m")
-    last = ds[len(ds) - 1]
-    assert float(last[schema.LABEL_KEYPOINTS_3D_KEY][0]) == 7.0  # shard b's last episode, seed 7
     # the shards are untouched, and the collector resumes into the merge at the next seed
     assert frame_texts(b) == texts_b
     w = writer(tmp_path / "m", mode="resume")
@@ -82,6 +89,17 @@ def test_merged_frames_keep_their_subgoal_texts_and_the_journal_its_seeds(tmp_pa
     episode(w, 8, ("go home",))
     w.close()
     assert frame_texts(tmp_path / "m")[-1] == (5, 2, "go home")
+
+
+def test_low_dimensional_shards_merge_and_a_merge_merges_again(tmp_path):
+    a = shard(tmp_path / "a", [0, 1], ("pick a", "place a"), images=False)
+    b = shard(tmp_path / "b", [2], ("go home", "pick a"), images=False)
+    c = shard(tmp_path / "c", [3], ("place a",), images=False)
+    merge_datasets([a, b], tmp_path / "ab")
+    merge_datasets([tmp_path / "ab", c], tmp_path / "abc")
+    assert frame_texts(tmp_path / "abc") == frame_texts(a) + [(e + 2, f, t) for e, f, t in frame_texts(b)] + \
+        [(e + 3, f, t) for e, f, t in frame_texts(c)]
+    assert episode_seeds(tmp_path / "abc") == {"stack_two": [0, 1, 2, 3]}
 
 
 def test_refused_shards_leave_nothing_behind(tmp_path):
@@ -97,19 +115,30 @@ def test_refused_shards_leave_nothing_behind(tmp_path):
     with pytest.raises(DatasetSchemaError, match="info.json"):
         merge_datasets([a, tmp_path / "nothing"], tmp_path / "m")
     assert not (tmp_path / "m").exists() and not (tmp_path / "m.merging").exists()
+    d = shard(tmp_path / "d", [9], ("pick a",))
+    (tmp_path / "m.merging").mkdir()  # another merge's work (or a user's directory) is never deleted
+    (tmp_path / "m.merging" / "notes.txt").write_text("keep")
+    with pytest.raises(ConfigError, match="another merge"):
+        merge_datasets([a, d], tmp_path / "m")
+    assert (tmp_path / "m.merging" / "notes.txt").read_text() == "keep"
     (tmp_path / "m").mkdir()
     with pytest.raises(ConfigError, match="already exists"):
-        merge_datasets([a, shard(tmp_path / "d", [9], ("pick a",))], tmp_path / "m")
+        merge_datasets([a, d], tmp_path / "m")
 
 
-def test_a_shard_with_a_collection_running_in_it_is_refused(tmp_path):
+def test_an_unreadable_or_running_shard_is_refused(tmp_path):
     a = shard(tmp_path / "a", [0], ("pick a",))
     b = shard(tmp_path / "b", [3], ("pick a",))
     committed = sorted((b / "data").rglob("*.parquet"))[0]
     shutil.copyfile(committed, committed.with_name("file-999.parquet"))  # what a running collection writes next
     with pytest.raises(DatasetSchemaError, match="not at its last commit .*uncommitted data/chunk-000/file-999"):
         merge_datasets([a, b], tmp_path / "m")
-    assert not (tmp_path / "m").exists()
+    c = shard(tmp_path / "c", [4], ("pick a",))
+    data = sorted((c / "data").rglob("*.parquet"))[0]
+    data.write_bytes(data.read_bytes()[:100])  # a committed file damaged on disk
+    with pytest.raises(DatasetSchemaError, match=r"c: cannot read data/chunk-000/file-000.parquet"):
+        merge_datasets([a, c], tmp_path / "m")
+    assert not (tmp_path / "m").exists() and not (tmp_path / "m.merging").exists()
 
 
 def test_cli_merges_and_refuses_with_exit_status_2(tmp_path, capsys):
