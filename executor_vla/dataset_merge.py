@@ -25,6 +25,7 @@ same demonstration twice). A shard that cannot be read is named in the error.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -65,9 +66,10 @@ def check_shards(shards: Sequence[Path]) -> list[dict[str, Any]]:
     """Check that ``shards`` can be merged; return their journals.
 
     Raises:
-        DatasetSchemaError: a shard is not a tandem dataset (no ``meta/info.json`` or no ``tandem-collect`` journal),
-            has uncommitted files (a collection is running in it, or was killed: rerun ``tandem-collect`` on it to
-            resume or roll back), differs from the first shard's features or fps (every difference named), or shares a
+        DatasetSchemaError: a shard does not exist, is not a tandem dataset (no ``meta/info.json`` or no
+            ``tandem-collect`` journal), has uncommitted files (a collection is running in it, or was killed: rerun ``tandem-collect`` on it to
+            resume or roll back), differs from the first shard's features or fps (every difference named, and the tasks where
+            they differ), or shares a
             task's seed with another shard.
         ConfigError: fewer than two shards, or one named twice.
     """
@@ -78,6 +80,8 @@ def check_shards(shards: Sequence[Path]) -> list[dict[str, Any]]:
         raise ConfigError(f"a shard is named twice: {[str(p) for p in shards]}")
     infos, journals = [], []
     for p in shards:
+        if not p.exists():
+            raise DatasetSchemaError(f"shard {p} does not exist")
         infos.append(read_info(p))
         j = read_journal(p)
         if j is None:
@@ -89,13 +93,17 @@ def check_shards(shards: Sequence[Path]) -> list[dict[str, Any]]:
                                      "running in it or was killed; wait for it, or rerun tandem-collect on it to "
                                      "resume (which rolls it back to the commit)")
         journals.append(j)
+    tasks = [sorted({str(r.get("task")) for r in j.get("episodes", []) if r.get("task") is not None}) for j in journals]
     first = infos[0]
-    for p, info in zip(shards[1:], infos[1:]):
+    for p, info, t in zip(shards[1:], infos[1:], tasks[1:]):
         diff = features_diff(info.get("features", {}), first.get("features", {}))
         if int(info.get("fps", -1)) != int(first.get("fps", -1)):
             diff.append(f"fps {info.get('fps')} != {first.get('fps')}")
         if diff:
-            raise DatasetSchemaError(f"{p} differs from {shards[0]}: " + "; ".join(diff))
+            why = (f"it holds {', '.join(t)}, {shards[0]} holds {', '.join(tasks[0])} (shards of one schema only); "
+                   if t and tasks[0] and t != tasks[0] else "")
+            raise DatasetSchemaError(f"{p} differs from {shards[0]}: {why}" + "; ".join(
+                re.sub(r" on disk, (.*) expected$", r" in this shard, \1 in the first shard", d) for d in diff))
     owner: dict[tuple[str, int], Path] = {}
     repeats: list[str] = []
     for p, j in zip(shards, journals):
@@ -252,11 +260,14 @@ def _frame(columns: dict[str, list[Any]], r: int, writer: Any, texts: dict[int, 
 
 
 def _record(record: dict[str, Any], writer: Any, shard: Path, episode: int) -> dict[str, Any]:
-    """A shard's journal record of ``episode`` for the merge: tagged with its shard and episode there, its attempts'
-    ``task_index`` that of their text in the merged tasks table."""
+    """A shard's journal record of ``episode`` for the merge: tagged with its shard and episode there (a record that
+    has them, from an earlier merge, keeps them and lists this shard in ``merged_via``), its attempts' ``task_index``
+    that of their text in the merged tasks table."""
     rec = {k: v for k, v in record.items() if k != "episode_index"}
     if isinstance(rec.get("attempts"), list):
         rec["attempts"] = [dict(a, task_index=writer.subgoal_task_index(a["text"]))
                            if isinstance(a, dict) and isinstance(a.get("text"), str) and a["text"].strip() else a
                            for a in rec["attempts"]]
+    if "shard" in rec:  # a merge merged again: the record keeps where it was collected, and says through what
+        return {**rec, "merged_via": [*rec.get("merged_via", []), str(shard.resolve())]}
     return {**rec, "shard": str(shard.resolve()), "shard_episode_index": episode}

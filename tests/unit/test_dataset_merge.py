@@ -97,6 +97,10 @@ def test_low_dimensional_shards_merge_and_a_merge_merges_again(tmp_path):
     c = shard(tmp_path / "c", [3], ("place a",), images=False)
     merge_datasets([a, b], tmp_path / "ab")
     merge_datasets([tmp_path / "ab", c], tmp_path / "abc")
+    records = read_journal(tmp_path / "abc")["episodes"]  # where each episode was collected survives a second merge
+    assert [(r["shard"], r["shard_episode_index"], r.get("merged_via")) for r in records] == [
+        (str(a.resolve()), 0, [str((tmp_path / "ab").resolve())]), (str(a.resolve()), 1, [str((tmp_path / "ab").resolve())]),
+        (str(b.resolve()), 0, [str((tmp_path / "ab").resolve())]), (str(c.resolve()), 0, None)]
     assert frame_texts(tmp_path / "abc") == frame_texts(a) + [(e + 2, f, t) for e, f, t in frame_texts(b)] + \
         [(e + 3, f, t) for e, f, t in frame_texts(c)]
     assert episode_seeds(tmp_path / "abc") == {"stack_two": [0, 1, 2, 3]}
@@ -106,14 +110,17 @@ def test_refused_shards_leave_nothing_behind(tmp_path):
     a = shard(tmp_path / "a", [0, 1], ("pick a",))
     with pytest.raises(DatasetSchemaError, match="stack_two seed 1 in"):
         merge_datasets([a, shard(tmp_path / "b", [1, 2], ("pick a",))], tmp_path / "m")
-    with pytest.raises(DatasetSchemaError, match="labels.keypoints_px"):  # labels in another camera's pixels
+    with pytest.raises(DatasetSchemaError, match="'workcell' pixels in this shard, 'agentview' in the first shard"):
         merge_datasets([a, shard(tmp_path / "c", [3], ("pick a",), label_camera="workcell")], tmp_path / "m")
     with pytest.raises(ConfigError, match="named twice"):
         merge_datasets([a, tmp_path / "a"], tmp_path / "m")
     with pytest.raises(ConfigError, match="two or more"):
         merge_datasets([a], tmp_path / "m")
-    with pytest.raises(DatasetSchemaError, match="info.json"):
+    with pytest.raises(DatasetSchemaError, match="nothing does not exist"):
         merge_datasets([a, tmp_path / "nothing"], tmp_path / "m")
+    (tmp_path / "plain").mkdir()
+    with pytest.raises(DatasetSchemaError, match="info.json"):
+        merge_datasets([a, tmp_path / "plain"], tmp_path / "m")
     assert not (tmp_path / "m").exists() and not (tmp_path / "m.merging").exists()
     d = shard(tmp_path / "d", [9], ("pick a",))
     (tmp_path / "m.merging").mkdir()  # another merge's work (or a user's directory) is never deleted
