@@ -25,7 +25,6 @@ same demonstration twice). A shard that cannot be read is named in the error.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,10 +66,9 @@ def check_shards(shards: Sequence[Path]) -> list[dict[str, Any]]:
 
     Raises:
         DatasetSchemaError: a shard does not exist, is not a tandem dataset (no ``meta/info.json`` or no
-            ``tandem-collect`` journal), has uncommitted files (a collection is running in it, or was killed: rerun ``tandem-collect`` on it to
-            resume or roll back), differs from the first shard's features or fps (every difference named, and the tasks where
-            they differ), or shares a
-            task's seed with another shard.
+            ``tandem-collect`` journal), has uncommitted files (a collection is running in it, or was killed: rerun
+            ``tandem-collect`` on it to resume or roll back), differs from the first shard's features or fps (every
+            difference named, and the tasks where they differ), or shares a task's seed with another shard.
         ConfigError: fewer than two shards, or one named twice.
     """
     if len(shards) < 2:
@@ -96,14 +94,14 @@ def check_shards(shards: Sequence[Path]) -> list[dict[str, Any]]:
     tasks = [sorted({str(r.get("task")) for r in j.get("episodes", []) if r.get("task") is not None}) for j in journals]
     first = infos[0]
     for p, info, t in zip(shards[1:], infos[1:], tasks[1:]):
-        diff = features_diff(info.get("features", {}), first.get("features", {}))
+        diff = features_diff(info.get("features", {}), first.get("features", {}),
+                             sides=("in this shard", "in the first shard"))
         if int(info.get("fps", -1)) != int(first.get("fps", -1)):
             diff.append(f"fps {info.get('fps')} != {first.get('fps')}")
         if diff:
             why = (f"it holds {', '.join(t)}, {shards[0]} holds {', '.join(tasks[0])} (shards of one schema only); "
                    if t and tasks[0] and t != tasks[0] else "")
-            raise DatasetSchemaError(f"{p} differs from {shards[0]}: {why}" + "; ".join(
-                re.sub(r" on disk, (.*) expected$", r" in this shard, \1 in the first shard", d) for d in diff))
+            raise DatasetSchemaError(f"{p} differs from {shards[0]}: {why}" + "; ".join(diff))
     owner: dict[tuple[str, int], Path] = {}
     repeats: list[str] = []
     for p, j in zip(shards, journals):

@@ -80,8 +80,10 @@ def _norm_feature(ft: Mapping[str, Any]) -> dict[str, Any]:
             "names": None if names is None else list(names)}
 
 
-def features_diff(existing: Mapping[str, Mapping[str, Any]], expected: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Differences between two LeRobot feature dicts, one readable line each (empty when they match).
+def features_diff(existing: Mapping[str, Mapping[str, Any]], expected: Mapping[str, Mapping[str, Any]],
+                  sides: tuple[str, str] = ("on disk", "expected")) -> list[str]:
+    """Differences between two LeRobot feature dicts, one readable line each (empty when they match); ``sides``
+    names ``existing`` and ``expected`` in those lines (e.g. ``("in this shard", "in the first shard")``).
 
     LeRobot's own default columns (``timestamp``, ``frame_index``, ``episode_index``, ``index``,
     ``task_index``) are ignored. dtype, shape and names are compared, and the label camera of
@@ -96,11 +98,11 @@ def features_diff(existing: Mapping[str, Mapping[str, Any]], expected: Mapping[s
         a, b = _norm_feature(ex[k]), _norm_feature(exp[k])
         for field in ("dtype", "shape", "names"):
             if a[field] != b[field]:
-                out.append(f"feature {k!r}: {field} is {a[field]!r} on disk, {b[field]!r} expected")
+                out.append(f"feature {k!r}: {field} is {a[field]!r} {sides[0]}, {b[field]!r} {sides[1]}")
     cam_on_disk, cam_expected = schema.label_camera_of(dict(ex)), schema.label_camera_of(dict(exp))
     if cam_on_disk is not None and cam_expected is not None and cam_on_disk != cam_expected:
-        out.append(f"feature {schema.LABEL_KEYPOINTS_PX_KEY!r}: keypoints in {cam_on_disk!r} pixels on disk, "
-                   f"{cam_expected!r} expected")
+        out.append(f"feature {schema.LABEL_KEYPOINTS_PX_KEY!r}: keypoints in {cam_on_disk!r} pixels {sides[0]}, "
+                   f"{cam_expected!r} {sides[1]}")
     return out
 
 
@@ -228,40 +230,13 @@ def _atomic_write_text(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
-def write_commit(root: Path, journal: Mapping[str, Any], new_episodes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Record the dataset's files on disk as the next commit of ``journal`` and return the new journal.
-
-    Snapshots ``meta/info.json``, ``meta/stats.json`` and ``meta/tasks.parquet`` under :data:`SNAPSHOT_DIR`, appends
-    ``new_episodes`` (per-episode records) and writes :data:`JOURNAL_PATH` atomically; older snapshots are removed.
-    The files must be complete (finalized parquet footers): a commit is what a later roll-back restores.
-
-    Raises:
-        DatasetSchemaError: ``root`` has no ``meta/info.json``. OSError: the snapshot or journal could not be written.
-    """
-    n = int(journal["commit"]) + 1
-    snap = root / SNAPSHOT_DIR / str(n)
-    if snap.exists():
-        shutil.rmtree(snap)
-    snap.mkdir(parents=True)
-    for rel in SNAPSHOT_FILES:
-        src = root / rel
-        if src.exists():
-            shutil.copyfile(src, snap / Path(rel).name)
-    info = read_info(root)
-    new = dict(journal, commit=n, snapshot=n, files=_parquet_files(root),
-               total_episodes=int(info["total_episodes"]), total_frames=int(info["total_frames"]),
-               episodes=list(journal["episodes"]) + list(new_episodes))
-    _atomic_write_text(root / JOURNAL_PATH, json.dumps(new, indent=1))
-    for old in (root / SNAPSHOT_DIR).iterdir():
-        if old.name != str(n):
-            shutil.rmtree(old, ignore_errors=True)
-    return new
-
-
 def uncommitted_changes(root: str | Path) -> list[str]:
     """How a dataset's files differ from its journal's last commit: parquet files added or missing, and a
     ``meta/info.json`` that is not the committed one (what a running or killed collection leaves). Empty when the
     dataset is exactly its last commit, or has no journal.
+
+    Raises:
+        DatasetSchemaError: the journal exists but is not valid (:func:`read_journal`).
     """
     root = Path(root)
     j = read_journal(root)
@@ -463,8 +438,26 @@ class TandemDatasetWriter:
     # ------------------------------------------------------------------ commits
     def _commit(self) -> None:
         """Snapshot metadata and atomically record the current (finalized) files as a commit."""
-        self._journal = write_commit(self.root, self._journal, self._uncommitted)
+        j = self._journal
+        n = int(j["commit"]) + 1
+        snap = self.root / SNAPSHOT_DIR / str(n)
+        if snap.exists():
+            shutil.rmtree(snap)
+        snap.mkdir(parents=True)
+        for rel in SNAPSHOT_FILES:
+            src = self.root / rel
+            if src.exists():
+                shutil.copyfile(src, snap / Path(rel).name)
+        info = read_info(self.root)
+        new = dict(j, commit=n, snapshot=n, files=_parquet_files(self.root),
+                   total_episodes=int(info["total_episodes"]), total_frames=int(info["total_frames"]),
+                   episodes=list(j["episodes"]) + self._uncommitted)
+        _atomic_write_text(self.root / JOURNAL_PATH, json.dumps(new, indent=1))
+        self._journal = new
         self._uncommitted = []
+        for old in (self.root / SNAPSHOT_DIR).iterdir():
+            if old.name != str(n):
+                shutil.rmtree(old, ignore_errors=True)
 
     def _dataset(self) -> Any:
         """The LeRobotDataset in write mode (reopened with ``LeRobotDataset.resume`` after a commit)."""

@@ -11,10 +11,10 @@ Examples::
 dataset, listing every problem), prints counts and per-subgoal statistics, and writes a contact sheet PNG of
 subgoal attempts with their goal images and keypoint traces drawn.
 
-``merge OUT SHARD SHARD...`` writes a new dataset of the shards' episodes, in order (LeRobot's aggregation, with the
-subgoal texts remapped and the collector's journal merged: :mod:`executor_vla.dataset_merge`). It refuses, before
-writing anything (exit status 2), shards of different schemas, a shard with a collection running in it, a seed in two
-shards, and an existing OUT.
+``merge OUT SHARD SHARD...`` writes a new dataset of the shards' episodes, in order, each written again through the
+collector's writer (subgoal texts registered again, the collector's journal continued: :mod:`executor_vla.dataset_merge`).
+It refuses, before writing anything (exit status 2), shards of different schemas, a shard with a collection running in
+it, a seed in two shards, and an existing OUT or OUT.merging; a shard file that cannot be read is named.
 """
 
 from __future__ import annotations
