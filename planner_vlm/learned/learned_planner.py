@@ -39,6 +39,11 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    objects grasped over their body, as pick_place_bins' boxes): a nut is grasped by its handle, 5-7 cm from the
    origin that the state model reads, and on nut_assembly (no workcell) the rule fired on most picks and cost
    held-out tasks (2026-12-03: `perturbed` 37/50 with it, against 40/50 before it).
+   Then, where the trace checkpoint records the object's demonstrated grasp in the object's own frame
+   (``TraceModelConfig.grasp_prior``, :mod:`planner_vlm.learned.grasp_prior`: nut_assembly's nuts, always grasped
+   by the handle), a close more than ``grasp_prior_m`` (xy) or ``grasp_prior_deg`` from that grasp, placed by the
+   object's read keypoints, is moved onto it: the trace's rows after row 0 shift with the close and its yaw turns to
+   the grasp's (a ``grasp_prior_snapped`` memory event: ``miss_m``, ``miss_deg``, ``yaw_from``, ``yaw_to``).
    Last, a close whose turn would take the wrist joint (``Observation.joints[-1]``) past ``wrist_limit_rad`` less
    ``WRIST_MARGIN_RAD`` is turned to the equivalent yaw a half turn away (the fingers are symmetric) that keeps it
    inside, as the experts choose (:func:`tandem.core.wrist.resolve_yaw`). The trace model learns the turn from
@@ -87,6 +92,7 @@ import numpy as np
 
 from planner_vlm.goal_regression import GoalRegressionPlanner
 from planner_vlm.learned.grasp_check import Workcell, checked_grasp_yaw, turn_trace_to
+from planner_vlm.learned.grasp_prior import GraspPrior, close_miss, close_rows, snapped_to_prior
 from planner_vlm.learned.hand_evidence import (
     HELD_RAY_M,
     SHARP_CONFIDENCE,
@@ -104,13 +110,6 @@ from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpe
 from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD, WRIST_MARGIN_RAD, predicted_wrist, resolve_yaw
 
 
-def close_rows(trace: Trace3D) -> np.ndarray:
-    """``int (C,)``: indices of ``trace``'s rows where an open gripper (command ``<= 0``) is commanded closed
-    (``> 0``), in order; empty when it closes none (robosuite's -1 open / +1 closed)."""
-    g = trace.gripper
-    return np.flatnonzero((g[1:] > 0) & (g[:-1] <= 0)) + 1
-
-
 def with_close_yaw(trace: Trace3D, event: int, yaw: float) -> Trace3D:
     """``trace`` with row ``event`` (its close) at ``yaw`` (rad, not wrapped): row 0 stays, the rows between turn in
     proportion, the rows after the close turn with it (:func:`~planner_vlm.learned.grasp_check.turn_trace_to`)."""
@@ -121,6 +120,10 @@ def with_close_yaw(trace: Trace3D, event: int, yaw: float) -> Trace3D:
 #: A pick's object read with a heatmap uncertainty above this is hidden (``SceneState.object_uncertainty``: 1 is the
 #: training frames' 99th percentile); stack_three's validation picks of objects read above it failed 4 times in 5.
 HIDDEN_UNCERTAINTY = 0.5
+#: A pick's close farther than this (m, xy) from its object's demonstrated grasp, or turned more than
+#: :data:`GRASP_PRIOR_DEG` from it, is moved onto it (:mod:`planner_vlm.learned.grasp_prior`).
+GRASP_PRIOR_M = 0.01
+GRASP_PRIOR_DEG = 15.0
 
 
 class LearnedPlanner(GoalRegressionPlanner):
@@ -172,8 +175,14 @@ class LearnedPlanner(GoalRegressionPlanner):
                  empty_grip_m: float | None = PANDA_EMPTY_OPENING_M, max_close_offset_m: float | None = 0.03,
                  held_ray_m: float | None = HELD_RAY_M, wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD,
                  grasp_skill: str = "pick", id_prefix: str = "sg", use_depth: bool = True,
-                 hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY):
+                 hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY, grasp_prior_m: float | None = GRASP_PRIOR_M,
+                 grasp_prior_deg: float = GRASP_PRIOR_DEG):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
+        if grasp_prior_m is not None and not (math.isfinite(grasp_prior_m) and grasp_prior_m > 0):
+            raise ConfigError(f"learned planner grasp_prior_m must be > 0 m or null, got {grasp_prior_m}")
+        if not (math.isfinite(grasp_prior_deg) and 0 < grasp_prior_deg <= 90):
+            raise ConfigError(f"learned planner grasp_prior_deg must be in (0, 90] deg, got {grasp_prior_deg}")
+        self.grasp_prior_m, self.grasp_prior_deg = grasp_prior_m, float(grasp_prior_deg)
         self.use_depth = bool(use_depth)
         if hidden_uncertainty is not None and not (math.isfinite(hidden_uncertainty) and hidden_uncertainty > 0):
             raise ConfigError(f"learned planner hidden_uncertainty must be > 0 or null, got {hidden_uncertainty}")
@@ -209,6 +218,8 @@ class LearnedPlanner(GoalRegressionPlanner):
         self._plans = 0
         cell = getattr(getattr(trace_model, "cfg", None), "workcell", None)
         self._workcell = Workcell.from_dict(cell) if cell else None
+        prior = getattr(getattr(trace_model, "cfg", None), "grasp_prior", None)
+        self._grasp_prior = GraspPrior.from_dict(prior) if prior else None
 
     # ------------------------------------------------------------------ setup
     def reset(self, task: TaskSpec) -> None:
@@ -406,6 +417,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         state = self._hidden_target_remembered(sg, state, memory, observation.step)
         trace = self.trace_model.predict(state.keypoints_3d, observation.proprio, sg.skill, sg.args)
         trace = self._anchored_pick(trace, sg, state, observation, memory)
+        trace = self._snapped_to_prior(trace, sg, state, memory, observation.step)
         trace = self._checked_grasp(trace, sg, state, memory, observation.step)
         trace = self._wrist_resolved(trace, sg, observation, memory)
         sg.trace_3d = trace
@@ -489,6 +501,32 @@ class LearnedPlanner(GoalRegressionPlanner):
         points = np.array(again.points)
         points[0] = trace.points[0]
         return Trace3D(points=points, yaw=again.yaw, gripper=again.gripper, frame=trace.frame)
+
+    def _snapped_to_prior(self, trace: Trace3D, sg: Subgoal, state: SceneState, memory: TaskMemory,
+                          step: int) -> Trace3D:
+        """``trace``, or with its first close of an open gripper moved onto the demonstrated grasp of ``sg``'s object
+        where it misses it by more than ``grasp_prior_m`` (xy) or ``grasp_prior_deg`` (:mod:`grasp_prior
+        <planner_vlm.learned.grasp_prior>`; see the module docstring, step 4). Only for an object the trace
+        checkpoint's prior knows and the state model finds."""
+        target = sg.args[0] if sg.args else None
+        if (self.grasp_prior_m is None or self._grasp_prior is None or target not in self._grasp_prior.objects
+                or target not in state.objects):
+            return trace
+        i = state.object_index(target)
+        closes = close_rows(trace)
+        if state.object_confidence[i] < self.min_object_confidence or not len(closes):
+            return trace
+        grasp = self._grasp_prior.objects[target]
+        point, yaw = grasp.grasp(state.keypoints_3d[i])
+        event = int(closes[0])
+        miss_m, miss_rad = close_miss(trace, event, point, yaw, grasp.period_rad)
+        if miss_m <= self.grasp_prior_m and math.degrees(miss_rad) <= self.grasp_prior_deg:
+            return trace
+        snapped = snapped_to_prior(trace, event, point, yaw, grasp.period_rad)
+        memory.record_event("grasp_prior_snapped", step, subgoal=sg.text, object=target, miss_m=round(miss_m, 4),
+                            miss_deg=round(math.degrees(miss_rad), 1), yaw_from=round(float(trace.yaw[event]), 3),
+                            yaw_to=round(float(snapped.yaw[event]), 3))
+        return snapped
 
     def _checked_grasp(self, trace: Trace3D, sg: Subgoal, state: SceneState, memory: TaskMemory, step: int) -> Trace3D:
         """``trace`` with its grasp yaw checked against the perceived scene (:mod:`planner_vlm.learned.grasp_check`):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from planner_vlm.learned.grasp_check import Workcell
+from planner_vlm.learned.grasp_prior import GraspPrior
 from tandem.core.errors import ConfigError
 
 #: Orders of the trace model's output slots (see :attr:`TraceModelConfig.slot_order`).
@@ -57,6 +58,11 @@ class TraceModelConfig:
             seeds (``TraceTrainConfig.seed + k``), each keeping its own best held-out snapshot; their outputs (point
             decodings, yaw and turn logits, gripper and length logits) are averaged before decoding, a deep
             ensemble (Lakshminarayanan et al. 2017). 1: one network (older checkpoints).
+        grasp_prior: the demonstrated grasp of each object in its own frame where the demonstrations agree
+            (:class:`planner_vlm.learned.grasp_prior.GraspPrior` as a dict), fitted at training from the dataset's
+            pick attempts (``tandem-train-trace model.grasp_prior=true``) or added to a checkpoint by
+            ``scripts/fit_grasp_prior.py``; the learned planner moves a pick's close that misses it onto it. It
+            changes no weight. Empty: none (older checkpoints).
     """
 
     objects: tuple[str, ...] = ()
@@ -72,6 +78,7 @@ class TraceModelConfig:
     coherent_turns: bool = False
     workcell: dict[str, Any] = field(default_factory=dict)
     ensemble: int = 1
+    grasp_prior: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("objects", "skills", "arg_names"):
@@ -93,6 +100,8 @@ class TraceModelConfig:
             raise ConfigError(f"trace model symmetries must name its objects with orders >= 1, got {bad}")
         if self.workcell:
             Workcell.from_dict(self.workcell)  # raises ConfigError naming a malformed field
+        if self.grasp_prior:
+            GraspPrior.from_dict(self.grasp_prior)  # likewise
         if self.ensemble < 1:
             raise ConfigError(f"trace model ensemble must be >= 1 member, got {self.ensemble}")
         if self.trace_len < 2 or self.hidden < 1 or self.layers < 1:

@@ -14,9 +14,11 @@ from pathlib import Path
 
 import numpy as np
 
+from planner_vlm.learned.grasp_prior import GraspPrior
 from planner_vlm.learned.state_data import data_files, journal_seeds, read_columns, read_info, seeds_of
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import DatasetSchemaError
+from tandem.core.types import Trace3D
 
 JOURNAL = Path("meta") / "tandem_collect.json"
 
@@ -126,3 +128,49 @@ class TraceDataset:
 
     def __len__(self) -> int:
         return len(self.rows)
+
+
+def pick_closes(ds: TraceDataset, grasp_skill: str = "pick") -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The expert's grasps in ``ds``: for every ``grasp_skill`` attempt whose trace closes an open gripper, the
+    picked object, its keypoints at the attempt's first frame ``float64 (N, 2, 3)`` m (world frame) and the close
+    ``float64 (N, 4)``: point (m, world frame) and finger yaw (rad), for
+    :func:`~planner_vlm.learned.grasp_prior.fit_grasp_prior`. Use a dataset read with ``only_successful=True``.
+
+    Raises:
+        DatasetSchemaError: a picked object outside the dataset's label objects.
+    """
+    from planner_vlm.learned.grasp_prior import close_rows
+
+    names, kps, closes = [], [], []
+    for i, sig in enumerate(ds.signature):
+        skill, args = parse_signature(sig)
+        if skill != grasp_skill or not args:
+            continue
+        if args[0] not in ds.objects:
+            raise DatasetSchemaError(f"{ds.root}: {sig} picks {args[0]!r}, not a label object {list(ds.objects)}")
+        n = int(ds.mask[i].sum())
+        if n < 2:
+            continue
+        rows = ds.rows[i, :n].astype(np.float64)
+        event = close_rows(Trace3D(points=rows[:, :3], yaw=rows[:, 3], gripper=rows[:, 4]))
+        if not len(event):
+            continue
+        names.append(args[0])
+        kps.append(ds.keypoints_3d[i, ds.objects.index(args[0])].astype(np.float64))
+        closes.append(rows[int(event[0]), :4])
+    return names, np.asarray(kps, np.float64).reshape(-1, 2, 3), np.asarray(closes, np.float64).reshape(-1, 4)
+
+
+def dataset_grasp_prior(root: str | Path, symmetries: dict[str, int], episodes: list[int] | None = None,
+                        grasp_skill: str = "pick") -> GraspPrior:
+    """The demonstrated grasps of ``root``'s successful ``grasp_skill`` attempts (of ``episodes``, default all),
+    fitted by :func:`~planner_vlm.learned.grasp_prior.fit_grasp_prior` with its default limits; ``symmetries``:
+    object -> order.
+
+    Raises:
+        DatasetSchemaError: as :class:`TraceDataset`.
+    """
+    from planner_vlm.learned.grasp_prior import fit_grasp_prior
+
+    names, keypoints, closes = pick_closes(TraceDataset(root, episodes=episodes, only_successful=True), grasp_skill)
+    return fit_grasp_prior(names, keypoints, closes, symmetries)

@@ -49,7 +49,8 @@ class TraceDatasetSection(Schema):
 class TraceModelSection(Schema):
     """``model``: hidden width, layers, K3 rows, and ``symmetries`` (null: the dataset task's); ``grasp_check``:
     record the dataset task's workcell for the learned planner's grasp check (``TraceModelConfig.workcell``);
-    ``ensemble``: members whose outputs are averaged (``TraceModelConfig.ensemble``)."""
+    ``ensemble``: members whose outputs are averaged (``TraceModelConfig.ensemble``); ``grasp_prior``: record the
+    training episodes' demonstrated grasps (``TraceModelConfig.grasp_prior``)."""
 
     hidden: int = 256
     layers: int = 3
@@ -58,6 +59,7 @@ class TraceModelSection(Schema):
     slot_order: str = "start"
     coherent_turns: bool = False
     grasp_check: bool = False
+    grasp_prior: bool = False
     ensemble: int = 1
     trace_len: int = 16
     symmetries: dict[str, int] | None = None
@@ -121,7 +123,7 @@ def run(cfg: Any) -> dict[str, Any]:
 
     from planner_vlm.learned.synthetic import make_synthetic_dataset
     from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
-    from planner_vlm.learned.trace_data import TraceDataset
+    from planner_vlm.learned.trace_data import TraceDataset, dataset_grasp_prior
     from planner_vlm.learned.trace_train import train_trace_model
 
     c = load_config(TrainTraceRunConfig, cfg)
@@ -137,12 +139,15 @@ def run(cfg: Any) -> dict[str, Any]:
                                    image_size=tuple(d.synthetic.image_size))
     data = TraceDataset(root, episodes=d.episodes, val_episodes=d.val_episodes, only_successful=d.only_successful)
     m = c.model
+    symmetries = task_symmetries(root, m.symmetries)
+    train_episodes = sorted({int(e) for e in data.episode[data.train_index]})
+    prior = dataset_grasp_prior(root, symmetries, episodes=train_episodes).to_dict() if m.grasp_prior else {}
     model_cfg = TraceModelConfig(objects=data.objects, skills=data.skills, arg_names=data.arg_names,
-                                 symmetries=task_symmetries(root, m.symmetries), trace_len=m.trace_len,
+                                 symmetries=symmetries, trace_len=m.trace_len,
                                  hidden=m.hidden, layers=m.layers, use_gripper_opening=m.use_gripper_opening,
                                  yaw_correction_deg=m.yaw_correction_deg, slot_order=m.slot_order,
                                  coherent_turns=m.coherent_turns, ensemble=m.ensemble,
-                                 workcell=task_workcell(root) if m.grasp_check else {})
+                                 workcell=task_workcell(root) if m.grasp_check else {}, grasp_prior=prior)
     print(f"trace model: {len(data)} subgoal starts ({len(data.train_index)} train, {len(data.val_index)} held out) of "
           f"{root}; skills {list(data.skills)}, arguments {list(data.arg_names)}, symmetries {model_cfg.symmetries}",
           flush=True)

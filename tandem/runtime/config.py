@@ -514,6 +514,10 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
         hidden_uncertainty: a pick whose object's heatmap uncertainty is above this (hidden, e.g. behind the arm) is
             planned from the object's last sharp read (``LearnedPlanner``, step 4 of its docs; default 0.5, chosen
             on the three tasks' validation seeds, README); None: off.
+        grasp_prior_m, grasp_prior_deg: a pick's close farther than ``grasp_prior_m`` (m, xy, > 0) or turned more
+            than ``grasp_prior_deg`` (deg, in (0, 90]) from its object's demonstrated grasp, where the trace
+            checkpoint records one (``planner_vlm.learned.grasp_prior``), is moved onto it; ``grasp_prior_m`` None:
+            off.
 
     Raises (``check``):
         FieldError: a field that is not a number where one is needed, or out of its range.
@@ -531,6 +535,8 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     held_ray_m: float | None = 0.06  # planner_vlm.learned.hand_evidence.HELD_RAY_M
     wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD
     hidden_uncertainty: float | None = 0.5  # planner_vlm.learned.learned_planner.HIDDEN_UNCERTAINTY
+    grasp_prior_m: float | None = 0.01  # planner_vlm.learned.learned_planner.GRASP_PRIOR_M
+    grasp_prior_deg: float = 15.0  # planner_vlm.learned.learned_planner.GRASP_PRIOR_DEG
 
     def check(self) -> None:
         super().check()
@@ -539,6 +545,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             raise FieldError("hidden_uncertainty", f"must be > 0 or null, got {self.hidden_uncertainty}")
         check_positive_length("max_close_offset_m", self.max_close_offset_m)
         check_positive_length("held_ray_m", self.held_ray_m)
+        check_positive_length("grasp_prior_m", self.grasp_prior_m)
+        if not (math.isfinite(self.grasp_prior_deg) and 0 < self.grasp_prior_deg <= 90):
+            raise FieldError("grasp_prior_deg", f"must be in (0, 90] deg, got {self.grasp_prior_deg}")
         if self.wrist_limit_rad is not None and not (math.isfinite(self.wrist_limit_rad) and self.wrist_limit_rad > 0):
             raise FieldError("wrist_limit_rad", f"must be > 0 rad or null, got {self.wrist_limit_rad}")
         if self.empty_grip_m is not None and not 0.0 < self.empty_grip_m < 0.08:

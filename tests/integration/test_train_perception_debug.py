@@ -2,6 +2,7 @@
 synthetic problem on one thread and writes a loadable checkpoint with the command that made it."""
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -41,7 +42,7 @@ def test_state_model_debug_config_learns_the_synthetic_scene(tmp_path):
 
 def test_trace_model_debug_config_learns_the_synthetic_traces(tmp_path):
     out = tmp_path / "trace"
-    proc = _run("tandem.cli.train_trace", "trace_train=debug", f"output_dir={out}")
+    proc = _run("tandem.cli.train_trace", "trace_train=debug", "model.grasp_prior=true", f"output_dir={out}")
     assert proc.returncode == 0, proc.stderr[-3000:]
     summary = json.loads((out / "summary.json").read_text())
     assert summary["steps"] == 800
@@ -51,6 +52,10 @@ def test_trace_model_debug_config_learns_the_synthetic_traces(tmp_path):
 
     model = TraceModel.from_checkpoint(summary["checkpoint"])
     assert model.cfg.skills == ("pick", "stack")
+    # the synthetic expert grasps each cube at its centre along its yaw: the training episodes' picks agree
+    prior = model.cfg.grasp_prior["objects"]
+    assert sorted(prior) == ["blue", "red"] and prior["red"]["offset_m"] == [0.0, 0.0, 0.0]
+    assert prior["red"]["samples"] >= 10 and prior["red"]["period_rad"] == pytest.approx(math.pi / 2)
 
 
 @pytest.mark.parametrize("module", ["tandem.cli.train_state", "tandem.cli.train_trace"])

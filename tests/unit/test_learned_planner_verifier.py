@@ -75,6 +75,7 @@ class _TraceCfg:
     arg_names: tuple[str, ...] = OBJECTS
     symmetries: dict = field(default_factory=lambda: dict.fromkeys(OBJECTS, 4))
     workcell: dict = field(default_factory=dict)
+    grasp_prior: dict = field(default_factory=dict)
 
 
 class StraightDownTraceModel:
@@ -544,3 +545,36 @@ def test_a_pick_of_a_hidden_object_is_planned_from_its_last_sharp_read(rule):
     with pytest.raises(ConfigError, match="hidden_uncertainty"):
         LearnedPlanner(sm, tm, hidden_uncertainty=0.0)
     assert LearnedPlanner(sm, tm).hidden_uncertainty == HIDDEN_UNCERTAINTY == LearnedPlannerConfig().hidden_uncertainty
+
+
+def test_a_pick_close_that_misses_its_objects_demonstrated_grasp_is_moved_onto_it():
+    # red is always grasped 5 cm along its local x (its keypoints put x along world +x), fingers across: a handle
+    prior = {"objects": {"red": {"offset_m": [0.05, 0.0, 0.0], "yaw_offset_rad": math.pi / 2,
+                                 "period_rad": math.pi}}}
+    sm, tm = ScriptedStateModel(), StraightDownTraceModel()  # closes on red's origin at yaw 0: 5 cm and 90 deg off
+    tm.cfg = _TraceCfg(grasp_prior=prior)
+    planner, memory = LearnedPlanner(sm, tm), TaskMemoryV1()
+    planner.reset(STACK)
+    memory.start_episode(STACK)
+    trace = planner.plan(_obs(), memory).remaining[0].trace_3d
+    np.testing.assert_allclose(trace.points[0], [0.0, 0.0, 1.0])  # row 0 stays the gripper now
+    np.testing.assert_allclose(trace.points[2], [0.05, -0.1, 0.83], atol=1e-6)  # the close on the handle
+    np.testing.assert_allclose(trace.points[1], [0.05, -0.1, 0.93], atol=1e-6)  # the hover above it
+    assert abs(abs(float(trace.yaw[2])) - math.pi / 2) < 1e-6
+    event = [e for e in memory.events() if e["kind"] == "grasp_prior_snapped"]
+    assert len(event) == 1 and event[0]["object"] == "red" and event[0]["miss_m"] == pytest.approx(0.05)
+    assert event[0]["miss_deg"] == pytest.approx(90.0)
+    # off, or an object the prior does not know (blue), or a close already on the grasp: the model's trace
+    near_red = {"objects": {"red": {"offset_m": [0.005, 0.0, 0.0], "yaw_offset_rad": 0.1, "period_rad": math.pi}}}
+    for cell, grasp_prior_m in ((prior, None), ({"objects": {"blue": prior["objects"]["red"]}}, 0.01),
+                                (near_red, 0.01)):
+        tm.cfg = _TraceCfg(grasp_prior=cell)
+        unchanged, fresh = LearnedPlanner(sm, tm, grasp_prior_m=grasp_prior_m), TaskMemoryV1()
+        unchanged.reset(STACK)
+        fresh.start_episode(STACK)
+        np.testing.assert_allclose(unchanged.plan(_obs(), fresh).remaining[0].trace_3d.points[2], [0.0, -0.1, 0.83])
+        assert not [e for e in fresh.events() if e["kind"] == "grasp_prior_snapped"]
+    with pytest.raises(ConfigError, match="grasp_prior_m"):
+        LearnedPlanner(sm, tm, grasp_prior_m=-0.01)
+    with pytest.raises(ConfigError, match="grasp_prior_deg"):
+        LearnedPlanner(sm, tm, grasp_prior_deg=0.0)
