@@ -90,6 +90,7 @@ def check_shards(shards: Sequence[Path]) -> list[dict[str, Any]]:
             raise DatasetSchemaError(f"{p} is not at its last commit ({'; '.join(problems[:4])}): a collection is "
                                      "running in it or was killed; wait for it, or rerun tandem-collect on it to "
                                      "resume (which rolls it back to the commit)")
+        _check_readable(p, infos[-1])
         journals.append(j)
     tasks = [sorted({str(r.get("task")) for r in j.get("episodes", []) if r.get("task") is not None}) for j in journals]
     first = infos[0]
@@ -116,6 +117,28 @@ def check_shards(shards: Sequence[Path]) -> list[dict[str, Any]]:
         raise DatasetSchemaError(f"{len(repeats)} seed(s) in two shards (the same demonstration twice): "
                                  + "; ".join(repeats[:5]) + (" ..." if len(repeats) > 5 else ""))
     return journals
+
+
+def _check_readable(shard: Path, info: dict[str, Any]) -> None:
+    """Read the footer of every parquet file of ``shard`` (data and episode metadata) and count its frames, so that
+    a damaged file is named before anything is written rather than after the earlier shards were copied.
+
+    Raises:
+        DatasetSchemaError: a file whose footer cannot be read (named), or data files whose rows differ from
+            ``info``'s ``total_frames``.
+    """
+    import pyarrow.parquet as pq
+
+    rows = 0
+    for f in sorted(shard.glob("data/*/*.parquet")) + sorted(shard.glob("meta/episodes/*/*.parquet")):
+        try:
+            n = pq.read_metadata(f).num_rows
+        except Exception as e:  # noqa: BLE001 - a corrupt file: name it
+            raise DatasetSchemaError(f"{shard}: cannot read {f.relative_to(shard)} ({type(e).__name__}: {e})") from e
+        rows += n if f.parts[-3] == "data" else 0
+    total = info.get("total_frames")
+    if isinstance(total, int) and rows != total:
+        raise DatasetSchemaError(f"{shard}: its data files hold {rows} frames, its meta/info.json says {total}")
 
 
 def merge_datasets(shards: Sequence[str | Path], out: str | Path, repo_id: str = "tandem/dataset",

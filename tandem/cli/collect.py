@@ -9,7 +9,7 @@ Examples::
 The same agent loop as ``tandem-demo`` runs every episode (config groups ``task``, ``planner``, ``verifier``,
 ``executor``, ``goals``, ``perturb``); every control step becomes one frame labelled with its subgoal, goal
 image and keypoint trace (see :mod:`tandem.runtime.collect`). ``episodes`` is the target total: rerun the same
-command to resume an interrupted collection. Exit status: 0 done, 2 bad input or write error, 3 fewer
+command to resume an interrupted collection (a total below what the dataset holds is refused). Exit status: 0 done, 2 bad input or write error, 3 fewer
 episodes than asked (too many failures), 130 interrupted by Ctrl-C, SIGINT or SIGTERM (saved episodes are kept).
 """
 
@@ -20,8 +20,22 @@ import signal
 import sys
 
 from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime
+from tandem.core.errors import ConfigError
 
 prepare_runtime()
+
+
+def check_target(target: int, already: int, out: str) -> None:
+    """Refuse a target total below what ``out`` already holds: ``episodes`` is the total wanted, not a count to
+    add, and Hydra reads ``episodes=+1`` as 1 (a collection that would save nothing and exit 0).
+
+    Raises:
+        ConfigError: ``target < already``, naming the total that would add episodes.
+    """
+    if target < already:
+        raise ConfigError(f"episodes={target} is below the {already} episodes already in {out}: episodes is the "
+                          f"total wanted, not a count to add (episodes={already + 1} adds one; episodes=+N reads "
+                          f"as N)")
 
 
 def run(cfg) -> dict:
@@ -50,6 +64,7 @@ def run(cfg) -> dict:
         w = open_writer(cfg)  # schema check and roll-back report before the env is built
         start, recovered = w.num_episodes, w.recovered
         w.close()
+        check_target(target, start, cfg.out)
         if recovered:
             console.print(f"[yellow]recovered {cfg.out} from an interrupted write:[/] " + "; ".join(recovered))
         eps = prog.add_task(f"{cfg.task.name} episodes", total=target, completed=start,

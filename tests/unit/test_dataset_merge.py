@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from test_dataset_writer import SIZE, K, load, make_frame
 
-from executor_vla.dataset_merge import merge_datasets
+from executor_vla.dataset_merge import check_shards, merge_datasets
 from executor_vla.dataset_writer import TandemDatasetWriter, episode_seeds, read_journal
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import ConfigError, DatasetSchemaError
@@ -143,6 +143,8 @@ def test_an_unreadable_or_running_shard_is_refused(tmp_path):
     c = shard(tmp_path / "c", [4], ("pick a",))
     data = sorted((c / "data").rglob("*.parquet"))[0]
     data.write_bytes(data.read_bytes()[:100])  # a committed file damaged on disk
+    with pytest.raises(DatasetSchemaError, match=r"c: cannot read data/chunk-000/file-000.parquet"):
+        check_shards([a, c])  # found by the checks, before any shard is copied
     with pytest.raises(DatasetSchemaError, match=r"c: cannot read data/chunk-000/file-000.parquet"):
         merge_datasets([a, c], tmp_path / "m")
     assert not (tmp_path / "m").exists() and not (tmp_path / "m.merging").exists()
