@@ -451,9 +451,11 @@ def contact_sheet(t: DatasetTables, out_png: str | Path, *, episodes: list[int] 
                   max_rows: int = 12, scale: int = 2) -> Path:
     """Write a PNG with one row per subgoal attempt (up to ``max_rows``).
 
-    Each row: agentview at the attempt's first frame and at its last frame, both with the attempt's trace
-    drawn; the attempt's goal image; the wrist view at the last frame; then a caption (episode, attempt
-    index, subgoal text, frames, whether it succeeded).
+    Each row: the main camera (agentview where the dataset has it, else its first camera) at the attempt's first
+    frame and at its last frame, with the attempt's 2-D trace drawn where that camera is the trace's
+    (``schema.GOAL_CAMERA``); the attempt's goal image; every other camera (the wrist, a task's fixed camera such
+    as pick_place_bins' ``workcell``) at the last frame; then a caption (episode, attempt index, subgoal text,
+    frames, whether it succeeded). Cameras of different sizes keep their own sizes.
 
     Args:
         t: tables of a validated dataset.
@@ -480,8 +482,14 @@ def contact_sheet(t: DatasetTables, out_png: str | Path, *, episodes: list[int] 
             raise DatasetSchemaError(f"none of episodes {episodes} is in {t.root}")
     segs = segs[:max_rows]
     need = sorted({r for a, b in segs for r in (a, b - 1)})
-    agent_key, wrist_key = schema.image_key(schema.GOAL_CAMERA), schema.image_key("wrist")
-    img_cols = [k for k in (agent_key, wrist_key, schema.GOAL_IMAGE_KEY) if k in t.info["features"]]
+    feats = t.info["features"]
+    views = [k for k in feats if k.startswith(schema.IMAGE_PREFIX)]
+    if not views:
+        raise DatasetSchemaError(f"dataset at {t.root} has no camera images to draw")
+    main_key = schema.image_key(schema.GOAL_CAMERA) if schema.image_key(schema.GOAL_CAMERA) in views else views[0]
+    others = [k for k in views if k != main_key]
+    with_trace = main_key == schema.image_key(schema.GOAL_CAMERA)
+    img_cols = [main_key, *others] + ([schema.GOAL_IMAGE_KEY] if schema.GOAL_IMAGE_KEY in feats else [])
     images: dict[int, dict[str, np.ndarray]] = {}
     start = 0
     for f in t.files:
@@ -493,32 +501,40 @@ def contact_sheet(t: DatasetTables, out_png: str | Path, *, episodes: list[int] 
             for r in mine:
                 images[r] = {k: _decode(tab.column(k)[r - start].as_py()) for k in img_cols}
         start += rows
-    h, w = schema_of(t.info)["image_size"]
-    H, W = h * scale, w * scale
-    caption_w = 360
-    pad = 4
-    cols = 4
-    sheet = Image.new("RGB", (cols * (W + pad) + caption_w, len(segs) * (H + pad) + 24), (30, 30, 30))
-    draw = ImageDraw.Draw(sheet)
-    draw.text((4, 4), f"{t.root.name}: first frame + trace | last frame + trace | goal image | wrist (last)",
-              fill=(220, 220, 220))
     tr_all, m_all = c[schema.TRACE_KEY], c[schema.TRACE_MASK_KEY]
     verdicts = _journal_verdicts(t)
 
     def up(x: np.ndarray) -> np.ndarray:
         return np.kron(x, np.ones((scale, scale, 1), np.uint8)) if scale > 1 else x
 
+    def tiles_of(a: int, b: int) -> list[np.ndarray]:
+        tr = np.asarray(tr_all[a].tolist(), np.float32)
+        m = np.asarray(m_all[a].tolist(), np.float32) if with_trace else np.zeros(len(tr), np.float32)
+        out = [draw_trace(up(images[a][main_key]), tr, m, scale), draw_trace(up(images[b - 1][main_key]), tr, m, scale)]
+        if schema.GOAL_IMAGE_KEY in images[a]:
+            out.append(up(images[a][schema.GOAL_IMAGE_KEY]))
+        out += [up(images[b - 1][k]) for k in others]
+        return out
+
+    rows_tiles = [tiles_of(a, b) for a, b in segs]
+    widths = [max(r[i].shape[1] for r in rows_tiles) for i in range(len(rows_tiles[0]))]
+    H = max(tile.shape[0] for r in rows_tiles for tile in r)
+    caption_w = 360
+    pad = 4
+    x0 = [sum(widths[:i]) + i * pad for i in range(len(widths))]
+    text_x = x0[-1] + widths[-1] + pad
+    sheet = Image.new("RGB", (text_x + caption_w, len(segs) * (H + pad) + 24), (30, 30, 30))
+    draw = ImageDraw.Draw(sheet)
+    name = main_key[len(schema.IMAGE_PREFIX):]
+    title = [f"{name} first frame" + (" + trace" if with_trace else ""), f"{name} last frame"
+             + (" + trace" if with_trace else "")]
+    title += ["goal image"] * (schema.GOAL_IMAGE_KEY in feats) + [f"{k[len(schema.IMAGE_PREFIX):]} (last)" for k in others]
+    draw.text((4, 4), f"{t.root.name}: " + " | ".join(title), fill=(220, 220, 220))
+
     for row, (a, b) in enumerate(segs):
         y = 24 + row * (H + pad)
-        tr = np.asarray(tr_all[a].tolist(), np.float32)
-        m = np.asarray(m_all[a].tolist(), np.float32)
-        tiles = [draw_trace(up(images[a][agent_key]), tr, m, scale), draw_trace(up(images[b - 1][agent_key]), tr, m, scale)]
-        if schema.GOAL_IMAGE_KEY in images[a]:
-            tiles.append(up(images[a][schema.GOAL_IMAGE_KEY]))
-        if wrist_key in images[b - 1]:
-            tiles.append(up(images[b - 1][wrist_key]))
-        for i, tile in enumerate(tiles):
-            sheet.paste(Image.fromarray(tile), (i * (W + pad), y))
+        for i, tile in enumerate(rows_tiles[row]):
+            sheet.paste(Image.fromarray(tile), (x0[i], y))
         text = t.tasks.get(int(c[schema.SUBGOAL_TASK_INDEX_KEY][a]), "?")
         ok = verdicts.get((int(ep[a]), int(c[schema.SUBGOAL_INDEX_KEY][a])),
                           bool(np.any(c[schema.SUBGOAL_SUCCESS_KEY][a:b] > 0.5)))
@@ -527,7 +543,7 @@ def contact_sheet(t: DatasetTables, out_png: str | Path, *, episodes: list[int] 
                  f"subgoal success: {'yes' if ok else 'NO'}   task success at end: "
                  f"{'yes' if c[schema.TASK_SUCCESS_KEY][b - 1] > 0.5 else 'no'}"]
         for i, line in enumerate(lines):
-            draw.text((cols * (W + pad) + 6, y + 6 + 16 * i), line, fill=(230, 230, 230) if i != 3 or ok else (255, 120, 120))
+            draw.text((text_x + 2, y + 6 + 16 * i), line, fill=(230, 230, 230) if i != 3 or ok else (255, 120, 120))
     out_png = Path(out_png)
     out_png.parent.mkdir(parents=True, exist_ok=True)
     sheet.save(out_png)
@@ -543,8 +559,8 @@ def inspect_dataset(root: str | Path, sheet: str | Path | None = None, *, episod
     """
     t = validate_dataset(root, open_with_lerobot=open_with_lerobot)
     stats = dataset_stats(t)
-    if sheet is not None and t.num_frames and schema.image_key(schema.GOAL_CAMERA) not in t.info.get("features", {}):
-        stats["sheet"] = f"none (the sheet draws {schema.GOAL_CAMERA} images with their traces; the dataset has none)"
+    if sheet is not None and t.num_frames and not any(k.startswith(schema.IMAGE_PREFIX) for k in t.info["features"]):
+        stats["sheet"] = "none (a low-dimensional dataset: no camera images to draw)"
     elif sheet is not None and t.num_frames:
         stats["sheet"] = str(contact_sheet(t, sheet, episodes=episodes, max_rows=max_rows))
     return stats

@@ -97,3 +97,24 @@ def test_cli_inspect_exit_codes(good, tmp_path):
     bad = subprocess.run([sys.executable, "-m", "tandem.cli.dataset", "inspect", str(broken), "--no-sheet"],
                          cwd=REPO, capture_output=True, text=True, timeout=300)
     assert bad.returncode == 2 and "failed validation" in bad.stderr
+
+
+def test_a_dataset_without_agentview_is_drawn_from_its_own_camera(tmp_path):
+    # pick_place_bins' state-model datasets record only the task's fixed `workcell` camera (64 x 128 there)
+    root = tmp_path / "workcell_only"
+    with writer(root, cameras=("workcell",), goal_image=False) as w:
+        ti = w.subgoal_task_index("pick a")
+        for i in range(4):
+            f = make_frame(i, 0, ti, np.zeros((*SIZE, 3), np.uint8))
+            f[schema.image_key("workcell")] = np.full((*SIZE, 3), 200, np.uint8)
+            for k in (schema.image_key("agentview"), schema.image_key("wrist"), schema.GOAL_IMAGE_KEY):
+                f.pop(k)
+            f[schema.PROGRESS_KEY] = np.array([(i + 1) / 4], np.float32)
+            w.add_frame(f)
+        w.save_episode({"seed": 0}, state={"next_seed": 1})
+    from PIL import Image
+
+    im = np.asarray(Image.open(contact_sheet(validate_dataset(root), tmp_path / "sheet.png", scale=1)))
+    first = im[24:24 + SIZE[0], :SIZE[1]]
+    assert (first == 200).all()  # the workcell frame, with no agentview trace drawn over it
+    assert im.shape[0] == 24 + SIZE[0] + 4
