@@ -132,26 +132,43 @@ class GraspPrior:
         """Read :meth:`to_dict`'s form.
 
         Raises:
-            ConfigError: a malformed entry (named), e.g. an offset that is not 3 finite numbers or a period <= 0.
+            ConfigError: a malformed entry (named): ``objects`` or ``rejected`` not a mapping, an offset that is not
+                a list of 3 finite numbers (m), a yaw offset that is not finite, a period that is not finite and
+                > 0, a negative or non-finite spread.
         """
         if not isinstance(raw, dict):
             raise ConfigError(f"grasp prior must be a mapping, got {type(raw).__name__}")
+        objects_raw, rejected_raw = raw.get("objects", {}), raw.get("rejected", {})
+        for key, value in (("objects", objects_raw), ("rejected", rejected_raw)):
+            if not isinstance(value, dict):
+                raise ConfigError(f"grasp prior {key} must be a mapping of object names, got {type(value).__name__}")
         objects = {}
-        for name, g in dict(raw.get("objects", {})).items():
+        for name, g in objects_raw.items():
+            where = f"grasp prior of {name!r}"
+            if not isinstance(g, dict) or not isinstance(g.get("offset_m"), (list, tuple)):
+                raise ConfigError(f"{where} is malformed: needs offset_m [x, y, z] (m), yaw_offset_rad and period_rad")
             try:
                 offset = tuple(float(v) for v in g["offset_m"])
-                grasp = ObjectGrasp(offset_m=offset, yaw_offset_rad=float(g["yaw_offset_rad"]),
-                                    period_rad=float(g["period_rad"]), spread_m=float(g.get("spread_m", 0.0)),
-                                    yaw_spread_rad=float(g.get("yaw_spread_rad", 0.0)),
-                                    samples=int(g.get("samples", 0)))
+                numbers = {k: float(g[k]) for k in ("yaw_offset_rad", "period_rad")}
+                numbers.update({k: float(g.get(k, 0.0)) for k in ("spread_m", "yaw_spread_rad")})
+                samples = int(g.get("samples", 0))
             except (KeyError, TypeError, ValueError) as e:
-                raise ConfigError(f"grasp prior of {name!r} is malformed ({e!r}): needs offset_m [x, y, z], "
-                                  "yaw_offset_rad and period_rad") from e
-            if len(offset) != 3 or not all(math.isfinite(v) for v in offset) or not grasp.period_rad > 0:
-                raise ConfigError(f"grasp prior of {name!r}: offset_m must be 3 finite numbers (m) and period_rad > 0, "
-                                  f"got {list(offset)} and {grasp.period_rad}")
-            objects[str(name)] = grasp
-        return cls(objects=objects, rejected={str(k): str(v) for k, v in dict(raw.get("rejected", {})).items()})
+                raise ConfigError(f"{where} is malformed ({e!r}): needs offset_m [x, y, z] (m), yaw_offset_rad and "
+                                  "period_rad as numbers") from e
+            bad = [k for k, v in numbers.items() if not math.isfinite(v)]
+            if len(offset) != 3 or not all(math.isfinite(v) for v in offset):
+                bad.insert(0, "offset_m")
+            if numbers["period_rad"] <= 0:
+                bad.append("period_rad")
+            bad += [k for k in ("spread_m", "yaw_spread_rad") if numbers[k] < 0]
+            if bad:
+                raise ConfigError(f"{where}: {', '.join(dict.fromkeys(bad))} out of range (offset_m: 3 finite numbers, m; "
+                                  f"yaw_offset_rad finite; period_rad finite and > 0; spreads finite and >= 0), got "
+                                  f"offset_m {list(offset)}, " + ", ".join(f"{k} {v}" for k, v in numbers.items()))
+            objects[str(name)] = ObjectGrasp(offset_m=offset, yaw_offset_rad=numbers["yaw_offset_rad"],
+                                             period_rad=numbers["period_rad"], spread_m=numbers["spread_m"],
+                                             yaw_spread_rad=numbers["yaw_spread_rad"], samples=samples)
+        return cls(objects=objects, rejected={str(k): str(v) for k, v in rejected_raw.items()})
 
 
 def _circular_center(angles: np.ndarray, period: float) -> tuple[float, np.ndarray]:
@@ -196,7 +213,9 @@ def fit_grasp_prior(objects: list[str], keypoints: np.ndarray, closes: np.ndarra
         if len(rows) < min_samples:
             rejected[name] = f"{len(rows)} pick attempts, fewer than {min_samples}"
             continue
-        order = int(symmetries.get(name, 1))
+        order = symmetries.get(name, 1)
+        if isinstance(order, bool) or not isinstance(order, (int, np.integer)) or order < 1:
+            raise ConfigError(f"symmetry order of {name!r} must be an integer >= 1, got {order!r}")
         period = yaw_period(order)
         local = np.stack([_to_object_frame(cl[r, :3], kp[r]) for r in rows])
         rel = np.array([cl[r, 3] - object_yaw(kp[r]) for r in rows])

@@ -101,7 +101,9 @@ class TraceModelConfig:
         if self.workcell:
             Workcell.from_dict(self.workcell)  # raises ConfigError naming a malformed field
         if self.grasp_prior:
-            GraspPrior.from_dict(self.grasp_prior)  # likewise
+            unknown = sorted(set(GraspPrior.from_dict(self.grasp_prior).objects) - set(self.objects))  # likewise
+            if unknown:
+                raise ConfigError(f"trace model grasp_prior names {unknown}, not among its objects {list(self.objects)}")
         if self.ensemble < 1:
             raise ConfigError(f"trace model ensemble must be >= 1 member, got {self.ensemble}")
         if self.trace_len < 2 or self.hidden < 1 or self.layers < 1:

@@ -64,9 +64,9 @@ def run(cfg) -> dict:
         w = open_writer(cfg)  # schema check and roll-back report before the env is built
         start, recovered = w.num_episodes, w.recovered
         w.close()
-        check_target(target, start, cfg.out)
-        if recovered:
+        if recovered:  # said before any refusal below: the roll-back to the last commit has happened
             console.print(f"[yellow]recovered {cfg.out} from an interrupted write:[/] " + "; ".join(recovered))
+        check_target(target, start, cfg.out)
         eps = prog.add_task(f"{cfg.task.name} episodes", total=target, completed=start,
                             info=f"{start} already in {cfg.out}" if start else "")
         steps = prog.add_task("  steps", total=None, info="")

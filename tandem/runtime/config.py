@@ -474,13 +474,13 @@ def check_camera_calibration(calibration: dict[str, Any] | None) -> None:
 
 
 def check_positive_length(name: str, value: float | None) -> None:
-    """Refuse a length field ``name`` (m) that is not > 0 (None is allowed: the rule it sets is off).
+    """Refuse a length field ``name`` (m) that is not finite and > 0 (None is allowed: the rule it sets is off).
 
     Raises:
         FieldError: naming ``name``.
     """
-    if value is not None and not value > 0:
-        raise FieldError(name, f"must be > 0 m or null, got {value}")
+    if value is not None and not (math.isfinite(value) and value > 0):
+        raise FieldError(name, f"must be a finite length > 0 m, or null (off), got {value}")
 
 
 @component_schema("planner")

@@ -88,3 +88,28 @@ def test_a_trace_is_moved_onto_the_grasp_keeping_row_0_and_its_shape():
     np.testing.assert_array_equal(out.gripper, trace.gripper)
     with pytest.raises(ConfigError, match="close row 0"):
         snapped_to_prior(trace, 0, goal, goal_yaw, math.pi)
+
+
+@pytest.mark.parametrize("entry,message", [
+    ({"offset_m": "123", "yaw_offset_rad": 0, "period_rad": 1}, "needs offset_m"),
+    ({"offset_m": [0, 0, 0], "yaw_offset_rad": float("nan"), "period_rad": 1}, "yaw_offset_rad out of range"),
+    ({"offset_m": [0, 0, 0], "yaw_offset_rad": 0, "period_rad": float("inf")}, "period_rad out of range"),
+    ({"offset_m": [0, 0, 0], "yaw_offset_rad": 0, "period_rad": 1, "spread_m": -1}, "spread_m out of range"),
+])
+def test_a_malformed_prior_entry_is_refused_naming_the_field(entry, message):
+    with pytest.raises(ConfigError, match=f"'nut'.*{message}"):
+        GraspPrior.from_dict({"objects": {"nut": entry}})
+    with pytest.raises(ConfigError, match="objects must be a mapping"):
+        GraspPrior.from_dict({"objects": ["nut"]})
+    with pytest.raises(ConfigError, match="symmetry order of 'nut'"):
+        fit_grasp_prior(["nut"], np.zeros((1, 2, 3)), np.zeros((1, 4)), {"nut": "x"}, min_samples=1)
+
+
+def test_a_trace_checkpoint_with_a_prior_for_an_object_it_does_not_know_is_refused():
+    from planner_vlm.learned.trace_config import TraceModelConfig
+
+    entry = {"offset_m": [0.06, 0, 0], "yaw_offset_rad": 0, "period_rad": math.pi}
+    cfg = TraceModelConfig(objects=("nut",), skills=("pick",), arg_names=("nut",), grasp_prior={"objects": {"nut": entry}})
+    assert GraspPrior.from_dict(cfg.grasp_prior).objects["nut"].offset_m == (0.06, 0.0, 0.0)
+    with pytest.raises(ConfigError, match=r"grasp_prior names \['teapot'\]"):
+        TraceModelConfig(objects=("nut",), skills=("pick",), arg_names=("nut",), grasp_prior={"objects": {"teapot": entry}})
