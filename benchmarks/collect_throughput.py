@@ -5,9 +5,11 @@ Measured in one run on this machine (peers in the same run, as the project asks)
 1. **collect**: ``tandem.runtime.collect.collect`` with the ``collect`` config (oracle planner, scripted executor,
    oracle goal images and traces) writes ``--episodes`` episodes into a temporary LeRobotDataset. Wall time
    covers everything: planning, goal rendering, labelling, PNG encoding, ``save_episode`` and commits.
-   ``env.step`` time inside it is timed separately.
+   ``env.step`` time inside it is timed separately, with the step's camera images rendered (the env renders them
+   lazily, on first read: :mod:`tandem.core.lazy_images`). LeRobot's import, a one-time cost of the process, is
+   timed before it (``lerobot_import_s``), as the env build is (``stack_build_s``).
 2. **bare env**: a fresh ``RobosuiteEnv`` with the same cameras and image size replays the recorded actions of
-   the same seeds (same physics, no agent, no writing) and is timed per ``env.step``.
+   the same seeds (same physics, no agent, no writing) and is timed per ``env.step``, its images rendered.
 
 ``ratio = collect seconds per frame / bare env seconds per step``; the issue's target is <= 1.3. The same ratio
 in process CPU time (all threads, so llvmpipe rendering counts) is reported too: on a shared machine, wall time
@@ -59,6 +61,18 @@ class _Timer:
         return timed
 
 
+def _rendering(step):
+    """``step`` that renders the returned observation's camera images before it returns (the env renders them
+    lazily, when first read, so an untimed read would move the rendering out of the step's time)."""
+    from tandem.core.lazy_images import materialize_images
+
+    def stepped(*a, **k):
+        out = step(*a, **k)
+        materialize_images(out[0])
+        return out
+    return stepped
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--task", default="stack_three")
@@ -74,6 +88,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     from executor_vla import dataset_writer as dw
     from tandem.core import dataset_schema as schema
+    from tandem.core.lazy_images import materialize_images
     from tandem.runtime.collect import collect
     from tandem.runtime.registry import build_sim_env, build_stack
 
@@ -85,12 +100,17 @@ def main(argv: list[str] | None = None) -> dict:
         overrides.append(f"max_steps={args.max_steps}")
     cfg = compose(overrides)
 
-    # ---- 1. collection, with env.step and the writer's save/commit timed inside it
+    # ---- 1. collection, with env.step (its camera images rendered: the env renders them lazily, on first read)
+    # and the writer's save/commit timed inside it; LeRobot's import, a one-time cost of the process, before it
+    t_import = time.perf_counter()
+    import lerobot.datasets.lerobot_dataset  # noqa: F401
+
+    import_s = time.perf_counter() - t_import
     t_build = time.perf_counter()
     stack = build_stack(cfg)
     build_s = time.perf_counter() - t_build
     step_t, add_t, save_t = _Timer(), _Timer(), _Timer()
-    stack.env.step = step_t.wrap(stack.env.step)
+    stack.env.step = step_t.wrap(_rendering(stack.env.step))
     orig_add, orig_save = dw.TandemDatasetWriter.add_frame, dw.TandemDatasetWriter.save_episode
     dw.TandemDatasetWriter.add_frame = add_t.wrap(orig_add)
     dw.TandemDatasetWriter.save_episode = save_t.wrap(orig_save)
@@ -122,7 +142,7 @@ def main(argv: list[str] | None = None) -> dict:
             c0 = time.process_time()
             for a in actions.get(int(r["episode_index"]), []):
                 t = time.perf_counter()
-                env.step(np.asarray(a, np.float32))
+                materialize_images(env.step(np.asarray(a, np.float32))[0])
                 bare_s += time.perf_counter() - t
                 bare_n += 1
             bare_cpu += time.process_time() - c0
@@ -139,6 +159,7 @@ def main(argv: list[str] | None = None) -> dict:
         "frames": frames,
         "collect_wall_s": round(report.wall_s, 2),
         "stack_build_s": round(build_s, 2),
+        "lerobot_import_s": round(import_s, 2),
         "demos_per_hour": round(report.demos_per_hour, 1),
         "collect_frames_per_s": round(frames / report.wall_s, 2) if report.wall_s else None,
         "bare_env_camera_steps_per_s": round(bare_sps, 2),
