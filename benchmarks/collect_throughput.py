@@ -61,18 +61,6 @@ class _Timer:
         return timed
 
 
-def _rendering(step):
-    """``step`` that renders the returned observation's camera images before it returns (the env renders them
-    lazily, when first read, so an untimed read would move the rendering out of the step's time)."""
-    from tandem.core.lazy_images import materialize_images
-
-    def stepped(*a, **k):
-        out = step(*a, **k)
-        materialize_images(out[0])
-        return out
-    return stepped
-
-
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--task", default="stack_three")
@@ -110,7 +98,14 @@ def main(argv: list[str] | None = None) -> dict:
     stack = build_stack(cfg)
     build_s = time.perf_counter() - t_build
     step_t, add_t, save_t = _Timer(), _Timer(), _Timer()
-    stack.env.step = step_t.wrap(_rendering(stack.env.step))
+    env_step = stack.env.step
+
+    def rendered_step(*a, **k):  # the env renders lazily, on first read: render inside the timed step
+        out = env_step(*a, **k)
+        materialize_images(out[0])
+        return out
+
+    stack.env.step = step_t.wrap(rendered_step)
     orig_add, orig_save = dw.TandemDatasetWriter.add_frame, dw.TandemDatasetWriter.save_episode
     dw.TandemDatasetWriter.add_frame = add_t.wrap(orig_add)
     dw.TandemDatasetWriter.save_episode = save_t.wrap(orig_save)

@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from planner_vlm.learned.grasp_check import turn_trace_to
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import wrap_angle
 from tandem.core.types import Trace3D
@@ -246,8 +247,6 @@ def snapped_to_prior(trace: Trace3D, event: int, point: np.ndarray, yaw: float, 
     Raises:
         ConfigError: ``event`` outside rows 1..len-1.
     """
-    from planner_vlm.learned.grasp_check import turn_trace_to
-
     if not 1 <= int(event) < len(trace):
         raise ConfigError(f"close row {event} outside the trace's rows 1..{len(trace) - 1}")
     points = np.array(trace.points, np.float64)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner_vlm.learned.grasp_prior import GraspPrior
+from planner_vlm.learned.grasp_prior import GraspPrior, close_rows, fit_grasp_prior
 from planner_vlm.learned.state_data import data_files, journal_seeds, read_columns, read_info, seeds_of
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import DatasetSchemaError
@@ -139,8 +139,6 @@ def pick_closes(ds: TraceDataset, grasp_skill: str = "pick") -> tuple[list[str],
     Raises:
         DatasetSchemaError: a picked object outside the dataset's label objects.
     """
-    from planner_vlm.learned.grasp_prior import close_rows
-
     names, kps, closes = [], [], []
     for i, sig in enumerate(ds.signature):
         skill, args = parse_signature(sig)
@@ -170,7 +168,5 @@ def dataset_grasp_prior(root: str | Path, symmetries: dict[str, int], episodes: 
     Raises:
         DatasetSchemaError: as :class:`TraceDataset`.
     """
-    from planner_vlm.learned.grasp_prior import fit_grasp_prior
-
     names, keypoints, closes = pick_closes(TraceDataset(root, episodes=episodes, only_successful=True), grasp_skill)
     return fit_grasp_prior(names, keypoints, closes, symmetries)

@@ -9,8 +9,9 @@ Examples::
 The same agent loop as ``tandem-demo`` runs every episode (config groups ``task``, ``planner``, ``verifier``,
 ``executor``, ``goals``, ``perturb``); every control step becomes one frame labelled with its subgoal, goal
 image and keypoint trace (see :mod:`tandem.runtime.collect`). ``episodes`` is the target total: rerun the same
-command to resume an interrupted collection (a total below what the dataset holds is refused). Exit status: 0 done, 2 bad input or write error, 3 fewer
-episodes than asked (too many failures), 130 interrupted by Ctrl-C, SIGINT or SIGTERM (saved episodes are kept).
+command to resume an interrupted collection (a total below what the dataset holds is refused). Exit status: 0
+done, 2 bad input or write error, 3 fewer episodes than asked (too many failures), 130 interrupted by Ctrl-C,
+SIGINT or SIGTERM (saved episodes are kept).
 """
 
 from __future__ import annotations
