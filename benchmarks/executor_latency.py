@@ -115,21 +115,22 @@ def bench_tandem(repeats: int, num_inference_steps: int = 10) -> dict:
     return res
 
 
-def lerobot_policy(our_size: bool, train: bool = False):
+def lerobot_policy(our_size: bool, train: bool = False, device: str = "cpu", size: tuple[int, int] = (H, W)):
+    """LeRobot's DiffusionPolicy on 2 cameras of ``size`` px + proprio 8, DDIM-10: its defaults or our sizes."""
     from lerobot.configs.types import FeatureType, PolicyFeature
     from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
     from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy
 
-    inputs = {f"observation.images.{c}": PolicyFeature(type=FeatureType.VISUAL, shape=(3, H, W)) for c in CAMS}
+    inputs = {f"observation.images.{c}": PolicyFeature(type=FeatureType.VISUAL, shape=(3, *size)) for c in CAMS}
     inputs["observation.state"] = PolicyFeature(type=FeatureType.STATE, shape=(8,))
     outputs = {"action": PolicyFeature(type=FeatureType.ACTION, shape=(7,))}
     kw = dict(input_features=inputs, output_features=outputs, pretrained_backbone_weights=None,
-              noise_scheduler_type="DDIM", num_inference_steps=10, device="cpu", push_to_hub=False)
+              noise_scheduler_type="DDIM", num_inference_steps=10, device=device, push_to_hub=False)
     if our_size:
         kw.update(horizon=16, n_action_steps=8, drop_n_last_frames=7, down_dims=(64, 128, 256),
                   diffusion_step_embed_dim=64, use_group_norm=True, spatial_softmax_num_keypoints=32)
     cfg = DiffusionConfig(**kw)
-    pol = DiffusionPolicy(cfg)
+    pol = DiffusionPolicy(cfg).to(device)
     return pol.train() if train else pol.eval()
 
 
@@ -198,8 +199,9 @@ def Observation_from(proprio: np.ndarray):  # noqa: N802 - a tiny factory named 
     return Observation(images={}, proprio=proprio)
 
 
-def bench_lerobot_lowdim(repeats: int, env_dim: int) -> dict:
-    """LeRobot's DiffusionPolicy on low-dimensional inputs only (state + environment_state), our sizes, DDIM-10."""
+def lerobot_lowdim_policy(env_dim: int, device: str = "cpu"):
+    """LeRobot's DiffusionPolicy on low-dimensional inputs only (``observation.state`` 8 + ``environment_state``
+    ``env_dim``), our sizes, DDIM-10, in eval mode on ``device``."""
     from lerobot.configs.types import FeatureType, PolicyFeature
     from lerobot.policies.diffusion.configuration_diffusion import DiffusionConfig
     from lerobot.policies.diffusion.modeling_diffusion import DiffusionPolicy
@@ -208,9 +210,14 @@ def bench_lerobot_lowdim(repeats: int, env_dim: int) -> dict:
               "observation.environment_state": PolicyFeature(type=FeatureType.ENV, shape=(env_dim,))}
     outputs = {"action": PolicyFeature(type=FeatureType.ACTION, shape=(7,))}
     cfg = DiffusionConfig(input_features=inputs, output_features=outputs, noise_scheduler_type="DDIM",
-                          num_inference_steps=10, device="cpu", push_to_hub=False, horizon=16, n_action_steps=8,
+                          num_inference_steps=10, device=device, push_to_hub=False, horizon=16, n_action_steps=8,
                           drop_n_last_frames=7, down_dims=(64, 128, 256), diffusion_step_embed_dim=64)
-    pol = DiffusionPolicy(cfg).eval()
+    return DiffusionPolicy(cfg).to(device).eval()
+
+
+def bench_lerobot_lowdim(repeats: int, env_dim: int) -> dict:
+    """LeRobot's DiffusionPolicy on low-dimensional inputs only (state + environment_state), our sizes, DDIM-10."""
+    pol = lerobot_lowdim_policy(env_dim)
     g = torch.Generator().manual_seed(0)
     batch = {"observation.state": torch.randn(1, 2, 8, generator=g),
              "observation.environment_state": torch.randn(1, 2, env_dim, generator=g)}

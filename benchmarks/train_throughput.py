@@ -32,64 +32,86 @@ import torch  # noqa: E402
 from executor_latency import CAMS, H, W, lerobot_policy, tandem_executor  # noqa: E402
 
 
-def _steps(step_fn, steps: int, batch_size: int) -> dict[str, float]:
-    step_fn()  # warm-up
+def _steps(step_fn, steps: int, batch_size: int, device: str = "cpu", warmup: int = 1) -> dict[str, float]:
+    """Median wall time of ``step_fn`` (a CUDA device is synchronised before each clock read)."""
+    sync = torch.cuda.synchronize if torch.device(device).type == "cuda" else (lambda: None)
+    for _ in range(warmup):
+        step_fn()
     ts = []
     for _ in range(steps):
+        sync()
         t = time.perf_counter()
         step_fn()
+        sync()
         ts.append(time.perf_counter() - t)
     med = statistics.median(ts)
     return {"median_step_s": med, "samples_per_s": batch_size / med, "steps": steps, "batch_size": batch_size}
 
 
-def bench_tandem(batch_size: int, steps: int) -> dict:
+def _autocast(device: str, bf16: bool):
+    """bf16 autocast on ``device`` when ``bf16`` (mixed precision, as ``train.mixed_precision=bf16``), else a no-op."""
+    return torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=bf16)
+
+
+def bench_tandem(batch_size: int, steps: int, device: str = "cpu", bf16: bool = False,
+                 size: tuple[int, int] = (H, W), **overrides) -> dict:
+    """Full training steps of the default image ``DiffusionExecutor`` at ``size`` px (``overrides`` to its config)
+    on ``device``."""
     from executor_vla.network import TEXT_EMB_KEY
     from tandem.core import dataset_schema as schema
 
-    ex = tandem_executor().train()
+    h, w = size
+    ex = tandem_executor(image_size=(h, w), **overrides).train()
     cfg = ex.cfg
     g = torch.Generator().manual_seed(0)
-    b = {schema.image_key(c): torch.rand(batch_size, 2, 3, H, W, generator=g) for c in CAMS}
+    b = {schema.image_key(c): torch.rand(batch_size, 2, 3, h, w, generator=g) for c in CAMS}
     b[schema.STATE_KEY] = torch.randn(batch_size, 2, 8, generator=g)
     b[TEXT_EMB_KEY] = torch.randn(batch_size, cfg.text_dim, generator=g)
-    b[schema.GOAL_IMAGE_KEY] = torch.rand(batch_size, 3, H, W, generator=g)
-    b[schema.TRACE_KEY] = torch.rand(batch_size, 16, 2, generator=g) * H
+    b[schema.GOAL_IMAGE_KEY] = torch.rand(batch_size, 3, h, w, generator=g)
+    b[schema.TRACE_KEY] = torch.rand(batch_size, 16, 2, generator=g) * h
     b[schema.TRACE_MASK_KEY] = torch.ones(batch_size, 16)
     b[schema.ACTION_KEY] = torch.rand(batch_size, cfg.horizon, 7, generator=g) * 2 - 1
     b[schema.ACTION_IS_PAD_KEY] = torch.zeros(batch_size, cfg.horizon, dtype=torch.bool)
     b[schema.PROGRESS_KEY] = torch.rand(batch_size, generator=g)
     b[schema.SUBGOAL_SUCCESS_KEY] = torch.zeros(batch_size)
+    ex.to(device)
+    b = {k: v.to(device) for k, v in b.items()}
     opt = torch.optim.AdamW(ex.parameters(), lr=1e-4)
 
     def step():
-        loss = ex.compute_loss(b)["loss"]
+        with _autocast(device, bf16):
+            loss = ex.compute_loss(b)["loss"]
         opt.zero_grad()
         loss.backward()
         opt.step()
 
-    r = _steps(step, steps, batch_size)
+    r = _steps(step, steps, batch_size, device, warmup=1 if device == "cpu" else 3)
     r["params_M"] = sum(p.numel() for p in ex.parameters()) / 1e6
     return r
 
 
-def bench_lerobot(our_size: bool, batch_size: int, steps: int) -> dict:
-    pol = lerobot_policy(our_size, train=True)
+def bench_lerobot(our_size: bool, batch_size: int, steps: int, device: str = "cpu", bf16: bool = False,
+                  size: tuple[int, int] = (H, W)) -> dict:
+    """Full training steps of LeRobot's DiffusionPolicy (default or our sizes) at ``size`` px on ``device``."""
+    h, w = size
+    pol = lerobot_policy(our_size, train=True, device=device, size=size)
     hz = pol.config.horizon
     g = torch.Generator().manual_seed(0)
-    b = {f"observation.images.{c}": torch.rand(batch_size, 2, 3, H, W, generator=g) for c in CAMS}
+    b = {f"observation.images.{c}": torch.rand(batch_size, 2, 3, h, w, generator=g) for c in CAMS}
     b["observation.state"] = torch.randn(batch_size, 2, 8, generator=g)
     b["action"] = torch.rand(batch_size, hz, 7, generator=g) * 2 - 1
     b["action_is_pad"] = torch.zeros(batch_size, hz, dtype=torch.bool)
+    b = {k: v.to(device) for k, v in b.items()}
     opt = torch.optim.AdamW(pol.parameters(), lr=1e-4)
 
     def step():
-        loss, _ = pol.forward(b)
+        with _autocast(device, bf16):
+            loss, _ = pol.forward(b)
         opt.zero_grad()
         loss.backward()
         opt.step()
 
-    r = _steps(step, steps, batch_size)
+    r = _steps(step, steps, batch_size, device, warmup=1 if device == "cpu" else 3)
     r["params_M"] = sum(p.numel() for p in pol.parameters()) / 1e6
     return r
 

@@ -42,6 +42,7 @@ from executor_vla.checkpoint import (
 )
 from executor_vla.conditioning import rasterize_batch
 from executor_vla.config import ExecutorConfig
+from executor_vla.cuda_graph import GraphCache
 from executor_vla.network import TEXT_EMB_KEY, TRACE_RASTER_KEY, ExecutorNet
 from executor_vla.normalizer import MinMaxNormalizer
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
@@ -88,6 +89,7 @@ class DiffusionExecutor(nn.Module):
         self.action_low = np.full(cfg.action_dim, -1.0, np.float32) if action_low is None else np.asarray(action_low, np.float32)
         self.action_high = np.full(cfg.action_dim, 1.0, np.float32) if action_high is None else np.asarray(action_high, np.float32)
         self.command: str = ""
+        self._graphs: GraphCache | None = None  # optimize_for_inference() on CUDA: chunks as CUDA graphs
         self.reset()
 
     # ------------------------------------------------------------------ helpers
@@ -208,6 +210,13 @@ class DiffusionExecutor(nn.Module):
             batch = self.prepare_batch(batch)
         elif cfg.use_trace and cfg.trace_mode == "raster" and TRACE_RASTER_KEY not in batch:
             raise SubgoalSchemaError("predict_action_chunk: raster trace conditioning needs subgoal.trace_raster")
+        if self._graphs is not None and not self.training and subgoal_cond is not None \
+                and subgoal_cond.device.type == "cuda":
+            noise = ChunkSampler.initial_noise((subgoal_cond.shape[0], cfg.horizon, cfg.action_dim), generator,
+                                               subgoal_cond.device, subgoal_cond.dtype)
+            actions, progress, success_logit = self._graphs({**batch, "subgoal_cond": subgoal_cond, "noise": noise})
+            self.last_progress, self.last_success_prob = progress, torch.sigmoid(success_logit)
+            return actions
         cond = self._global_cond(batch, augment=False, subgoal_cond=subgoal_cond)
         shape = (cond.shape[0], cfg.horizon, cfg.action_dim)
         x = self.sampler.sample(lambda noisy, t: self.net.unet(noisy, t, cond), shape, generator=generator,
@@ -215,6 +224,26 @@ class DiffusionExecutor(nn.Module):
         progress, success_logit = self.net.done_outputs(cond)
         self.last_progress, self.last_success_prob = progress, torch.sigmoid(success_logit)
         return self.normalizer.unnormalize_action(x)
+
+    def _chunk_from_noise(self, noise: Tensor, subgoal_cond: Tensor, **batch: Tensor) -> tuple[Tensor, Tensor, Tensor]:
+        """The graphed chunk: initial noise ``(B, Tp, A)``, the subgoal conditioning ``(B, subgoal_dim)`` and the
+        observation tensors of :meth:`predict_action_chunk` -> ``(actions (B, Tp, A) in controller units, progress
+        (B,), success logit (B,))``, as the eager path computes them (DDIM)."""
+        cond = self._global_cond(batch, augment=False, subgoal_cond=subgoal_cond)
+        x = self.sampler.ddim_denoise(lambda noisy, t: self.net.unet(noisy, t, cond), noise, self._ddim_plan)
+        progress, success_logit = self.net.done_outputs(cond)
+        return self.normalizer.unnormalize_action(x), progress, success_logit
+
+    def optimize_for_inference(self) -> DiffusionExecutor:
+        """On CUDA with DDIM, replay each chunk (image encoders, every U-Net step, the done head) as one CUDA graph
+        (:mod:`executor_vla.cuda_graph`), captured at the first chunk of each input shape; the same chunks to float
+        rounding. A no-op on the CPU. ``benchmarks/executor_cuda.py`` measures it against the eager path. Call it
+        again after moving the model to another device. Returns ``self``."""
+        self._graphs = None
+        if self.device.type == "cuda" and self.cfg.inference_scheduler == "DDIM":
+            self._ddim_plan = self.sampler.ddim_plan(self.device)
+            self._graphs = GraphCache(self._chunk_from_noise, weights=lambda: [*self.parameters(), *self.buffers()])
+        return self
 
     # ------------------------------------------------------------------ Executor protocol
     def reset(self) -> None:
@@ -373,7 +402,8 @@ class DiffusionExecutor(nn.Module):
             device: torch device (``cpu``, ``cuda``, ``cuda:N``).
 
         Returns:
-            the executor in eval mode on ``device``, with ``.command`` from ``command.txt``.
+            the executor in eval mode on ``device``, with ``.command`` from ``command.txt``, optimised for inference
+            there (:meth:`optimize_for_inference`: CUDA graphs on a GPU).
 
         Raises:
             CheckpointError: missing files, missing/unexpected/mis-shaped weights, wrong statistics.
@@ -386,4 +416,4 @@ class DiffusionExecutor(nn.Module):
         load_weights_strict(executor, files.weights, str(Path(path) / WEIGHTS))
         check_normalizer(executor.normalizer, files.stats, str(path))
         executor.command = files.command
-        return executor.to(device).eval()
+        return executor.to(device).eval().optimize_for_inference()

@@ -124,6 +124,11 @@ def check_timesteps(timesteps: Tensor, num_inference_steps: int, num_train_times
         raise ConfigError(f"bad sampling timesteps {ts[:12]}{'...' if len(ts) > 12 else ''}: " + "; ".join(problems))
 
 
+def _check_prediction(pred: Tensor, shape: tuple[int, ...]) -> None:
+    if tuple(pred.shape) != tuple(shape):
+        raise ConfigError(f"the denoiser returned {tuple(pred.shape)}, expected {tuple(shape)}")
+
+
 class ChunkSampler:
     """Denoises action chunks with one inference scheduler, re-initialised for every chunk.
 
@@ -187,22 +192,50 @@ class ChunkSampler:
         """
         device = torch.device(device) if device is not None else (generator.device if generator is not None
                                                                     else torch.device("cpu"))
-        b = shape[0]
+        x = self.initial_noise(shape, generator, device, dtype)
+        if self.name == "DDIM":
+            return self.ddim_denoise(denoiser, x, self.ddim_plan(device))
+        for t in self.timesteps():
+            pred = denoiser(x, t.to(device=device, dtype=torch.long).expand(shape[0]))
+            _check_prediction(pred, shape)
+            x = self.scheduler.step(pred, t, x, generator=generator).prev_sample
+        return x
+
+    @staticmethod
+    def initial_noise(shape: tuple[int, int, int], generator: torch.Generator | None, device: torch.device | str,
+                      dtype: torch.dtype = torch.float32) -> Tensor:
+        """Standard normal ``(B, Tp, A)`` on ``device``, drawn on ``generator``'s device (the CPU by default) and
+        moved, so the same generator gives the same chunk on every device."""
+        device = torch.device(device)
         if generator is not None and generator.device != device:
-            x = torch.randn(shape, generator=generator, dtype=dtype, device=generator.device).to(device)
-        else:
-            x = torch.randn(shape, generator=generator, dtype=dtype, device=device)
-        timesteps = self.timesteps()
-        ddim = self.ddim_coefficients(timesteps) if self.name == "DDIM" else None
-        for i, t in enumerate(timesteps):
-            t_batch = t.to(device=device, dtype=torch.long).expand(b)
-            pred = denoiser(x, t_batch)
-            if tuple(pred.shape) != tuple(shape):
-                raise ConfigError(f"the denoiser returned {tuple(pred.shape)}, expected {tuple(shape)}")
-            if ddim is not None:
-                x = self.ddim_step(pred, x, *ddim[i])
-            else:
-                x = self.scheduler.step(pred, t, x, generator=generator).prev_sample
+            return torch.randn(shape, generator=generator, dtype=dtype, device=generator.device).to(device)
+        return torch.randn(shape, generator=generator, dtype=dtype, device=device)
+
+    def ddim_plan(self, device: torch.device | str) -> list[tuple[Tensor, float, float]]:
+        """Per DDIM step: ``(timestep int64 (1,) on device, alpha_bar_t, alpha_bar_prev)`` (see
+        :meth:`ddim_coefficients`). Made before a CUDA graph is captured, since the capture may not copy from host.
+
+        Raises:
+            ConfigError: the sampler is not DDIM, or bad timesteps (:func:`check_timesteps`).
+        """
+        if self.name != "DDIM":
+            raise ConfigError(f"ddim_plan needs the DDIM scheduler (got {self.name!r})")
+        ts = self.timesteps()
+        return [(t.reshape(1).to(device=device, dtype=torch.long), a_t, a_prev)
+                for t, (a_t, a_prev) in zip(ts, self.ddim_coefficients(ts))]
+
+    def ddim_denoise(self, denoiser: Denoiser, x: Tensor, plan: list[tuple[Tensor, float, float]]) -> Tensor:
+        """Deterministic DDIM (eta = 0) from the noise ``x`` ``(B, Tp, A)`` through every step of ``plan``
+        (:meth:`ddim_plan`); only device arithmetic, so it can be captured in a CUDA graph.
+
+        Raises:
+            ConfigError: a denoiser output of the wrong shape.
+        """
+        b = x.shape[0]
+        for t, a_t, a_prev in plan:
+            pred = denoiser(x, t.expand(b))
+            _check_prediction(pred, tuple(x.shape))
+            x = self.ddim_step(pred, x, a_t, a_prev)
         return x
 
     def ddim_coefficients(self, timesteps: Tensor) -> list[tuple[float, float]]:

@@ -33,6 +33,7 @@ from torch import Tensor, nn
 
 from executor_vla.action_scaling import normalise_actions, standardise, unnormalise_actions
 from executor_vla.checkpoint_json import config_text
+from executor_vla.cuda_graph import GraphCache
 from executor_vla.fused_mlp_ddim import FusedMLPDDIM
 from executor_vla.numpy_track_encoder import NumpyTrackEncoder
 from executor_vla.sampling import ChunkSampler, make_train_scheduler
@@ -93,6 +94,7 @@ class TrackExecutor(nn.Module):
         self._fast_sampling = False  # optimize_for_inference() turns on the fused DDIM loop (FusedMLPDDIM)
         self._fused: FusedMLPDDIM | None = None
         self._fast_encoder: NumpyTrackEncoder | None = None  # the encoder's numpy path, with the fused loop
+        self._graphs: GraphCache | None = None  # optimize_for_inference() on CUDA: chunks as CUDA graphs
         self._scene: SceneKeypoints | None = None  # attach_scene_reader() with scene_input="objects_3d"
         self.reset()
 
@@ -204,15 +206,35 @@ class TrackExecutor(nn.Module):
         if self._fast_path_applies(obs):
             chunk, progress = self._chunk_array(obs.detach().numpy(), text, generator)
             return torch.from_numpy(chunk), torch.from_numpy(progress)
+        if self._graph_applies(obs):
+            noise = ChunkSampler.initial_noise((obs.shape[0], cfg.horizon, cfg.action_dim), generator, obs.device,
+                                               obs.dtype)
+            inputs = {"obs": obs, "noise": noise} | ({} if text is None else {"text": text})
+            chunk, progress = self._graphs(inputs)
+            return chunk, progress
         cond = self.net.encode(self._norm_obs(obs), text)
         b = cond.shape[0]
         if cfg.head == "mse":
             x = self.net.regress(cond)
-        elif self._fused is not None and not self.training:
+        elif self._fused is not None and not self.training and FusedMLPDDIM.applies(cond):
             x = self._fused.sample(cond, generator)
         else:
             x = self._chunk_sampler.sample(lambda x_t, t: self.net.denoiser(x_t, t, cond),
                                            (b, cfg.horizon, cfg.action_dim), generator, cond.device)
+        return self.unnormalize_action(x), self.net.progress(cond)
+
+    def _graph_applies(self, obs: Tensor) -> bool:
+        """Whether chunks replay a CUDA graph: :meth:`optimize_for_inference` was called, evaluation mode, a DDIM
+        diffusion head, and ``obs`` on a CUDA device."""
+        return (self._graphs is not None and not self.training and obs.device.type == "cuda"
+                and self.cfg.head == "diffusion" and self.cfg.inference_scheduler == "DDIM")
+
+    def _chunk_from_noise(self, obs: Tensor, noise: Tensor, text: Tensor | None = None) -> tuple[Tensor, Tensor]:
+        """The graphed chunk: raw features ``(B, To, F)``, initial noise ``(B, Tp, A)`` and the text embedding
+        ``(B, E)`` -> ``(actions (B, Tp, A) in controller units, progress (B,))``, as the eager path computes them."""
+        cond = self.net.encode(self._norm_obs(obs), text)
+        x = self._chunk_sampler.ddim_denoise(lambda x_t, t: self.net.denoiser(x_t, t, cond), noise,
+                                             self._ddim_plan)
         return self.unnormalize_action(x), self.net.progress(cond)
 
     def _fast_path_applies(self, obs: Tensor | None = None) -> bool:
@@ -237,15 +259,25 @@ class TrackExecutor(nn.Module):
         return chunk, self._fast_encoder.progress(cond)
 
     def optimize_for_inference(self) -> TrackExecutor:
-        """Sample evaluation-mode chunks with the fused DDIM loop (:class:`executor_vla.fused_mlp_ddim.FusedMLPDDIM`)
-        where it applies (diffusion head, MLP denoiser, DDIM): the same chunks to float rounding, without the
-        ``nn.Module`` dispatch that dominates a 1 M-parameter MLP at batch 1 on a CPU (``benchmarks/
-        executor_latency.py`` measures both). It reads the live weights, so training afterwards stays correct (and
-        uses the module path while in training mode, and off the CPU). The encoder then runs on
-        :class:`executor_vla.numpy_track_encoder.NumpyTrackEncoder` too, with the subgoal text's term computed once
-        per subgoal. Returns ``self``."""
+        """Take the fastest evaluation-mode path for the device the weights are on; the same chunks to float rounding.
+
+        * On the CPU, the fused DDIM loop (:class:`executor_vla.fused_mlp_ddim.FusedMLPDDIM`) where it applies
+          (diffusion head, MLP denoiser, DDIM), without the ``nn.Module`` dispatch that dominates a 1 M-parameter MLP
+          at batch 1 on a CPU. The encoder then runs on :class:`executor_vla.numpy_track_encoder.NumpyTrackEncoder`,
+          with the subgoal text's term computed once per subgoal.
+        * On CUDA (DDIM), each chunk (encoder, every denoising step, unnormalisation) replays one CUDA graph
+          (:mod:`executor_vla.cuda_graph`), captured at the first chunk of each batch size.
+
+        ``benchmarks/executor_latency.py`` (CPU) and ``benchmarks/executor_cuda.py`` (CUDA) measure both against the
+        module-by-module path. Both read the live weights, so training afterwards stays correct (training mode uses
+        the module path). Call it again after moving the model to another device. Returns ``self``.
+        """
         self._fast_sampling = True
         self._fused = self._fused_sampler()
+        self._graphs = None
+        if self.device.type == "cuda" and self.cfg.head == "diffusion" and self.cfg.inference_scheduler == "DDIM":
+            self._ddim_plan = self._chunk_sampler.ddim_plan(self.device)
+            self._graphs = GraphCache(self._chunk_from_noise, weights=lambda: [*self.parameters(), *self.buffers()])
         return self
 
     def _fused_sampler(self) -> FusedMLPDDIM | None:
