@@ -41,6 +41,25 @@ def load_config(schema: type, cfg: Any) -> Any:
     return load(schema, cfg)
 
 
+def synthetic_on(section: Any) -> bool:
+    """Whether a ``dataset.synthetic`` section asks for a generated dataset: set, with ``episodes`` > 0.
+
+    The training CLIs default the section to ``episodes: 0`` rather than null: OmegaConf cannot merge command-line keys
+    (``dataset.synthetic.episodes=4``) into a null structured node, and failed with a traceback.
+
+    Raises:
+        FieldError: negative ``episodes`` (field ``synthetic.episodes``), so that a dataset section's check names it
+            before anything else.
+    """
+    from tandem.runtime.config import FieldError
+
+    if section is None:
+        return False
+    if int(section.episodes) < 0:
+        raise FieldError("synthetic.episodes", f"must be >= 0 (0: no synthetic dataset), got {section.episodes}")
+    return int(section.episodes) > 0
+
+
 def register_configs() -> None:
     """Store every config schema in Hydra's ConfigStore (the YAML files under ``configs/`` name them)."""
     from tandem.evaluation.config import register_configs as register_eval

@@ -36,7 +36,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime, to_container
+from tandem.cli.common import (
+    CONFIG_DIR,
+    fail,
+    hydra_main,
+    load_config,
+    prepare_runtime,
+    synthetic_on,
+    to_container,
+)
 from tandem.runtime.config import FieldError, Schema, component, deferred_checks
 
 prepare_runtime()
@@ -48,14 +56,15 @@ EVAL_VARIANTS: dict[str, str] = {"instruction": "flat", "subgoal": "oracle_diffu
 
 @dataclass
 class SyntheticDatasetConfig(Schema):
-    """``dataset.synthetic``: a tiny generated dataset (CI). ``episodes`` >= 1, ``image_size`` [H, W] px."""
+    """``dataset.synthetic``: a tiny generated dataset (CI): ``episodes`` (0, the default: none, train on
+    ``dataset.root``), ``image_size`` [H, W] px. Set from the command line with ``dataset.synthetic.episodes=N``."""
 
-    episodes: int = 2
+    episodes: int = 0
     image_size: tuple[int, int] = (32, 32)
 
     def check(self) -> None:
-        if self.episodes < 1:
-            raise FieldError("episodes", f"must be >= 1, got {self.episodes}")
+        if self.episodes < 0:
+            raise FieldError("episodes", f"must be >= 0 (0: no synthetic dataset), got {self.episodes}")
         if len(self.image_size) != 2 or min(self.image_size) < 1:
             raise FieldError("image_size", f"must be [H, W] with H, W >= 1, got {list(self.image_size)}")
 
@@ -67,22 +76,25 @@ class TrainDatasetConfig(Schema):
     Attributes:
         root: a LeRobotDataset v3 in the :mod:`tandem.core.dataset_schema` layout (tandem-collect output).
         repo_id: its LeRobot repo id (never fetched). episodes: optional list of episode indices.
-        synthetic: generate a tiny synthetic dataset instead (CI). cache: decode all frames into RAM once.
+        synthetic: generate a tiny synthetic dataset instead (CI; ``synthetic.episodes`` > 0). cache: decode all
+        frames into RAM once.
         val_episodes: ``executor=track``: hold out the last N episodes for the validation loss.
     """
 
     root: str | None = None
     repo_id: str = "tandem/dataset"
     episodes: list[int] | None = None
-    synthetic: SyntheticDatasetConfig | None = None
+    synthetic: SyntheticDatasetConfig | None = field(default_factory=SyntheticDatasetConfig)
     cache: bool = False
     val_episodes: int = 0
 
     def check(self) -> None:
         if self.val_episodes < 0:
             raise FieldError("val_episodes", f"must be >= 0, got {self.val_episodes}")
-        if self.root is None and self.synthetic is None:
+        if self.root is None and not synthetic_on(self.synthetic):
             raise FieldError("root", "is not set: pass dataset.root=<LeRobotDataset dir> (or use train=debug)")
+        if self.root is not None and synthetic_on(self.synthetic):
+            raise FieldError("synthetic", "is set together with dataset.root: give one of them")
 
 
 @dataclass
@@ -263,7 +275,7 @@ def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16, labels: bool = F
     from executor_vla.synthetic import make_synthetic_dataset
 
     d = cfg.dataset
-    if d.synthetic is not None:
+    if synthetic_on(d.synthetic):
         root = out_dir / "synthetic_dataset"
         if not root.exists():
             make_synthetic_dataset(root, n_episodes=int(d.synthetic.episodes),

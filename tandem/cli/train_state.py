@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime
+from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, synthetic_on
 from tandem.runtime.config import FieldError, Schema, deferred_checks
 
 prepare_runtime()
@@ -31,17 +31,17 @@ prepare_runtime()
 
 @dataclass
 class SyntheticSection(Schema):
-    """``dataset.synthetic``: a generated dataset (:mod:`planner_vlm.learned.synthetic`): episodes, frames per episode,
-    ``[H, W]`` px."""
+    """``dataset.synthetic``: a generated dataset (:mod:`planner_vlm.learned.synthetic`): episodes (0, the default:
+    none), frames per episode, ``[H, W]`` px. Set from the command line with ``dataset.synthetic.episodes=N``."""
 
-    episodes: int = 6
+    episodes: int = 0
     frames: int = 40
     image_size: tuple[int, int] = (48, 48)
 
     def check(self) -> None:
-        if self.episodes < 1 or self.frames < 2 or len(self.image_size) != 2 or min(self.image_size) < 8:
-            raise FieldError("synthetic", f"needs episodes >= 1, frames >= 2, image_size [H, W] >= 8, got "
-                                          f"{self.episodes}, {self.frames}, {list(self.image_size)}")
+        if self.episodes < 0 or self.frames < 2 or len(self.image_size) != 2 or min(self.image_size) < 8:
+            raise FieldError("synthetic", f"needs episodes >= 0 (0: none), frames >= 2, image_size [H, W] >= 8, "
+                                          f"got {self.episodes}, {self.frames}, {list(self.image_size)}")
 
 
 @dataclass
@@ -57,7 +57,7 @@ class StateDatasetSection(Schema):
 
     root: str | None = None
     roots: list[str] | None = None
-    synthetic: SyntheticSection | None = None
+    synthetic: SyntheticSection | None = field(default_factory=SyntheticSection)
     camera: str = "agentview"
     frame_stride: int = 2
     episodes: list[int] | None = None
@@ -65,8 +65,8 @@ class StateDatasetSection(Schema):
     max_frames: int | None = None
 
     def check(self) -> None:
-        given = [name for name, v in (("root", self.root), ("roots", self.roots), ("synthetic", self.synthetic))
-                 if v is not None]
+        given = [name for name, on in (("root", self.root is not None), ("roots", self.roots is not None),
+                                       ("synthetic", synthetic_on(self.synthetic))) if on]
         if not given:
             raise FieldError("root", "is not set: pass dataset.root=<tandem dataset with images and labels> "
                                      "(or state_train=debug)")
@@ -202,7 +202,7 @@ def run(cfg: Any) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     d = c.dataset
     root: str | list[str] | None = list(d.roots) if d.roots is not None else d.root
-    if d.synthetic is not None:
+    if synthetic_on(d.synthetic):
         root = str(out / "synthetic_dataset")
         if not Path(root, "meta", "info.json").exists():
             make_synthetic_dataset(root, episodes=d.synthetic.episodes, frames=d.synthetic.frames,

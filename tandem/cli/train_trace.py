@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime
+from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, synthetic_on
 from tandem.cli.train_state import SyntheticSection, command_line, task_symmetries, task_workcell
 from tandem.runtime.config import FieldError, Schema, deferred_checks
 
@@ -32,15 +32,17 @@ class TraceDatasetSection(Schema):
     ``val_episodes`` held out; ``only_successful``: train on the attempts that succeeded only."""
 
     root: str | None = None
-    synthetic: SyntheticSection | None = None
+    synthetic: SyntheticSection | None = field(default_factory=SyntheticSection)
     episodes: list[int] | None = None
     val_episodes: int = 20
     only_successful: bool = False
 
     def check(self) -> None:
-        if self.root is None and self.synthetic is None:
+        if self.root is None and not synthetic_on(self.synthetic):
             raise FieldError("root", "is not set: pass dataset.root=<tandem dataset with labels and 3-D traces> "
                                      "(or trace_train=debug)")
+        if self.root is not None and synthetic_on(self.synthetic):
+            raise FieldError("synthetic", "is set together with dataset.root: give one of them")
         if self.val_episodes < 0:
             raise FieldError("val_episodes", f"must be >= 0, got {self.val_episodes}")
 
@@ -132,7 +134,7 @@ def run(cfg: Any) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     d = c.dataset
     root = d.root
-    if d.synthetic is not None:
+    if synthetic_on(d.synthetic):
         root = str(out / "synthetic_dataset")
         if not Path(root, "meta", "info.json").exists():
             make_synthetic_dataset(root, episodes=d.synthetic.episodes, frames=d.synthetic.frames,
