@@ -266,6 +266,8 @@ def main() -> int:
     ap.add_argument("--skip-train", action="store_true")
     ap.add_argument("--out", default=None, help="write the JSON result here too")
     args = ap.parse_args()
+    if args.repeats < 1 or args.train_steps < 1 or min(args.batch_sizes) < 1:
+        ap.error("--repeats, --train-steps and --batch-sizes must be >= 1")
     if not torch.cuda.is_available():
         print("executor_cuda.py needs a CUDA device; torch sees none", file=sys.stderr)
         return 2

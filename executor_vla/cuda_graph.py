@@ -24,6 +24,12 @@ from tandem.core.errors import ConfigError
 ChunkFn = Callable[..., tuple[Tensor, ...]]
 
 
+def _check_tensors(inputs: dict[str, Tensor]) -> None:
+    bad = sorted(k for k, v in inputs.items() if not isinstance(v, Tensor))
+    if bad:
+        raise ConfigError(f"a CUDA graph takes torch tensors only; not tensors: {bad}")
+
+
 def _signature(inputs: dict[str, Tensor]) -> tuple:
     return tuple(sorted((k, tuple(v.shape), v.dtype, str(v.device)) for k, v in inputs.items()))
 
@@ -38,10 +44,11 @@ class GraphedChunk:
         warmup: eager calls on a side stream before the capture (cuDNN / cuBLAS pick their kernels there).
 
     Raises:
-        ConfigError: an input not on a CUDA device, or no CUDA at all.
+        ConfigError: an input that is not a tensor or not on a CUDA device, or no CUDA at all.
     """
 
     def __init__(self, fn: ChunkFn, example: dict[str, Tensor], warmup: int = 3):
+        _check_tensors(example)
         off = sorted(k for k, v in example.items() if v.device.type != "cuda")
         if off or not torch.cuda.is_available():
             raise ConfigError(f"a CUDA graph needs every input on a CUDA device (not: {off or 'no CUDA here'})")
@@ -67,6 +74,7 @@ class GraphedChunk:
         Raises:
             ConfigError: inputs that differ from the captured ones in keys, shapes, dtypes or device (named).
         """
+        _check_tensors(inputs)
         if not self.matches(inputs):
             raise ConfigError(f"inputs {_signature(inputs)} differ from the captured {self.signature}")
         for k, v in inputs.items():
@@ -85,10 +93,12 @@ class GraphCache:
         max_graphs: captures kept; more distinct signatures than this raise (each holds its own buffers).
 
     Raises:
-        ConfigError: as :class:`GraphedChunk`, or more than ``max_graphs`` signatures.
+        ConfigError: ``max_graphs`` < 1; as :class:`GraphedChunk`; or more than ``max_graphs`` signatures.
     """
 
     def __init__(self, fn: ChunkFn, weights: Callable[[], list[Tensor]] = list, max_graphs: int = 4):
+        if max_graphs < 1:
+            raise ConfigError(f"GraphCache: max_graphs must be >= 1, got {max_graphs}")
         self.fn, self.weights, self.max_graphs = fn, weights, max_graphs
         self._graphs: dict[tuple, GraphedChunk] = {}
         self._weights_at: tuple[int, ...] = ()
@@ -106,6 +116,7 @@ class GraphCache:
         if at != self._weights_at:
             self._graphs.clear()
             self._weights_at = at
+        _check_tensors(inputs)
         key = _signature(inputs)
         graph = self._graphs.get(key)
         if graph is None:

@@ -51,6 +51,30 @@ def checkpoint_family(path: str | Path) -> str:
     return family
 
 
+def check_device(device: str) -> None:
+    """Refuse a torch device this machine cannot use, before anything is loaded onto it.
+
+    Args:
+        device: ``cpu``, ``cuda``, ``cuda:N`` or ``mps``.
+
+    Raises:
+        ConfigError: naming ``executor.device``: not a torch device, CUDA (or GPU ``N``) that torch does not see, or
+            MPS off Apple silicon.
+    """
+    import torch
+
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError) as e:
+        raise ConfigError(f"executor.device={device!r} is not a torch device ({e})") from e
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ConfigError(f"executor.device={device} but torch sees no CUDA device here (use executor.device=cpu)")
+    if dev.type == "cuda" and dev.index is not None and dev.index >= torch.cuda.device_count():
+        raise ConfigError(f"executor.device={device} but torch sees {torch.cuda.device_count()} CUDA device(s)")
+    if dev.type == "mps" and not torch.backends.mps.is_available():
+        raise ConfigError(f"executor.device={device} but torch sees no MPS device here (use executor.device=cpu)")
+
+
 def load_executor(path: str | Path, device: str = "cpu", overrides: dict[str, Any] | None = None) -> Any:
     """The executor stored in checkpoint directory ``path``, in eval mode on ``device``.
 
@@ -59,8 +83,9 @@ def load_executor(path: str | Path, device: str = "cpu", overrides: dict[str, An
 
     Raises:
         CheckpointError: missing, corrupt or mismatched checkpoint.
-        ConfigError: an override the family does not allow.
+        ConfigError: an override the family does not allow, or a ``device`` torch cannot use here (named).
     """
+    check_device(device)
     if checkpoint_family(path) == "track":
         from executor_vla.track_policy import TrackExecutor
 

@@ -205,7 +205,13 @@ class ChunkSampler:
     def initial_noise(shape: tuple[int, int, int], generator: torch.Generator | None, device: torch.device | str,
                       dtype: torch.dtype = torch.float32) -> Tensor:
         """Standard normal ``(B, Tp, A)`` on ``device``, drawn on ``generator``'s device (the CPU by default) and
-        moved, so the same generator gives the same chunk on every device."""
+        moved, so the same generator gives the same chunk on every device.
+
+        Raises:
+            ConfigError: ``shape`` not three positive sizes.
+        """
+        if len(shape) != 3 or any(int(n) < 1 for n in shape):
+            raise ConfigError(f"initial_noise: shape must be (B, Tp, A) with sizes >= 1, got {tuple(shape)}")
         device = torch.device(device)
         if generator is not None and generator.device != device:
             return torch.randn(shape, generator=generator, dtype=dtype, device=generator.device).to(device)
@@ -229,8 +235,11 @@ class ChunkSampler:
         (:meth:`ddim_plan`); only device arithmetic, so it can be captured in a CUDA graph.
 
         Raises:
-            ConfigError: a denoiser output of the wrong shape.
+            ConfigError: the sampler is not DDIM, an empty plan, or a denoiser output of the wrong shape.
         """
+        if self.name != "DDIM" or not plan:
+            raise ConfigError(f"ddim_denoise needs the DDIM scheduler and a plan from ddim_plan (got {self.name!r}, "
+                              f"{len(plan)} steps)")
         b = x.shape[0]
         for t, a_t, a_prev in plan:
             pred = denoiser(x, t.expand(b))

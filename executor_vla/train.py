@@ -105,6 +105,8 @@ class TrainConfig:
             errs.append(f"clock must be wall or cpu (got {self.clock!r})")
         if self.device not in ("auto", "cpu", "cuda"):
             errs.append(f"device must be auto, cpu or cuda (got {self.device!r})")
+        if self.mixed_precision not in ("no", "fp16", "bf16"):
+            errs.append(f"mixed_precision must be no, fp16 or bf16 (got {self.mixed_precision!r})")
         if errs:
             raise ConfigError("invalid TrainConfig: " + "; ".join(errs))
         self.betas = tuple(self.betas)  # type: ignore[assignment]

@@ -60,6 +60,33 @@ def synthetic_on(section: Any) -> bool:
     return int(section.episodes) > 0
 
 
+def synthetic_dataset(root: str | Path, episodes: int, image_size: Any, make: Callable[[], Any]) -> str:
+    """``root`` holding the synthetic dataset asked for: written by ``make()`` unless ``root`` already holds one (a
+    run resumed in its ``output_dir``), which must then have ``episodes`` episodes of ``image_size`` [H, W] px images.
+
+    Raises:
+        ConfigError: ``root`` holds another synthetic dataset (named, with what it holds), instead of training on it
+            silently.
+    """
+    import json
+
+    from tandem.core.errors import ConfigError
+
+    info = Path(root) / "meta" / "info.json"
+    if not info.is_file():
+        make()
+        return str(root)
+    meta = json.loads(info.read_text())
+    sizes = sorted({tuple(f["shape"][:2]) for f in meta.get("features", {}).values()
+                    if f.get("dtype") in ("image", "video")})
+    want = tuple(int(v) for v in image_size)
+    if meta.get("total_episodes") != int(episodes) or (sizes and sizes != [want]):
+        raise ConfigError(f"{root} already holds a synthetic dataset of {meta.get('total_episodes')} episodes at "
+                          f"{[list(s) for s in sizes]} px, not the {episodes} at {list(want)} asked for: use another "
+                          "output_dir")
+    return str(root)
+
+
 def register_configs() -> None:
     """Store every config schema in Hydra's ConfigStore (the YAML files under ``configs/`` name them)."""
     from tandem.evaluation.config import register_configs as register_eval

@@ -42,9 +42,11 @@ from tandem.cli.common import (
     hydra_main,
     load_config,
     prepare_runtime,
+    synthetic_dataset,
     synthetic_on,
     to_container,
 )
+from tandem.core.errors import ConfigError
 from tandem.runtime.config import FieldError, Schema, component, deferred_checks
 
 prepare_runtime()
@@ -57,16 +59,17 @@ EVAL_VARIANTS: dict[str, str] = {"instruction": "flat", "subgoal": "oracle_diffu
 @dataclass
 class SyntheticDatasetConfig(Schema):
     """``dataset.synthetic``: a tiny generated dataset (CI): ``episodes`` (0, the default: none, train on
-    ``dataset.root``), ``image_size`` [H, W] px. Set from the command line with ``dataset.synthetic.episodes=N``."""
+    ``dataset.root``), ``image_size`` [H, W] px (None: the executor's ``image_size``; 32 x 32 for one without).
+    Set from the command line with ``dataset.synthetic.episodes=N``."""
 
     episodes: int = 0
-    image_size: tuple[int, int] = (32, 32)
+    image_size: tuple[int, int] | None = None
 
     def check(self) -> None:
         if self.episodes < 0:
             raise FieldError("episodes", f"must be >= 0 (0: no synthetic dataset), got {self.episodes}")
-        if len(self.image_size) != 2 or min(self.image_size) < 1:
-            raise FieldError("image_size", f"must be [H, W] with H, W >= 1, got {list(self.image_size)}")
+        if self.image_size is not None and (len(self.image_size) != 2 or min(self.image_size) < 8):
+            raise FieldError("image_size", f"must be [H, W] with H, W >= 8 px, got {list(self.image_size)}")
 
 
 @dataclass
@@ -92,9 +95,11 @@ class TrainDatasetConfig(Schema):
         if self.val_episodes < 0:
             raise FieldError("val_episodes", f"must be >= 0, got {self.val_episodes}")
         if self.root is None and not synthetic_on(self.synthetic):
-            raise FieldError("root", "is not set: pass dataset.root=<LeRobotDataset dir> (or use train=debug)")
+            raise FieldError("root", "is not set: pass dataset.root=<LeRobotDataset dir> (or a synthetic dataset: "
+                                     "dataset.synthetic.episodes=N)")
         if self.root is not None and synthetic_on(self.synthetic):
-            raise FieldError("synthetic", "is set together with dataset.root: give one of them")
+            raise FieldError("synthetic", "is set together with dataset.root: give one of them "
+                                          "(dataset.synthetic.episodes=0 turns the synthetic dataset off)")
 
 
 @dataclass
@@ -271,16 +276,21 @@ def _dataset(cfg: Any, ex_cfg, out_dir: Path):
 
 def _dataset_root(cfg: Any, out_dir: Path, trace_len: int = 16, labels: bool = False) -> str:
     """``dataset.root``, or a synthetic dataset written under ``out_dir`` (``dataset.synthetic``; with the
-    ``labels.*`` features when ``labels``)."""
+    ``labels.*`` features when ``labels``).
+
+    Raises:
+        ConfigError: ``dataset.root`` is not a directory; ``out_dir`` holds another synthetic dataset.
+    """
     from executor_vla.synthetic import make_synthetic_dataset
 
     d = cfg.dataset
     if synthetic_on(d.synthetic):
         root = out_dir / "synthetic_dataset"
-        if not root.exists():
-            make_synthetic_dataset(root, n_episodes=int(d.synthetic.episodes),
-                                   image_size=tuple(d.synthetic.image_size), trace_len=trace_len, labels=labels)
-        return str(root)
+        size = tuple(d.synthetic.image_size or getattr(cfg.executor, "image_size", None) or (32, 32))
+        return synthetic_dataset(root, d.synthetic.episodes, size, lambda: make_synthetic_dataset(
+            root, n_episodes=int(d.synthetic.episodes), image_size=size, trace_len=trace_len, labels=labels))
+    if not Path(d.root).is_dir():
+        raise ConfigError(f"dataset.root={d.root!r} is not a directory (a LeRobotDataset written by tandem-collect)")
     return str(d.root)
 
 

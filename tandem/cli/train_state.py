@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, synthetic_on
+from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, synthetic_dataset, synthetic_on
 from tandem.runtime.config import FieldError, Schema, deferred_checks
 
 prepare_runtime()
@@ -39,9 +39,12 @@ class SyntheticSection(Schema):
     image_size: tuple[int, int] = (48, 48)
 
     def check(self) -> None:
-        if self.episodes < 0 or self.frames < 2 or len(self.image_size) != 2 or min(self.image_size) < 8:
-            raise FieldError("synthetic", f"needs episodes >= 0 (0: none), frames >= 2, image_size [H, W] >= 8, "
-                                          f"got {self.episodes}, {self.frames}, {list(self.image_size)}")
+        if self.episodes < 0:
+            raise FieldError("episodes", f"must be >= 0 (0: no synthetic dataset), got {self.episodes}")
+        if self.frames < 2:
+            raise FieldError("frames", f"must be >= 2, got {self.frames}")
+        if len(self.image_size) != 2 or min(self.image_size) < 8:
+            raise FieldError("image_size", f"must be [H, W] with H, W >= 8 px, got {list(self.image_size)}")
 
 
 @dataclass
@@ -71,7 +74,8 @@ class StateDatasetSection(Schema):
             raise FieldError("root", "is not set: pass dataset.root=<tandem dataset with images and labels> "
                                      "(or state_train=debug)")
         if len(given) > 1:
-            raise FieldError(given[1], f"set together with dataset.{given[0]}: give one of root, roots, synthetic")
+            raise FieldError(given[1], f"set together with dataset.{given[0]}: give one of root, roots, synthetic "
+                                       "(dataset.synthetic.episodes=0 turns the synthetic dataset off)")
         if self.roots is not None and not self.roots:
             raise FieldError("roots", "is empty: name one or more tandem datasets")
         if self.frame_stride < 1 or self.val_episodes < 0:
@@ -203,10 +207,10 @@ def run(cfg: Any) -> dict[str, Any]:
     d = c.dataset
     root: str | list[str] | None = list(d.roots) if d.roots is not None else d.root
     if synthetic_on(d.synthetic):
-        root = str(out / "synthetic_dataset")
-        if not Path(root, "meta", "info.json").exists():
-            make_synthetic_dataset(root, episodes=d.synthetic.episodes, frames=d.synthetic.frames,
-                                   image_size=tuple(d.synthetic.image_size))
+        root = synthetic_dataset(out / "synthetic_dataset", d.synthetic.episodes, d.synthetic.image_size,
+                                 lambda: make_synthetic_dataset(str(out / "synthetic_dataset"),
+                                                                episodes=d.synthetic.episodes, frames=d.synthetic.frames,
+                                                                image_size=tuple(d.synthetic.image_size)))
     data = StateDataset(root, camera=d.camera, frame_stride=d.frame_stride, episodes=d.episodes,
                         val_episodes=d.val_episodes, max_frames=d.max_frames)
     m = c.model

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, synthetic_on
+from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, synthetic_dataset, synthetic_on
 from tandem.cli.train_state import SyntheticSection, command_line, task_symmetries, task_workcell
 from tandem.runtime.config import FieldError, Schema, deferred_checks
 
@@ -42,7 +42,8 @@ class TraceDatasetSection(Schema):
             raise FieldError("root", "is not set: pass dataset.root=<tandem dataset with labels and 3-D traces> "
                                      "(or trace_train=debug)")
         if self.root is not None and synthetic_on(self.synthetic):
-            raise FieldError("synthetic", "is set together with dataset.root: give one of them")
+            raise FieldError("synthetic", "is set together with dataset.root: give one of them "
+                                          "(dataset.synthetic.episodes=0 turns the synthetic dataset off)")
         if self.val_episodes < 0:
             raise FieldError("val_episodes", f"must be >= 0, got {self.val_episodes}")
 
@@ -135,10 +136,10 @@ def run(cfg: Any) -> dict[str, Any]:
     d = c.dataset
     root = d.root
     if synthetic_on(d.synthetic):
-        root = str(out / "synthetic_dataset")
-        if not Path(root, "meta", "info.json").exists():
-            make_synthetic_dataset(root, episodes=d.synthetic.episodes, frames=d.synthetic.frames,
-                                   image_size=tuple(d.synthetic.image_size))
+        root = synthetic_dataset(out / "synthetic_dataset", d.synthetic.episodes, d.synthetic.image_size,
+                                 lambda: make_synthetic_dataset(str(out / "synthetic_dataset"),
+                                                                episodes=d.synthetic.episodes, frames=d.synthetic.frames,
+                                                                image_size=tuple(d.synthetic.image_size)))
     data = TraceDataset(root, episodes=d.episodes, val_episodes=d.val_episodes, only_successful=d.only_successful)
     m = c.model
     symmetries = task_symmetries(root, m.symmetries)

@@ -45,6 +45,7 @@ import contextlib
 import contextvars
 import dataclasses
 import math
+import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -634,6 +635,8 @@ class CheckpointExecutorConfig(ComponentConfig):
     def check(self) -> None:
         if self.torch_threads is not None and self.torch_threads < 1:
             raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
+        if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", self.device):
+            raise FieldError("device", f"must be cpu, cuda, cuda:N or mps, got {self.device!r}")
 
 
 @component_schema("executor")

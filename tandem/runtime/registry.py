@@ -511,13 +511,15 @@ def _lerobot_executor(spec: LeRobotExecutorConfig, ctx: BuildContext) -> Executo
     env's ``action_low/high``.
 
     Raises:
-        ConfigError: no checkpoint. CheckpointError: an unreadable one.
+        ConfigError: no checkpoint, or a device torch cannot use here. CheckpointError: an unreadable checkpoint.
     """
     if not spec.checkpoint:
         raise ConfigError("executor=lerobot needs executor.checkpoint=<a LeRobot pretrained_model directory, "
                           "e.g. outputs/train/<run>/checkpoints/last/pretrained_model>")
     from executor_vla.lerobot_executor import LeRobotPolicyExecutor
+    from executor_vla.loading import check_device
 
+    check_device(spec.device)
     set_torch_threads(spec.torch_threads)
     return LeRobotPolicyExecutor.from_pretrained(
         spec.checkpoint, device=spec.device, task_text=spec.task_text, camera_map=dict(spec.camera_map) or None,

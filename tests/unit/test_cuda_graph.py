@@ -119,6 +119,25 @@ def test_the_captured_functions_compute_the_eager_chunks():
     torch.testing.assert_close(got_progress, want_progress)
 
 
+def test_bad_input_to_the_graph_and_ddim_helpers_is_named():
+    sampler = ChunkSampler("DDIM", 3, num_train_timesteps=100, beta_schedule="squaredcos_cap_v2",
+                           prediction_type="epsilon", clip_sample=True)
+    with pytest.raises(ConfigError, match=r"shape must be \(B, Tp, A\)"):
+        ChunkSampler.initial_noise((16, 7), None, "cpu")
+    with pytest.raises(ConfigError, match="sizes >= 1"):
+        ChunkSampler.initial_noise((0, 16, 7), None, "cpu")
+    with pytest.raises(ConfigError, match="a plan from ddim_plan"):
+        sampler.ddim_denoise(lambda x, t: x, torch.zeros(1, 16, 7), [])
+    dpm = ChunkSampler("DPMSolver", 3, num_train_timesteps=100, beta_schedule="squaredcos_cap_v2",
+                       prediction_type="epsilon", clip_sample=True)
+    with pytest.raises(ConfigError, match="DDIM"):
+        dpm.ddim_denoise(lambda x, t: x, torch.zeros(1, 16, 7), sampler.ddim_plan("cpu"))
+    with pytest.raises(ConfigError, match=r"torch tensors only; not tensors: \['x'\]"):
+        GraphedChunk(lambda x: (x,), {"x": np.zeros(3)})
+    with pytest.raises(ConfigError, match="max_graphs must be >= 1"):
+        GraphCache(lambda x: (x,), max_graphs=0)
+
+
 @needs_cuda
 def test_graphed_image_chunks_equal_eager_chunks_across_subgoals_and_batch_sizes():
     eager, graphed = _image_executor("cuda"), _image_executor("cuda").optimize_for_inference()
