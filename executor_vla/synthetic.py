@@ -77,8 +77,8 @@ def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_e
     objects = tuple(f"obj{i}" for i in range(len(colors)))
     vocabulary = (objects, tuple(f"at({o})" for o in objects)) if labels else None
     feats = schema.dataset_features(image_size=image_size, trace_len=trace_len, labels=vocabulary)
-    ds = LeRobotDataset.create(repo_id=repo_id, fps=fps, features=feats, root=root,
-                               robot_type="panda", use_videos=False)
+    ds = LeRobotDataset.create(repo_id=repo_id, fps=fps, features=feats, root=root,  # PNG frames: no video decoder
+                               robot_type="panda", use_videos=False, video_backend="pyav")  # (and no torchcodec probe)
     for ep in range(n_episodes):
         names = [f"obj{(ep + k) % len(colors)}" for k in range(subgoals_per_episode)]
         texts = [f"move to the {n}" for n in names]
