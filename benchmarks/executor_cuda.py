@@ -222,9 +222,9 @@ def _train_step_rate(model: str, batch_size: int, steps: int, bf16: bool) -> flo
     return bench_lerobot(model == "lerobot_our_size_84", batch_size, steps, "cuda", bf16, (84, 84))["samples_per_s"]
 
 
-def bench_training(batch_sizes: list[int], steps: int) -> dict:
+def bench_training(batch_sizes: list[int], steps: int, on_row=None) -> dict:
     """Samples/s per model (rows) at each batch size in float32 and bf16 autocast (columns); an error (out of
-    memory at a large batch, say) is recorded by its type."""
+    memory at a large batch, say) is recorded by its type. ``on_row(result so far)`` after each model's row."""
     cols = [f"b{b}_{p}" for b in batch_sizes for p in ("fp32", "bf16")]
     rows: dict[str, list] = {}
     for model in ("tandem_image_84", "lerobot_our_size_84", "lerobot_default_84"):
@@ -236,6 +236,8 @@ def bench_training(batch_sizes: list[int], steps: int) -> dict:
                 except Exception as e:  # noqa: BLE001 - a result to record, not a crash of the run
                     rows[model].append(type(e).__name__)
                 torch.cuda.empty_cache()
+        if on_row is not None:
+            on_row({"columns": cols, "rows": rows})
     return {"columns": cols, "rows": rows}
 
 
@@ -264,7 +266,8 @@ def main() -> int:
     ap.add_argument("--batch-sizes", type=int, nargs="+", default=[64], help="training batch sizes")
     ap.add_argument("--train-steps", type=int, default=10, help="timed training steps per setting")
     ap.add_argument("--skip-train", action="store_true")
-    ap.add_argument("--out", default=None, help="write the JSON result here too")
+    ap.add_argument("--skip-latency", action="store_true", help="the training throughput only")
+    ap.add_argument("--out", default=None, help="write the JSON result here too (after every measurement)")
     args = ap.parse_args()
     if args.repeats < 1 or args.train_steps < 1 or min(args.batch_sizes) < 1:
         ap.error("--repeats, --train-steps and --batch-sizes must be >= 1")
@@ -274,30 +277,35 @@ def main() -> int:
     torch.set_num_threads(1)  # the CPU reference runs on one thread, as the CPU stack does
     torch.backends.cudnn.benchmark = True
     res: dict = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-                 "cuda": torch.version.cuda, "latency_ms": {}}
+                 "cuda": torch.version.cuda, "latency_ms": {}, "train_samples_per_s": {"columns": [], "rows": {}}}
+    out = Path(args.out) if args.out else None
+
+    def record(section: dict, key: str, value: dict) -> None:
+        """Keep, print and (``--out``) write each result as soon as it is measured: a run stopped at its time
+        limit keeps what it measured."""
+        section[key] = value
+        print(json.dumps({key: value}), flush=True)
+        if out is not None:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(json.dumps(res, indent=1))
+
     lat = res["latency_ms"]
-    for task in TASKS:
-        ckpt = ROOT / "checkpoints" / f"{task}_diffusion"
-        if (ckpt / "config.json").is_file():
-            lat[f"track_{task}"] = bench_track(ckpt, args.repeats)
-            print(json.dumps({f"track_{task}": lat[f"track_{task}"]}), flush=True)
-    for px in (84, 128):
-        lat[f"image_{px}"] = bench_image(px, args.repeats)
-        print(json.dumps({f"image_{px}": lat[f"image_{px}"]}), flush=True)
-    env_dim = _track(ROOT / "checkpoints" / "stack_three_diffusion", "cpu", False).obs_dim - 10  # as the CPU bench
-    lat["lerobot_lowdim"] = bench_lerobot_lowdim(env_dim, args.repeats)
-    print(json.dumps({"lerobot_lowdim": lat["lerobot_lowdim"]}), flush=True)
-    for px in (84, 128):
-        for our in (True, False):
-            key = f"lerobot_{'our_size' if our else 'default'}_{px}"
-            lat[key] = bench_lerobot_image(our, px, args.repeats if our else max(10, args.repeats // 4))
-            print(json.dumps({key: lat[key]}), flush=True)
-    res["train_samples_per_s"] = ({"columns": [], "rows": {}} if args.skip_train
-                                  else bench_training(args.batch_sizes, args.train_steps))
-    print(json.dumps(res["train_samples_per_s"]), flush=True)
-    if args.out:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(res, indent=1))
+    if not args.skip_latency:
+        for task in TASKS:
+            ckpt = ROOT / "checkpoints" / f"{task}_diffusion"
+            if (ckpt / "config.json").is_file():
+                record(lat, f"track_{task}", bench_track(ckpt, args.repeats))
+        for px in (84, 128):
+            record(lat, f"image_{px}", bench_image(px, args.repeats))
+        env_dim = _track(ROOT / "checkpoints" / "stack_three_diffusion", "cpu", False).obs_dim - 10  # as the CPU bench
+        record(lat, "lerobot_lowdim", bench_lerobot_lowdim(env_dim, args.repeats))
+        for px in (84, 128):
+            for our in (True, False):
+                record(lat, f"lerobot_{'our_size' if our else 'default'}_{px}",
+                       bench_lerobot_image(our, px, args.repeats if our else max(10, args.repeats // 4)))
+    if not args.skip_train:
+        record(res, "train_samples_per_s", bench_training(
+            args.batch_sizes, args.train_steps, on_row=lambda part: record(res, "train_samples_per_s", part)))
     print(_table(res))
     return 0
 
