@@ -37,9 +37,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -49,6 +47,7 @@ import torch  # noqa: E402
 from executor_latency import (  # noqa: E402
     CAMS,
     Observation_from,
+    _timeit,
     _track_subgoal,
     lerobot_lowdim_policy,
     lerobot_policy,
@@ -61,18 +60,8 @@ TASKS = ("stack_three", "nut_assembly", "pick_place_bins")
 
 
 def _timed(fn, repeats: int, warmup: int, device: str) -> dict[str, float]:
-    """Median and min wall time of ``fn`` in ms; a CUDA ``device`` is synchronised around each call."""
-    sync = torch.cuda.synchronize if device.startswith("cuda") else (lambda: None)
-    for _ in range(warmup):
-        fn()
-    sync()
-    ts = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        sync()
-        ts.append(time.perf_counter() - t)
-    return {"median_ms": 1e3 * statistics.median(ts), "min_ms": 1e3 * min(ts), "repeats": repeats}
+    """:func:`executor_latency._timeit`, the GPU synchronised around each call on a CUDA ``device``."""
+    return _timeit(fn, repeats, warmup, sync=torch.cuda.synchronize if device.startswith("cuda") else None)
 
 
 def _max_diff(a: torch.Tensor, b: torch.Tensor) -> float:

@@ -55,15 +55,19 @@ H = W = 128
 CAMS = ("agentview", "wrist")
 
 
-def _timeit(fn, repeats: int, warmup: int = 1) -> dict[str, float]:
+def _timeit(fn, repeats: int, warmup: int = 1, sync=None) -> dict[str, float]:
     """Median and min wall time of ``fn`` (ms), and the median CPU time of this thread (``median_cpu_ms``: on a
-    machine shared with other jobs it leaves out the time the thread waited for a core)."""
+    machine shared with other jobs it leaves out the time the thread waited for a core). ``sync`` (e.g.
+    ``torch.cuda.synchronize``) runs before the timing and after each call, so asynchronous device work is counted."""
+    sync = sync or (lambda: None)
     for _ in range(warmup):
         fn()
+    sync()
     ts, cpu = [], []
     for _ in range(repeats):
         t, c = time.perf_counter(), time.thread_time()
         fn()
+        sync()
         ts.append(time.perf_counter() - t)
         cpu.append(time.thread_time() - c)
     return {"median_ms": 1e3 * statistics.median(ts), "min_ms": 1e3 * min(ts),

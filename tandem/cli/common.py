@@ -60,23 +60,45 @@ def synthetic_on(section: Any) -> bool:
     return int(section.episodes) > 0
 
 
+def one_dataset_source(given: dict[str, bool], missing: str) -> None:
+    """Check that exactly one of a training CLI's dataset sources is set (``{"root": ..., "synthetic": ...}``, in
+    the order the message lists them).
+
+    Args:
+        given: source name (a key of ``dataset``) -> whether the command line set it (:func:`synthetic_on` for
+            ``synthetic``).
+        missing: what ``dataset.root`` should name, for the message when none is set.
+
+    Raises:
+        FieldError: none set (field ``root``), or two (the second, naming the first; how to turn the synthetic
+            dataset off).
+    """
+    from tandem.runtime.config import FieldError
+
+    on = [name for name, is_set in given.items() if is_set]
+    if not on:
+        raise FieldError("root", f"is not set: pass dataset.root=<{missing}> (or a synthetic dataset: "
+                                 "dataset.synthetic.episodes=N)")
+    if len(on) > 1:
+        raise FieldError(on[1], f"set together with dataset.{on[0]}: give one of {', '.join(given)} "
+                                "(dataset.synthetic.episodes=0 turns the synthetic dataset off)")
+
+
 def synthetic_dataset(root: str | Path, episodes: int, image_size: Any, make: Callable[[], Any]) -> str:
     """``root`` holding the synthetic dataset asked for: written by ``make()`` unless ``root`` already holds one (a
     run resumed in its ``output_dir``), which must then have ``episodes`` episodes of ``image_size`` [H, W] px images.
 
     Raises:
         ConfigError: ``root`` holds another synthetic dataset (named, with what it holds), instead of training on it
-            silently.
+            silently. DatasetSchemaError: its ``meta/info.json`` is not JSON.
     """
-    import json
-
+    from executor_vla.dataset_writer import read_info
     from tandem.core.errors import ConfigError
 
-    info = Path(root) / "meta" / "info.json"
-    if not info.is_file():
+    if not (Path(root) / "meta" / "info.json").is_file():
         make()
         return str(root)
-    meta = json.loads(info.read_text())
+    meta = read_info(root)
     sizes = sorted({tuple(f["shape"][:2]) for f in meta.get("features", {}).values()
                     if f.get("dtype") in ("image", "video")})
     want = tuple(int(v) for v in image_size)

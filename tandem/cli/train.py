@@ -41,6 +41,7 @@ from tandem.cli.common import (
     fail,
     hydra_main,
     load_config,
+    one_dataset_source,
     prepare_runtime,
     synthetic_dataset,
     synthetic_on,
@@ -94,12 +95,8 @@ class TrainDatasetConfig(Schema):
     def check(self) -> None:
         if self.val_episodes < 0:
             raise FieldError("val_episodes", f"must be >= 0, got {self.val_episodes}")
-        if self.root is None and not synthetic_on(self.synthetic):
-            raise FieldError("root", "is not set: pass dataset.root=<LeRobotDataset dir> (or a synthetic dataset: "
-                                     "dataset.synthetic.episodes=N)")
-        if self.root is not None and synthetic_on(self.synthetic):
-            raise FieldError("synthetic", "is set together with dataset.root: give one of them "
-                                          "(dataset.synthetic.episodes=0 turns the synthetic dataset off)")
+        one_dataset_source({"root": self.root is not None, "synthetic": synthetic_on(self.synthetic)},
+                           "LeRobotDataset dir")
 
 
 @dataclass

@@ -23,7 +23,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, synthetic_dataset, synthetic_on
+from tandem.cli.common import (
+    fail,
+    hydra_main,
+    load_config,
+    one_dataset_source,
+    prepare_runtime,
+    synthetic_dataset,
+    synthetic_on,
+)
 from tandem.runtime.config import FieldError, Schema, deferred_checks
 
 prepare_runtime()
@@ -47,6 +55,20 @@ class SyntheticSection(Schema):
             raise FieldError("image_size", f"must be [H, W] with H, W >= 8 px, got {list(self.image_size)}")
 
 
+def synthetic_perception_dataset(out_dir: Path, section: SyntheticSection) -> str:
+    """The state and trace CLIs' generated dataset (:mod:`planner_vlm.learned.synthetic`) under
+    ``out_dir/synthetic_dataset``, written once (:func:`tandem.cli.common.synthetic_dataset`).
+
+    Raises:
+        ConfigError: ``out_dir`` already holds another synthetic dataset.
+    """
+    from planner_vlm.learned.synthetic import make_synthetic_dataset
+
+    root = out_dir / "synthetic_dataset"
+    return synthetic_dataset(root, section.episodes, section.image_size, lambda: make_synthetic_dataset(
+        str(root), episodes=section.episodes, frames=section.frames, image_size=tuple(section.image_size)))
+
+
 @dataclass
 class StateDatasetSection(Schema):
     """``dataset``: where the frames come from.
@@ -68,14 +90,8 @@ class StateDatasetSection(Schema):
     max_frames: int | None = None
 
     def check(self) -> None:
-        given = [name for name, on in (("root", self.root is not None), ("roots", self.roots is not None),
-                                       ("synthetic", synthetic_on(self.synthetic))) if on]
-        if not given:
-            raise FieldError("root", "is not set: pass dataset.root=<tandem dataset with images and labels> "
-                                     "(or state_train=debug)")
-        if len(given) > 1:
-            raise FieldError(given[1], f"set together with dataset.{given[0]}: give one of root, roots, synthetic "
-                                       "(dataset.synthetic.episodes=0 turns the synthetic dataset off)")
+        one_dataset_source({"root": self.root is not None, "roots": self.roots is not None,
+                            "synthetic": synthetic_on(self.synthetic)}, "tandem dataset with images and labels")
         if self.roots is not None and not self.roots:
             raise FieldError("roots", "is empty: name one or more tandem datasets")
         if self.frame_stride < 1 or self.val_episodes < 0:
@@ -198,7 +214,6 @@ def run(cfg: Any) -> dict[str, Any]:
     from planner_vlm.learned.state_config import StateModelConfig, StateTrainConfig
     from planner_vlm.learned.state_data import StateDataset
     from planner_vlm.learned.state_train import train_state_model
-    from planner_vlm.learned.synthetic import make_synthetic_dataset
 
     c = load_config(TrainStateRunConfig, cfg)
     torch.set_num_threads(int(c.torch_threads))
@@ -207,10 +222,7 @@ def run(cfg: Any) -> dict[str, Any]:
     d = c.dataset
     root: str | list[str] | None = list(d.roots) if d.roots is not None else d.root
     if synthetic_on(d.synthetic):
-        root = synthetic_dataset(out / "synthetic_dataset", d.synthetic.episodes, d.synthetic.image_size,
-                                 lambda: make_synthetic_dataset(str(out / "synthetic_dataset"),
-                                                                episodes=d.synthetic.episodes, frames=d.synthetic.frames,
-                                                                image_size=tuple(d.synthetic.image_size)))
+        root = synthetic_perception_dataset(out, d.synthetic)
     data = StateDataset(root, camera=d.camera, frame_stride=d.frame_stride, episodes=d.episodes,
                         val_episodes=d.val_episodes, max_frames=d.max_frames)
     m = c.model

@@ -19,8 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, synthetic_dataset, synthetic_on
-from tandem.cli.train_state import SyntheticSection, command_line, task_symmetries, task_workcell
+from tandem.cli.common import fail, hydra_main, load_config, one_dataset_source, prepare_runtime, synthetic_on
+from tandem.cli.train_state import (
+    SyntheticSection,
+    command_line,
+    synthetic_perception_dataset,
+    task_symmetries,
+    task_workcell,
+)
 from tandem.runtime.config import FieldError, Schema, deferred_checks
 
 prepare_runtime()
@@ -38,12 +44,8 @@ class TraceDatasetSection(Schema):
     only_successful: bool = False
 
     def check(self) -> None:
-        if self.root is None and not synthetic_on(self.synthetic):
-            raise FieldError("root", "is not set: pass dataset.root=<tandem dataset with labels and 3-D traces> "
-                                     "(or trace_train=debug)")
-        if self.root is not None and synthetic_on(self.synthetic):
-            raise FieldError("synthetic", "is set together with dataset.root: give one of them "
-                                          "(dataset.synthetic.episodes=0 turns the synthetic dataset off)")
+        one_dataset_source({"root": self.root is not None, "synthetic": synthetic_on(self.synthetic)},
+                           "tandem dataset with labels and 3-D traces")
         if self.val_episodes < 0:
             raise FieldError("val_episodes", f"must be >= 0, got {self.val_episodes}")
 
@@ -124,7 +126,6 @@ def run(cfg: Any) -> dict[str, Any]:
     """
     import torch
 
-    from planner_vlm.learned.synthetic import make_synthetic_dataset
     from planner_vlm.learned.trace_config import TraceModelConfig, TraceTrainConfig
     from planner_vlm.learned.trace_data import TraceDataset, dataset_grasp_prior
     from planner_vlm.learned.trace_train import train_trace_model
@@ -136,10 +137,7 @@ def run(cfg: Any) -> dict[str, Any]:
     d = c.dataset
     root = d.root
     if synthetic_on(d.synthetic):
-        root = synthetic_dataset(out / "synthetic_dataset", d.synthetic.episodes, d.synthetic.image_size,
-                                 lambda: make_synthetic_dataset(str(out / "synthetic_dataset"),
-                                                                episodes=d.synthetic.episodes, frames=d.synthetic.frames,
-                                                                image_size=tuple(d.synthetic.image_size)))
+        root = synthetic_perception_dataset(out, d.synthetic)
     data = TraceDataset(root, episodes=d.episodes, val_episodes=d.val_episodes, only_successful=d.only_successful)
     m = c.model
     symmetries = task_symmetries(root, m.symmetries)
