@@ -61,7 +61,7 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    (a ``hidden_target_remembered`` event: ``object``, ``uncertainty``, ``read_step``, ``shift_m``). On stack_three's
    validation seeds 500-599, 4 of the 5 picks planned from a hidden object's read failed. On by default
    (:data:`HIDDEN_UNCERTAINTY`), chosen on validation seeds: stack_three 500-699 picks 88.2% -> 89.8% (tasks 173/200
-   either way), pick_place_bins 700-759 151/192 -> 155/194 picks, nut_assembly 700-739 80/85 -> 80/83 (README).
+   either way), pick_place_bins 700-759 151/192 -> 155/194 picks, nut_assembly 700-739 80/85 -> 80/83 (docs/results/non-privileged-high-level.md).
 
 Where the state model reads the object of the latest pick as not held while the hand says it is (the fingers closed
 on something, the object's pixel on a ray through the hand: :mod:`planner_vlm.learned.hand_evidence`), the hand
@@ -75,8 +75,9 @@ confidence is below ``min_scene_confidence`` (unlike the training scenes) is rec
 event and said in the rationale.
 
 Bad input: an instruction naming an object that is not in the state model's vocabulary, or (at the episode's first
-plan) one the model cannot find in the image (object confidence below ``min_object_confidence``), is refused: the
-plan is empty (so the agent ends the episode without claiming success), the refusal is recorded in memory as a
+plan) one the model cannot find in the image (object confidence below ``min_object_confidence``, or heatmap
+uncertainty above the object's absent threshold recorded in the state checkpoint: :mod:`planner_vlm.learned.absence`,
+``use_absent_thresholds``), is refused: the plan is empty (so the agent ends the episode without claiming success), the refusal is recorded in memory as a
 ``refused`` event and a fact about each missing object, and nothing is planned around it.
 
 It never reads ``Observation.privileged`` (``is_oracle = False``; the runtime withholds it).
@@ -91,6 +92,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from planner_vlm.goal_regression import GoalRegressionPlanner
+from planner_vlm.learned.absence import absent_objects
 from planner_vlm.learned.grasp_check import Workcell, checked_grasp_yaw, turn_trace_to
 from planner_vlm.learned.grasp_prior import GraspPrior, close_miss, close_rows, snapped_to_prior
 from planner_vlm.learned.hand_evidence import (
@@ -158,6 +160,9 @@ class LearnedPlanner(GoalRegressionPlanner):
         grasp_skill, id_prefix: as :class:`~planner_vlm.goal_regression.GoalRegressionPlanner`.
         hidden_uncertainty: a pick of an object read with a heatmap uncertainty above this is planned from its last
             sharp read (step 4 above; default :data:`HIDDEN_UNCERTAINTY`); None: off.
+        use_absent_thresholds: at the first plan, also take an instruction object whose heatmap uncertainty is above
+            the state checkpoint's ``absent_uncertainty`` for it as absent (:mod:`planner_vlm.learned.absence`);
+            False: ``min_object_confidence`` alone.
         use_depth: read the scene with the camera's depth image where the observation carries one
             (:meth:`~planner_vlm.learned.state_model.StateModel.predict`, :mod:`planner_vlm.learned.depth_heights`).
 
@@ -176,8 +181,9 @@ class LearnedPlanner(GoalRegressionPlanner):
                  held_ray_m: float | None = HELD_RAY_M, wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD,
                  grasp_skill: str = "pick", id_prefix: str = "sg", use_depth: bool = True,
                  hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY, grasp_prior_m: float | None = GRASP_PRIOR_M,
-                 grasp_prior_deg: float = GRASP_PRIOR_DEG):
+                 grasp_prior_deg: float = GRASP_PRIOR_DEG, use_absent_thresholds: bool = True):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
+        self.use_absent_thresholds = bool(use_absent_thresholds)
         if grasp_prior_m is not None and not (math.isfinite(grasp_prior_m) and grasp_prior_m > 0):
             raise ConfigError(f"learned planner grasp_prior_m must be > 0 m or null, got {grasp_prior_m}")
         if not (math.isfinite(grasp_prior_deg) and 0 < grasp_prior_deg <= 90):
@@ -285,13 +291,13 @@ class LearnedPlanner(GoalRegressionPlanner):
             state = with_held(state, held, task.predicate_for(self.grasp_skill, (held.obj,)))
         self.last_state = state
         if first:
-            absent = [o for o in self._goal_objects(task) if state.object_confidence[state.object_index(o)]
-                      < self.min_object_confidence]
+            limits = getattr(self.state_model, "absent_uncertainty", None) if self.use_absent_thresholds else None
+            absent = absent_objects(state, self._goal_objects(task), self.min_object_confidence, limits)
             if absent:
-                self._missing = absent
-                conf = ", ".join(f"{o} {state.object_confidence[state.object_index(o)]:.2f}" for o in absent)
-                self._refusal = (f"the instruction names {', '.join(absent)}, which the learned state model cannot find "
-                                 f"in the image (object confidence {conf} < {self.min_object_confidence})")
+                self._missing = [o for o, _ in absent]
+                why = "; ".join(f"{o}: {reason}" for o, reason in absent)
+                self._refusal = (f"the instruction names {', '.join(self._missing)}, which the learned state model "
+                                 f"cannot find in the image ({why})")
                 return self._refuse(memory, observation.step, first)
         self._record(state, memory, observation.step)
         self._remember_sharp_reads(state, observation.step)

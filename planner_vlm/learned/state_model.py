@@ -27,7 +27,8 @@ Checkpoints are directories (safetensors + JSON, never pickle), like the executo
                         #  "temperature": T, "entropy_reference": {"p50": [K], "p99": [K]},
                         #  "rest_heights": [per object: [[z0, z1], ...] its resting modes, null: none]
                         #  (optional; [z0, z1] per object: one mode, as before resting modes),
-                        #  "depth_offsets_m": [per object: m or null] (optional), "metrics": {...}}
+                        #  "depth_offsets_m": [per object: m or null] (optional),
+                        #  "absent_uncertainty": [per object: unitless or null] (optional), "metrics": {...}}
     command.txt         # the command that produced it
 
 It never reads ``Observation.privileged``: it works from the image and the proprio, as on a robot.
@@ -117,10 +118,12 @@ class StateModel:
             one mode each; None: no object has one), see :mod:`planner_vlm.learned.rest_heights`.
         depth_offsets: ``(O,)`` m, each object's origin behind the surface its depth pixel sees (NaN: not checked;
             None: no object is), see :mod:`planner_vlm.learned.depth_heights`.
+        absent_uncertainty: ``(O,)`` unitless, each object's absent threshold at an episode's first frame (NaN: none;
+            None: no object has one), see :mod:`planner_vlm.learned.absence`.
 
     Raises:
-        ConfigError: a calibration for another camera, a non-positive temperature, or depth offsets of another
-            length.
+        ConfigError: a calibration for another camera, a non-positive temperature, or depth offsets or absent
+            thresholds of another length.
     """
 
     #: Not an oracle: it reads images and proprio only.
@@ -129,7 +132,8 @@ class StateModel:
     def __init__(self, cfg: StateModelConfig, calibration: CameraCalibration, net: StateNet | None = None,
                  temperature: float = 1.0, entropy_p50: np.ndarray | None = None,
                  entropy_p99: np.ndarray | None = None, metrics: dict[str, Any] | None = None,
-                 rest_heights: np.ndarray | None = None, depth_offsets: np.ndarray | None = None):
+                 rest_heights: np.ndarray | None = None, depth_offsets: np.ndarray | None = None,
+                 absent_uncertainty: np.ndarray | None = None):
         if calibration.camera != cfg.camera:
             raise ConfigError(f"the state model reads camera {cfg.camera!r}, the calibration is for "
                               f"{calibration.camera!r}")
@@ -149,6 +153,9 @@ class StateModel:
         self.depth_offsets = np.full(len(cfg.objects), np.nan)
         if depth_offsets is not None:
             self.set_depth_offsets(depth_offsets)
+        self.absent_uncertainty = np.full(len(cfg.objects), np.nan)
+        if absent_uncertainty is not None:
+            self.set_absent_uncertainty(absent_uncertainty)
         self.command = ""
         self.set_calibration(calibration)
 
@@ -178,6 +185,19 @@ class StateModel:
         if arr.shape != (len(self.cfg.objects),):
             raise ConfigError(f"depth offsets must be one per object {list(self.cfg.objects)}, got {arr.shape}")
         self.depth_offsets = arr
+
+    def set_absent_uncertainty(self, thresholds: np.ndarray) -> None:
+        """Use ``thresholds (O,)`` (unitless; NaN or None: that object has none) for the first plan's absent check.
+
+        Raises:
+            ConfigError: not one value per object of the vocabulary, or a value that is not > 0.
+        """
+        arr = np.asarray([np.nan if v is None else v for v in np.asarray(thresholds, object).reshape(-1)], np.float64)
+        if arr.shape != (len(self.cfg.objects),):
+            raise ConfigError(f"absent thresholds must be one per object {list(self.cfg.objects)}, got {arr.shape}")
+        if (arr[np.isfinite(arr)] <= 0).any() or np.isinf(arr).any():
+            raise ConfigError(f"absent thresholds must be > 0 and finite (or null), got {arr.tolist()}")
+        self.absent_uncertainty = arr
 
     @property
     def reads_depth(self) -> bool:
@@ -344,6 +364,8 @@ class StateModel:
                                      "p99": [float(v) if np.isfinite(v) else None for v in self.entropy_p99]},
                "rest_heights": rest_heights_to_json(self.rest_heights),
                "depth_offsets_m": [None if not np.isfinite(v) else round(float(v), 5) for v in self.depth_offsets],
+               "absent_uncertainty": [None if not np.isfinite(v) else round(float(v), 4)
+                                      for v in self.absent_uncertainty],
                "metrics": self.metrics, "extra": extra or {}}
         (path / CONFIG).write_text(json.dumps(cfg, indent=2))
         (path / COMMAND).write_text((command or self.command or "(unknown)").strip() + "\n")
@@ -385,7 +407,8 @@ class StateModel:
             model = cls(cfg, calibration if calibration is not None else stored, net=net,
                         temperature=float(raw.get("temperature", 1.0)), entropy_p50=ref.get("p50"),
                         entropy_p99=p99, metrics=raw.get("metrics"), rest_heights=rest,
-                        depth_offsets=raw.get("depth_offsets_m"))
+                        depth_offsets=raw.get("depth_offsets_m"),
+                        absent_uncertainty=raw.get("absent_uncertainty"))
         except (ConfigError, KeyError, TypeError, ValueError) as e:
             raise CheckpointError(f"{path}: invalid state model checkpoint: {e}") from e
         model.command = (path / COMMAND).read_text().strip() if (path / COMMAND).is_file() else ""

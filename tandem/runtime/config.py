@@ -497,10 +497,13 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             this, in [threshold, 1); goals that read true below it are planned again.
         min_object_confidence: at the first plan, an instruction object found with less confidence counts as absent
             (the instruction is refused), in [0, 1).
+        use_absent_thresholds: at the first plan, an instruction object whose heatmap uncertainty is above the state
+            checkpoint's absent threshold for it (``absent_uncertainty``, fitted by
+            ``scripts/fit_absent_uncertainty.py``; :mod:`planner_vlm.learned.absence`) also counts as absent.
         min_scene_confidence: below this the scene is recorded as unlike the training scenes, in [0, 1].
         best_localized_first: where the task's goals may be met in any order, plan the object the state model
             localizes best first (its sharpest heatmap); false (the default) keeps the instruction's order. Measured
-            per task (README): on for pick_place_bins, where hidden objects are misread; off for nut_assembly.
+            per task (docs/results/non-privileged-high-level.md): on for pick_place_bins, where hidden objects are misread; off for nut_assembly.
         empty_grip_m: a gripper closed to less than this opening (m, the proprio's) holds nothing, whatever the
             state model reads (default: ``tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M``, 5 mm); None: off.
         max_close_offset_m: a pick trace whose close lands farther than this (m, xy, > 0) from its object as read
@@ -529,6 +532,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     threshold: float = 0.5
     completion_confidence: float = 0.9
     min_object_confidence: float = 0.05
+    use_absent_thresholds: bool = True
     min_scene_confidence: float = 0.5
     best_localized_first: bool = False
     empty_grip_m: float | None = PANDA_EMPTY_OPENING_M

@@ -1,5 +1,5 @@
 """The shipped trace models load, are small, and (pick_place_bins') put a pick's grasp at the object wherever the
-gripper starts: a re-pick starts about 10 cm lower than any demonstrated pick (README, "The second trace model")."""
+gripper starts: a re-pick starts about 10 cm lower than any demonstrated pick (docs/results/non-privileged-high-level.md, "The second trace model")."""
 
 from __future__ import annotations
 

@@ -339,6 +339,32 @@ def test_an_object_the_model_cannot_find_is_refused_and_recorded():
     assert len([e for e in memory.events() if e["kind"] == "refused"]) == 1
 
 
+def test_the_planner_refuses_on_a_fitted_threshold_and_records_why():
+    sm, tm, planner, memory = _setup()
+    sm.uncertainty = np.array([0.1, 2.4, 0.2])  # green's heatmap spread far beyond its threshold
+    sm.absent_uncertainty = np.array([0.5, 0.9, 0.5])
+    plan = planner.plan(_obs(), memory)
+    assert plan.remaining == [] and "green" in plan.rationale and "uncertainty 2.40 > 0.90" in plan.rationale
+    assert tm.calls == []
+    events = [e for e in memory.events() if e["kind"] == "refused"]
+    assert events[0]["objects"] == ["green"]
+    # the same scene with the thresholds off plans as before
+    sm2, _, planner2, memory2 = _setup()
+    sm2.uncertainty, sm2.absent_uncertainty = sm.uncertainty, sm.absent_uncertainty
+    planner2.use_absent_thresholds = False
+    assert planner2.plan(_obs(), memory2).remaining
+
+
+def test_a_diffuse_read_after_the_first_plan_is_not_a_refusal():
+    sm, _, planner, memory = _setup()
+    sm.uncertainty = np.array([0.1, 0.1, 0.1])
+    sm.absent_uncertainty = np.array([0.5, 0.5, 0.5])
+    assert planner.plan(_obs(), memory).remaining
+    sm.uncertainty = np.array([0.1, 3.0, 0.1])  # green hidden behind the arm later on: not absent
+    assert planner.plan(_obs(40), memory).remaining
+    assert not [e for e in memory.events() if e["kind"] == "refused"]
+
+
 def test_an_object_outside_the_vocabulary_is_refused():
     sm = ScriptedStateModel()
     planner, memory = LearnedPlanner(sm), TaskMemoryV1()

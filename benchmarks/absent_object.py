@@ -1,0 +1,138 @@
+"""Bad input: is an instruction naming an object absent from the scene refused, with the shipped models?
+
+The wholly non-privileged stack (``planner=learned verifier=learned executor=diffusion goals=none``, the shipped
+checkpoints) runs each held-out seed twice or more through the real agent loop (``tandem.runtime.rollout``):
+
+* ``present``: the scene as drawn, the control (a refusal here is a false refusal);
+* ``absent:<object>``: right after ``reset`` the object is moved 3 m off the table (``RobosuiteEnv.teleport``; the
+  evaluation's own hand, privileged by design), so the camera cannot see it while the instruction still names it.
+
+The learned planner sees only the camera and proprioception (its observations have ``privileged`` withheld by the
+agent). At its first plan an instruction object found with less confidence than ``planner.min_object_confidence``
+counts as absent: the plan is refused, memory records a ``refused`` event and an ``absent`` fact for the object, and
+the episode ends failed ("planner gave no usable plan"), with no subgoal started. Each episode runs one control
+step: the first plan decides. The JSON gives, per condition: the episodes, how many were refused, whether the
+refusal named the removed object, and each row's object confidences and uncertainties as the first plan read them
+(to choose the threshold on validation seeds).
+
+Usage:
+    MUJOCO_GL=egl python benchmarks/absent_object.py --task stack_three --seeds 1000 1001 1002 \\
+        --out outputs/benchmarks/absent_object_st3.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+os.environ.setdefault("MUJOCO_GL", "egl")
+
+#: Where a removed object goes: 3 m off the table along +x, on the floor's level (m, world frame).
+OFF_TABLE_SHIFT_M = np.array([3.0, 0.0, 0.0])
+
+
+class ObjectRemovingEnv:
+    """Wraps a simulator env: after every ``reset`` it moves ``removed`` 3 m off the table (pose kept, wxyz).
+
+    Everything else is delegated unchanged, so the agent and the rollout see the same env otherwise.
+
+    Raises:
+        UnknownObjectError: at reset, ``removed`` is not an object of the episode (from ``RobosuiteEnv.teleport``).
+    """
+
+    def __init__(self, env: Any, removed: str | None) -> None:
+        self._env = env
+        self.removed = removed
+
+    def reset(self, seed: int | None = None) -> tuple[Any, dict[str, Any]]:
+        obs, info = self._env.reset(seed)
+        if self.removed is None:
+            return obs, info
+        pose = obs.privileged["objects"][self.removed]  # the evaluation's hand: privileged, by design
+        self._env.teleport({self.removed: (np.asarray(pose["pos"]) + OFF_TABLE_SHIFT_M, np.asarray(pose["quat"]))})
+        return self._env.observe(), info
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._env, name)
+
+
+def run(task: str, seeds: list[int], overrides: list[str]) -> dict[str, Any]:
+    """Per seed, the scene as drawn and with each instruction object removed; returns the JSON summary."""
+    import torch
+
+    from tandem.cli.common import compose_config, load_config
+    from tandem.runtime.config import DemoConfig
+    from tandem.runtime.registry import build_stack
+    from tandem.runtime.rollout import run_episode
+
+    torch.set_num_threads(1)
+    cfg = load_config(DemoConfig, compose_config("demo", [
+        f"task={task}", "planner=learned", "verifier=learned", "executor=diffusion", "goals=none",
+        "executor.torch_threads=1", *overrides]))
+    stack = build_stack(cfg)
+    agent = stack.agent
+    if agent.privileged:
+        raise SystemExit("the stack under test reads simulator truth; this benchmark measures the non-privileged one")
+    rows: list[dict[str, Any]] = []
+    t0 = time.perf_counter()
+    try:
+        for seed in seeds:
+            stack.env.reset(seed)
+            for removed in [None, *stack.env.spec.objects]:  # the objects the episode's instruction names
+                env = ObjectRemovingEnv(stack.env, removed)
+                res = run_episode(env, agent, seed=seed, record_video=False, max_steps=1)  # the first plan decides
+                events = agent.memory.events()
+                refused = [e for e in events if e["kind"] == "refused"]
+                state = agent.planner.last_state  # what the first plan read
+                rows.append({
+                    "seed": seed, "condition": "present" if removed is None else f"absent:{removed}",
+                    "refused": bool(refused),
+                    "refused_objects": refused[0]["objects"] if refused else [],
+                    "named_removed": bool(refused) and removed in refused[0]["objects"],
+                    "subgoals_started": sum(1 for e in events if e["kind"] == "subgoal_start"),
+                    "object_confidence": {o: round(float(c), 4) for o, c in zip(state.objects, state.object_confidence)},
+                    "object_pos": {o: [round(float(x), 4) for x in state.keypoints_3d[i, 0]]
+                                   for i, o in enumerate(state.objects)},
+                    "object_uncertainty": None if state.object_uncertainty is None else
+                    {o: round(float(u), 3) for o, u in zip(state.objects, state.object_uncertainty)},
+                    "failure": res.summary.get("failure"),
+                    "privileged": res.summary.get("privileged"),
+                })
+                print(json.dumps(rows[-1]), flush=True)
+    finally:
+        stack.close()
+
+    def summ(sel: list[dict[str, Any]]) -> dict[str, Any]:
+        return {"episodes": len(sel), "refused": sum(r["refused"] for r in sel),
+                "refusal_named_the_removed_object": sum(r["named_removed"] for r in sel),
+                "subgoals_started": sum(r["subgoals_started"] for r in sel)}
+
+    present = [r for r in rows if r["condition"] == "present"]
+    absent = [r for r in rows if r["condition"] != "present"]
+    return {"task": task, "seeds": seeds, "overrides": overrides, "present": summ(present), "absent": summ(absent),
+            "all_rows_non_privileged": all(r["privileged"] is False for r in rows),
+            "rows": rows, "seconds": round(time.perf_counter() - t0, 1)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--task", default="stack_three")
+    ap.add_argument("--seeds", type=int, nargs="+", default=[1000, 1001, 1002])
+    ap.add_argument("--out", default="outputs/benchmarks/absent_object.json")
+    ap.add_argument("overrides", nargs="*", help="demo-config overrides, e.g. planner.min_object_confidence=0.1")
+    a = ap.parse_args(argv)
+    r = run(a.task, a.seeds, a.overrides)
+    Path(a.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(a.out).write_text(json.dumps(r, indent=2))
+    print(json.dumps({k: v for k, v in r.items() if k != "rows"}, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

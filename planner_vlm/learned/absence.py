@@ -1,0 +1,131 @@
+"""Is an object the instruction names absent from the image? The learned planner's check at an episode's first plan.
+
+The state model was never shown a scene without one of its objects, so it does not say "absent": it spreads that
+object's heatmap, or finds it somewhere with a sharp but false peak. Two signals of the state model
+(:class:`~planner_vlm.learned.scene_state.SceneState`) are used:
+
+* ``object_confidence`` below ``min_confidence``: a heatmap far more diffuse than any training frame's (the
+  planner's ``min_object_confidence``, 0.05; the original rule);
+* ``object_uncertainty`` above the object's **absent threshold** (unitless: ``(H - H50) / (H99 - H50)`` of its origin
+  heatmap's entropy against the training frames), fitted per object by :func:`fit_absent_uncertainty` on scenes
+  rendered with and without that object (``benchmarks/absent_object.py`` then ``scripts/fit_absent_uncertainty.py``)
+  and recorded in the state checkpoint as ``absent_uncertainty``.
+
+At an episode's first plan the arm is at its start pose, so an object hidden behind the arm is not the cause; an
+object hidden behind another one still can be, and it is what bounds the threshold from below (measured per task in
+docs/results/non-privileged-high-level.md).
+
+Measured (``benchmarks/absent_object.py``, held-out seeds 1000-1199, each instruction object removed in turn):
+stack_three 598/600 refused and nut_assembly 400/400, no false refusal in 200 scenes each; pick_place_bins ships no
+thresholds (its objects hide behind each other at the start, and fitted ones refused 2 of 50 scenes that held the
+object), docs/results/non-privileged-high-level.md.
+
+This is an out-of-distribution check over a heatmap's spread (in the spirit of maximum-softmax-probability baselines,
+Hendrycks and Gimpel 2017), not a trained presence detector: an absent object whose heatmap stays sharp on some other
+image feature is missed, and the measured miss rate is reported with the thresholds.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from planner_vlm.learned.scene_state import SceneState
+
+#: The fitted threshold is this many times the largest uncertainty of the object seen present in the fit's scenes:
+#: a false refusal ends an episode that could have succeeded, so the threshold keeps a margin above every present
+#: read rather than splitting the two sets.
+ABSENT_MARGIN = 1.25
+#: The smallest present bound used in the geometric mean (unitless): present reads can be 0 or negative.
+MIN_PRESENT_FOR_MEAN = 0.05
+#: The threshold never falls below this (unitless), the learned planner's ``hidden_uncertainty``: a read at most
+#: this sharp is sharp enough to plan a pick from, so it is never taken for an absent object.
+MIN_ABSENT_UNCERTAINTY = 0.5
+
+
+def absent_objects(state: SceneState, names: Sequence[str], min_confidence: float,
+                   absent_uncertainty: np.ndarray | None = None) -> list[tuple[str, str]]:
+    """The objects of ``names`` that ``state`` does not find: ``[(name, reason), ...]`` in ``names``' order.
+
+    Args:
+        state: the state model's reading of the first frame.
+        names: objects the instruction names, each in ``state.objects``.
+        min_confidence: an object whose ``object_confidence`` is below this is absent, in [0, 1).
+        absent_uncertainty: ``(O,)`` per object of ``state.objects`` (the model's vocabulary order), unitless; an
+            object whose ``object_uncertainty`` is above its entry is absent; NaN entries, None, or a state without
+            uncertainties: this signal is off.
+
+    Returns:
+        The absent objects with a reason naming the signal and its value, e.g. ``"uncertainty 1.84 > 0.41"``.
+
+    Raises:
+        ValueError: a name not in ``state.objects``; ``absent_uncertainty`` of the wrong length.
+    """
+    if absent_uncertainty is not None and len(absent_uncertainty) != len(state.objects):
+        raise ValueError(f"absent_uncertainty has {len(absent_uncertainty)} entries for {len(state.objects)} objects "
+                         f"{list(state.objects)}")
+    out: list[tuple[str, str]] = []
+    for name in names:
+        if name not in state.objects:
+            raise ValueError(f"{name!r} is not an object of the state model ({list(state.objects)})")
+        i = state.object_index(name)
+        conf = float(state.object_confidence[i])
+        if conf < min_confidence:
+            out.append((name, f"confidence {conf:.2f} < {min_confidence}"))
+            continue
+        if absent_uncertainty is None or state.object_uncertainty is None:
+            continue
+        limit, u = float(absent_uncertainty[i]), float(state.object_uncertainty[i])
+        if math.isfinite(limit) and u > limit:
+            out.append((name, f"uncertainty {u:.2f} > {limit:.2f}"))
+    return out
+
+
+def fit_absent_uncertainty(present: Mapping[str, Sequence[float]], absent: Mapping[str, Sequence[float]],
+                           objects: Sequence[str], margin: float = ABSENT_MARGIN,
+                           floor: float = MIN_ABSENT_UNCERTAINTY) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
+    """Per-object absent thresholds from first-frame uncertainties of scenes with and without each object.
+
+    An object's threshold is at least ``max(floor, margin * max(present))``: above every uncertainty it showed while
+    present, with a margin (see :data:`ABSENT_MARGIN`). Where every absent read lies above every present one, it is
+    the geometric mean of the two sets' bounds, ``sqrt(max(present) * min(absent))`` (``max(present)`` taken as at
+    least :data:`MIN_PRESENT_FOR_MEAN`), when that is higher: the middle of the gap on a log scale, since the
+    spreads differ by orders of magnitude (nut_assembly: present at most 0.47, absent from 14.6). An object never
+    seen present gets none (NaN).
+
+    Args:
+        present: object -> its ``object_uncertainty`` in scenes that hold it (unitless).
+        absent: object -> the uncertainty read for it in scenes without it.
+        objects: the state model's vocabulary order (O).
+        margin: > 1. floor: > 0.
+
+    Returns:
+        ``(thresholds (O,) float64, report)``: per object the threshold, how many present and absent reads the fit
+        saw, and the share of absent reads above the threshold (caught) and of present reads above it (0 by
+        construction).
+
+    Raises:
+        ValueError: ``margin`` <= 1 or ``floor`` <= 0; non-finite uncertainties.
+    """
+    if not margin > 1.0:
+        raise ValueError(f"margin must be > 1, got {margin}")
+    if not floor > 0.0:
+        raise ValueError(f"floor must be > 0, got {floor}")
+    thresholds = np.full(len(objects), np.nan)
+    report: dict[str, dict[str, float]] = {}
+    for i, name in enumerate(objects):
+        p = np.asarray(present.get(name, ()), np.float64)
+        a = np.asarray(absent.get(name, ()), np.float64)
+        if not (np.isfinite(p).all() and np.isfinite(a).all()):
+            raise ValueError(f"non-finite uncertainty for {name!r}")
+        if not len(p):
+            continue
+        thresholds[i] = max(floor, margin * float(p.max()))
+        if len(a) and float(a.min()) > float(p.max()):
+            thresholds[i] = max(thresholds[i], math.sqrt(max(float(p.max()), MIN_PRESENT_FOR_MEAN) * float(a.min())))
+        report[name] = {"threshold": round(float(thresholds[i]), 4), "present_reads": len(p),
+                        "present_max": round(float(p.max()), 4), "absent_reads": len(a),
+                        "absent_caught": round(float(np.mean(a > thresholds[i])), 4) if len(a) else float("nan")}
+    return thresholds, report

@@ -1,0 +1,101 @@
+"""The first plan's absent-object check (planner_vlm.learned.absence): both signals, the fitted per-object
+thresholds and their home in the state checkpoint (the learned planner's refusals: test_learned_planner_verifier)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from planner_vlm.learned.absence import (
+    ABSENT_MARGIN,
+    MIN_ABSENT_UNCERTAINTY,
+    absent_objects,
+    fit_absent_uncertainty,
+)
+from planner_vlm.learned.scene_state import SceneState
+from planner_vlm.learned.state_config import StateModelConfig
+from planner_vlm.learned.state_model import StateModel
+from planner_vlm.learned.synthetic import synthetic_calibration
+from tandem.core.errors import CheckpointError, ConfigError
+
+OBJECTS = ("red", "green", "blue")
+
+
+def _state(confidence, uncertainty) -> SceneState:
+    return SceneState(objects=OBJECTS, predicates=("grasped(red)",), probabilities=np.array([0.0]),
+                      keypoints_px=np.zeros((3, 2, 2)), keypoints_3d=np.zeros((3, 2, 3)),
+                      object_confidence=np.asarray(confidence, float), scene_confidence=float(np.min(confidence)),
+                      heatmap_entropy=np.zeros((3, 2)),
+                      object_uncertainty=None if uncertainty is None else np.asarray(uncertainty, float))
+
+
+def test_either_signal_makes_an_object_absent_and_says_which():
+    state = _state([1.0, 0.01, 1.0], [0.1, 9.0, 1.9])
+    limits = np.array([0.5, 0.5, 1.5])
+    got = absent_objects(state, ["red", "green", "blue"], 0.05, limits)
+    assert [o for o, _ in got] == ["green", "blue"]
+    assert "confidence 0.01 < 0.05" in got[0][1] and "uncertainty 1.90 > 1.50" in got[1][1]
+    # only the names asked about; no thresholds (or NaN, or a state without uncertainties): confidence alone
+    assert absent_objects(state, ["red", "blue"], 0.05, limits) == [("blue", "uncertainty 1.90 > 1.50")]
+    assert [o for o, _ in absent_objects(state, OBJECTS, 0.05, None)] == ["green"]
+    assert [o for o, _ in absent_objects(state, OBJECTS, 0.05, np.array([0.5, 0.5, np.nan]))] == ["green"]
+    assert [o for o, _ in absent_objects(_state([1, 1, 1], None), OBJECTS, 0.05, limits)] == []
+
+
+def test_bad_input_to_the_check_is_named():
+    state = _state([1.0, 1.0, 1.0], [0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match="purple"):
+        absent_objects(state, ["purple"], 0.05)
+    with pytest.raises(ValueError, match="2 entries for 3 objects"):
+        absent_objects(state, ["red"], 0.05, np.array([1.0, 1.0]))
+
+
+def test_fit_keeps_a_margin_above_every_present_read():
+    present = {"red": [0.0, 0.1, 0.3], "green": [0.9, 1.2], "blue": []}
+    absent = {"red": [0.2, 0.8, 2.0], "green": [1.4, 3.0]}
+    thr, report = fit_absent_uncertainty(present, absent, OBJECTS)
+    assert thr[0] == pytest.approx(MIN_ABSENT_UNCERTAINTY)          # 1.25 x 0.3 is below the floor (sets overlap)
+    assert thr[1] == pytest.approx(ABSENT_MARGIN * 1.2)             # 1.5: above sqrt(1.2 x 1.4), the gap's middle
+    assert np.isnan(thr[2]) and "blue" not in report                # never seen present: no threshold
+    assert report["red"]["absent_caught"] == pytest.approx(2 / 3, abs=1e-4)  # 0.8 and 2.0 above 0.5
+    assert report["green"]["absent_caught"] == pytest.approx(0.5)   # 3.0 above 1.5, 1.4 not
+    for i, o in enumerate(("red", "green")):                        # no present read would be refused
+        assert max(present[o]) < thr[i]
+    with pytest.raises(ValueError, match="margin"):
+        fit_absent_uncertainty(present, absent, OBJECTS, margin=1.0)
+    with pytest.raises(ValueError, match="non-finite"):
+        fit_absent_uncertainty({"red": [float("nan")]}, {}, OBJECTS)
+
+
+def test_fit_puts_a_wide_gap_s_threshold_in_its_middle_on_a_log_scale():
+    # nut_assembly's case: present at most 0.47, absent from 14.6; 1.25 x 0.47 would sit at the gap's bottom edge
+    thr, report = fit_absent_uncertainty({"red": [0.1, 0.47]}, {"red": [14.6, 20.0]}, OBJECTS)
+    assert thr[0] == pytest.approx(np.sqrt(0.47 * 14.6))  # 2.62
+    assert report["red"]["absent_caught"] == 1.0
+    # present reads at or below 0 use the smallest bound instead of a log of nothing
+    thr, _ = fit_absent_uncertainty({"red": [-0.2, -0.1]}, {"red": [20.0]}, OBJECTS)
+    assert thr[0] == pytest.approx(1.0)  # sqrt(0.05 x 20)
+
+
+def _model(**kw) -> StateModel:
+    cfg = StateModelConfig(objects=OBJECTS, predicates=("grasped(red)",), camera="agentview", image_size=(32, 32),
+                           channels=(4, 4, 4, 4), head_hidden=8)
+    return StateModel(cfg, synthetic_calibration((32, 32)), **kw)
+
+
+def test_thresholds_live_in_the_state_checkpoint(tmp_path):
+    model = _model(absent_uncertainty=[0.5, None, 2.25])
+    path = model.save(tmp_path / "ckpt")
+    raw = json.loads((path / "config.json").read_text())
+    assert raw["absent_uncertainty"] == [0.5, None, 2.25]
+    back = StateModel.from_checkpoint(path)
+    np.testing.assert_array_equal(back.absent_uncertainty, [0.5, np.nan, 2.25])
+    raw["absent_uncertainty"] = [0.5, 1.0]
+    (path / "config.json").write_text(json.dumps(raw))
+    with pytest.raises(CheckpointError, match="one per object"):
+        StateModel.from_checkpoint(path)
+    with pytest.raises(ConfigError, match="> 0"):
+        _model(absent_uncertainty=[0.5, -1.0, 1.0])
+    assert np.isnan(_model().absent_uncertainty).all()  # a checkpoint without them: the signal is off
