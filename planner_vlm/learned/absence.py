@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -40,8 +41,9 @@ from planner_vlm.learned.scene_state import SceneState
 ABSENT_MARGIN = 1.25
 #: The smallest present bound used in the geometric mean (unitless): present reads can be 0 or negative.
 MIN_PRESENT_FOR_MEAN = 0.05
-#: The threshold never falls below this (unitless), the learned planner's ``hidden_uncertainty``: a read at most
-#: this sharp is sharp enough to plan a pick from, so it is never taken for an absent object.
+#: The threshold never falls below this (unitless), the default of the learned planner's ``hidden_uncertainty``
+#: (``planner_vlm.learned.learned_planner.HIDDEN_UNCERTAINTY``): a read at most this diffuse is sharp enough to plan
+#: a pick from, so it is never taken for an absent object.
 MIN_ABSENT_UNCERTAINTY = 0.5
 
 
@@ -85,15 +87,15 @@ def absent_objects(state: SceneState, names: Sequence[str], min_confidence: floa
 
 def fit_absent_uncertainty(present: Mapping[str, Sequence[float]], absent: Mapping[str, Sequence[float]],
                            objects: Sequence[str], margin: float = ABSENT_MARGIN,
-                           floor: float = MIN_ABSENT_UNCERTAINTY) -> tuple[np.ndarray, dict[str, dict[str, float]]]:
+                           floor: float = MIN_ABSENT_UNCERTAINTY) -> tuple[np.ndarray, dict[str, dict[str, Any]]]:
     """Per-object absent thresholds from first-frame uncertainties of scenes with and without each object.
 
     An object's threshold is at least ``max(floor, margin * max(present))``: above every uncertainty it showed while
     present, with a margin (see :data:`ABSENT_MARGIN`). Where every absent read lies above every present one, it is
     the geometric mean of the two sets' bounds, ``sqrt(max(present) * min(absent))`` (``max(present)`` taken as at
     least :data:`MIN_PRESENT_FOR_MEAN`), when that is higher: the middle of the gap on a log scale, since the
-    spreads differ by orders of magnitude (nut_assembly: present at most 0.47, absent from 14.6). An object never
-    seen present gets none (NaN).
+    spreads differ by orders of magnitude (nut_assembly's round nut on validation seeds: present at most 0.47,
+    absent from 13.9). An object never seen present gets none (NaN).
 
     Args:
         present: object -> its ``object_uncertainty`` in scenes that hold it (unitless).
@@ -102,9 +104,10 @@ def fit_absent_uncertainty(present: Mapping[str, Sequence[float]], absent: Mappi
         margin: > 1. floor: > 0.
 
     Returns:
-        ``(thresholds (O,) float64, report)``: per object the threshold, how many present and absent reads the fit
-        saw, and the share of absent reads above the threshold (caught) and of present reads above it (0 by
-        construction).
+        ``(thresholds (O,) float64, report)``: per object (seen present) the threshold, how many present and absent
+        reads the fit saw, the largest present read, the smallest absent one (None without absent reads) and the
+        share of absent reads above the threshold (``absent_caught``; None without absent reads). No present read
+        is above its threshold, by construction.
 
     Raises:
         ValueError: ``margin`` <= 1 or ``floor`` <= 0; non-finite uncertainties.
@@ -114,7 +117,7 @@ def fit_absent_uncertainty(present: Mapping[str, Sequence[float]], absent: Mappi
     if not floor > 0.0:
         raise ValueError(f"floor must be > 0, got {floor}")
     thresholds = np.full(len(objects), np.nan)
-    report: dict[str, dict[str, float]] = {}
+    report: dict[str, dict[str, Any]] = {}
     for i, name in enumerate(objects):
         p = np.asarray(present.get(name, ()), np.float64)
         a = np.asarray(absent.get(name, ()), np.float64)
@@ -127,5 +130,6 @@ def fit_absent_uncertainty(present: Mapping[str, Sequence[float]], absent: Mappi
             thresholds[i] = max(thresholds[i], math.sqrt(max(float(p.max()), MIN_PRESENT_FOR_MEAN) * float(a.min())))
         report[name] = {"threshold": round(float(thresholds[i]), 4), "present_reads": len(p),
                         "present_max": round(float(p.max()), 4), "absent_reads": len(a),
-                        "absent_caught": round(float(np.mean(a > thresholds[i])), 4) if len(a) else float("nan")}
+                        "absent_min": round(float(a.min()), 4) if len(a) else None,
+                        "absent_caught": round(float(np.mean(a > thresholds[i])), 4) if len(a) else None}
     return thresholds, report

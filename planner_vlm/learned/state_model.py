@@ -190,13 +190,20 @@ class StateModel:
         """Use ``thresholds (O,)`` (unitless; NaN or None: that object has none) for the first plan's absent check.
 
         Raises:
-            ConfigError: not one value per object of the vocabulary, or a value that is not > 0.
+            ConfigError: not a list of one number (or null) per object of the vocabulary, in its order, or a value
+                that is not > 0 and finite; the message names ``absent_uncertainty``.
         """
-        arr = np.asarray([np.nan if v is None else v for v in np.asarray(thresholds, object).reshape(-1)], np.float64)
-        if arr.shape != (len(self.cfg.objects),):
-            raise ConfigError(f"absent thresholds must be one per object {list(self.cfg.objects)}, got {arr.shape}")
-        if (arr[np.isfinite(arr)] <= 0).any() or np.isinf(arr).any():
-            raise ConfigError(f"absent thresholds must be > 0 and finite (or null), got {arr.tolist()}")
+        names = list(self.cfg.objects)
+        values = thresholds.tolist() if isinstance(thresholds, np.ndarray) else thresholds
+        if not isinstance(values, (list, tuple)) or len(values) != len(names):
+            raise ConfigError(f"absent_uncertainty must be a list of one number (or null) per object {names}, in that "
+                              f"order; got {values!r}")
+        bad = [v for v in values if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)))]
+        if bad:
+            raise ConfigError(f"absent_uncertainty entries must be numbers or null, got {bad!r} in {values!r}")
+        arr = np.array([np.nan if v is None else float(v) for v in values], np.float64)
+        if (arr[~np.isnan(arr)] <= 0).any() or np.isinf(arr).any():
+            raise ConfigError(f"absent_uncertainty entries must be > 0 and finite (or null), got {values!r}")
         self.absent_uncertainty = arr
 
     @property

@@ -14,6 +14,7 @@ from planner_vlm.learned.absence import (
     absent_objects,
     fit_absent_uncertainty,
 )
+from planner_vlm.learned.learned_planner import HIDDEN_UNCERTAINTY
 from planner_vlm.learned.scene_state import SceneState
 from planner_vlm.learned.state_config import StateModelConfig
 from planner_vlm.learned.state_model import StateModel
@@ -60,6 +61,7 @@ def test_fit_keeps_a_margin_above_every_present_read():
     assert thr[1] == pytest.approx(ABSENT_MARGIN * 1.2)             # 1.5: above sqrt(1.2 x 1.4), the gap's middle
     assert np.isnan(thr[2]) and "blue" not in report                # never seen present: no threshold
     assert report["red"]["absent_caught"] == pytest.approx(2 / 3, abs=1e-4)  # 0.8 and 2.0 above 0.5
+    assert report["red"]["absent_min"] == 0.2 and json.dumps(report)  # JSON-safe
     assert report["green"]["absent_caught"] == pytest.approx(0.5)   # 3.0 above 1.5, 1.4 not
     for i, o in enumerate(("red", "green")):                        # no present read would be refused
         assert max(present[o]) < thr[i]
@@ -67,6 +69,10 @@ def test_fit_keeps_a_margin_above_every_present_read():
         fit_absent_uncertainty(present, absent, OBJECTS, margin=1.0)
     with pytest.raises(ValueError, match="non-finite"):
         fit_absent_uncertainty({"red": [float("nan")]}, {}, OBJECTS)
+
+
+def test_the_floor_is_the_hidden_object_rule_s_default():
+    assert MIN_ABSENT_UNCERTAINTY == HIDDEN_UNCERTAINTY  # a read sharp enough to plan from is never "absent"
 
 
 def test_fit_puts_a_wide_gap_s_threshold_in_its_middle_on_a_log_scale():
@@ -94,8 +100,12 @@ def test_thresholds_live_in_the_state_checkpoint(tmp_path):
     np.testing.assert_array_equal(back.absent_uncertainty, [0.5, np.nan, 2.25])
     raw["absent_uncertainty"] = [0.5, 1.0]
     (path / "config.json").write_text(json.dumps(raw))
-    with pytest.raises(CheckpointError, match="one per object"):
+    with pytest.raises(CheckpointError, match="absent_uncertainty must be a list"):
         StateModel.from_checkpoint(path)
     with pytest.raises(ConfigError, match="> 0"):
         _model(absent_uncertainty=[0.5, -1.0, 1.0])
+    # what a hand-edited config.json may hold: each refused, naming the field
+    for bad in ({"red": 0.5}, float("nan"), [[0.5, 0.5, 0.5]], [True, 0.5, 0.5], ["abc", 0.5, 0.5], [0.5, 0.5]):
+        with pytest.raises(ConfigError, match="absent_uncertainty"):
+            _model(absent_uncertainty=bad)
     assert np.isnan(_model().absent_uncertainty).all()  # a checkpoint without them: the signal is off
