@@ -32,7 +32,7 @@ from sim.tasks.base import Waypoint
 from tandem.core.errors import NonFiniteActionError, TandemError, UnknownObjectError, UnknownSkillError
 from tandem.core.geometry import yaw_of_mat
 from tandem.core.types import Observation, Subgoal, TaskSpec
-from tandem.core.wrist import PANDA_WRIST_YAW_SIGN, resolve_yaw
+from tandem.core.wrist import resolve_yaw
 
 if TYPE_CHECKING:
     from sim.robosuite_env import RobosuiteEnv
@@ -50,32 +50,6 @@ def down_rotation(yaw: float) -> np.ndarray:
     c, s = math.cos(yaw), math.sin(yaw)
     rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     return rz @ R_DOWN
-
-
-def resolved_yaws(waypoints: list[Waypoint], current_yaw: float, wrist_q: float | None) -> np.ndarray:
-    """The yaw (rad) the :class:`WaypointTracker` will command at each waypoint, predicted from the current state.
-
-    The tracker resolves each waypoint's yaw modulo pi when it becomes active
-    (:func:`tandem.core.wrist.resolve_yaw`, nearest to the gripper's yaw then, keeping the wrist off its limit). Assuming each waypoint's yaw is reached before the next
-    becomes active, this replays that choice along the list, so the result is continuous (not wrapped): the turn
-    between consecutive waypoints, and its direction, is the difference of consecutive entries.
-
-    Args:
-        waypoints: the expert's waypoints, in order.
-        current_yaw: the gripper's finger-axis yaw now (rad, :func:`tandem.core.geometry.yaw_of_mat`).
-        wrist_q: Panda joint 7 now (rad), or None to ignore the joint limit.
-
-    Returns:
-        ``float64 (len(waypoints),)`` rad.
-    """
-    out = np.zeros(len(waypoints))
-    yaw, q = float(current_yaw), wrist_q
-    for i, wp in enumerate(waypoints):
-        nxt = resolve_yaw(wp.yaw, yaw, q)
-        if q is not None:
-            q = q + PANDA_WRIST_YAW_SIGN * (nxt - yaw)
-        out[i] = yaw = nxt
-    return out
 
 
 def rotation_error(target: np.ndarray, current: np.ndarray) -> np.ndarray:

@@ -6,7 +6,7 @@
 * Trace: the current grip-site position followed by the scripted expert's planned waypoints
   (:func:`sim.experts.plan_waypoints`), projected into the camera (:mod:`sim.cameras`) and clipped into the image.
 * 3-D trace (:class:`tandem.core.types.Trace3D`): the same points in metres (world frame), with the yaw the expert's
-  tracker will command at each (:func:`sim.experts.resolved_yaws`) and its gripper command. Its first point is
+  tracker will command at each (:func:`tandem.core.waypoints.resolved_yaws`) and its gripper command. Its first point is
   the grip site now, with the current yaw and the first waypoint's gripper command.
 """
 
@@ -18,10 +18,11 @@ from typing import TYPE_CHECKING, ClassVar
 import numpy as np
 
 from sim.cameras import clip_to_image
-from sim.experts import plan_waypoints, resolved_yaws
+from sim.experts import plan_waypoints
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import yaw_of_mat
 from tandem.core.types import KeypointTrace, Observation, Subgoal, Trace3D
+from tandem.core.waypoints import waypoint_trace_3d
 
 if TYPE_CHECKING:
     from sim.robosuite_env import RobosuiteEnv
@@ -85,12 +86,7 @@ class OracleGoalProducer:
         """3-D trace: the grip site now, then each planned waypoint, with resolved yaws and gripper commands."""
         env = self.env
         eef, rot = env.eef_pose()
-        waypoints = plan_waypoints(env, subgoal)
-        yaw_now = yaw_of_mat(rot)
-        yaws = resolved_yaws(waypoints, yaw_now, env.wrist_angle())
-        points = np.stack([eef] + [np.asarray(w.pos, dtype=np.float64) for w in waypoints])
-        grip = [waypoints[0].gripper if waypoints else -1.0] + [float(w.gripper) for w in waypoints]
-        return Trace3D(points=points, yaw=np.concatenate([[yaw_now], yaws]), gripper=np.asarray(grip))
+        return waypoint_trace_3d(eef, yaw_of_mat(rot), env.wrist_angle(), plan_waypoints(env, subgoal))
 
     def produce(self, subgoal: Subgoal, observation: Observation | None = None) -> Subgoal:
         """Return a copy of ``subgoal`` with ``goal_image`` and/or ``trace`` filled in from the live simulator.

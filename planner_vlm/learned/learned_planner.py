@@ -55,6 +55,15 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    with it (a ``grasp_wrist_resolved`` memory event: ``yaw_from``, ``yaw_to``, ``wrist_rad``). Not for objects that
    a half turn does not map onto themselves (odd symmetry order in the trace checkpoint: nut_assembly's nuts, whose
    pick's turn is planned with the insert's), nor without the arm's joints.
+   Where ``geometric_picks`` is set and the trace checkpoint records its task's expert pick geometry
+   (``TraceModelConfig.pick_geometry``: nut_assembly's nuts, :mod:`tandem.core.nut_pick`), a pick of such an object
+   found by the state model is not asked of the trace model: its trace is the expert's own pick geometry over the
+   object as read (its two keypoints: origin and handle direction, projected onto the table), the gripper's pose
+   from the proprio and the wrist from ``Observation.joints`` (:func:`tandem.core.waypoints.waypoint_trace_3d`),
+   and none of the checks below apply to it (the geometry plans the wrist itself; a ``geometric_pick`` memory event:
+   ``object``, ``grasp``, ``grasp_yaw``, ``turn``). On nut_assembly's validation seeds (700-779) the trace model's
+   square-nut closes were the whole gap to the oracle traces, and this trace picked as the oracle's did
+   (docs/results/non-privileged-high-level.md). Other picks, and every other skill, keep the trace model's trace.
    First of all, a pick whose object is hidden when it is planned (heatmap uncertainty above ``hidden_uncertainty``:
    typically behind the arm that just placed another object, where the read lands on another surface, 8-13 cm off)
    is planned from the object's last sharp read this episode (uncertainty at most that, not held), which memory keeps
@@ -107,8 +116,10 @@ from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import quat_yaw_mul, wrap_angle
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
+from tandem.core.nut_pick import NutPickGeometry, nut_pick_waypoints, plan_nut_pick
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Trace3D
+from tandem.core.waypoints import waypoint_trace_3d
 from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD, WRIST_MARGIN_RAD, predicted_wrist, resolve_yaw
 
 
@@ -163,6 +174,9 @@ class LearnedPlanner(GoalRegressionPlanner):
         use_absent_thresholds: at the first plan, also take an instruction object whose heatmap uncertainty is above
             the state checkpoint's ``absent_uncertainty`` for it as absent (:mod:`planner_vlm.learned.absence`);
             False: ``min_object_confidence`` alone.
+        geometric_picks: a pick of an object whose expert geometry the trace checkpoint records
+            (``TraceModelConfig.pick_geometry``) gets that geometry over the object as read (step 4 above); False:
+            the trace model's trace for every pick.
         use_depth: read the scene with the camera's depth image where the observation carries one
             (:meth:`~planner_vlm.learned.state_model.StateModel.predict`, :mod:`planner_vlm.learned.depth_heights`).
 
@@ -181,8 +195,10 @@ class LearnedPlanner(GoalRegressionPlanner):
                  held_ray_m: float | None = HELD_RAY_M, wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD,
                  grasp_skill: str = "pick", id_prefix: str = "sg", use_depth: bool = True,
                  hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY, grasp_prior_m: float | None = GRASP_PRIOR_M,
-                 grasp_prior_deg: float = GRASP_PRIOR_DEG, use_absent_thresholds: bool = True):
+                 grasp_prior_deg: float = GRASP_PRIOR_DEG, use_absent_thresholds: bool = True,
+                 geometric_picks: bool = True):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
+        self.geometric_picks = bool(geometric_picks)
         self.use_absent_thresholds = bool(use_absent_thresholds)
         if grasp_prior_m is not None and not (math.isfinite(grasp_prior_m) and grasp_prior_m > 0):
             raise ConfigError(f"learned planner grasp_prior_m must be > 0 m or null, got {grasp_prior_m}")
@@ -226,6 +242,8 @@ class LearnedPlanner(GoalRegressionPlanner):
         self._workcell = Workcell.from_dict(cell) if cell else None
         prior = getattr(getattr(trace_model, "cfg", None), "grasp_prior", None)
         self._grasp_prior = GraspPrior.from_dict(prior) if prior else None
+        geometry = getattr(getattr(trace_model, "cfg", None), "pick_geometry", None)
+        self._pick_geometry = NutPickGeometry.from_dict(geometry) if geometry else None
 
     # ------------------------------------------------------------------ setup
     def reset(self, task: TaskSpec) -> None:
@@ -421,11 +439,13 @@ class LearnedPlanner(GoalRegressionPlanner):
         if self.trace_model is None:
             return sg
         state = self._hidden_target_remembered(sg, state, memory, observation.step)
-        trace = self.trace_model.predict(state.keypoints_3d, observation.proprio, sg.skill, sg.args)
-        trace = self._anchored_pick(trace, sg, state, observation, memory)
-        trace = self._snapped_to_prior(trace, sg, state, memory, observation.step)
-        trace = self._checked_grasp(trace, sg, state, memory, observation.step)
-        trace = self._wrist_resolved(trace, sg, observation, memory)
+        trace = self._geometric_pick(sg, state, observation, memory)
+        if trace is None:
+            trace = self.trace_model.predict(state.keypoints_3d, observation.proprio, sg.skill, sg.args)
+            trace = self._anchored_pick(trace, sg, state, observation, memory)
+            trace = self._snapped_to_prior(trace, sg, state, memory, observation.step)
+            trace = self._checked_grasp(trace, sg, state, memory, observation.step)
+            trace = self._wrist_resolved(trace, sg, observation, memory)
         sg.trace_3d = trace
         cam = self.state_model.cfg.camera
         image = observation.images.get(cam)
@@ -436,6 +456,34 @@ class LearnedPlanner(GoalRegressionPlanner):
         px = np.clip(px, [0.0, 0.0], [w - 1.0, h - 1.0])
         sg.trace = KeypointTrace(camera=cam, points=px.astype(np.float32), image_size=size)
         return sg
+
+    def _geometric_pick(self, sg: Subgoal, state: SceneState, observation: Observation,
+                        memory: TaskMemory) -> Trace3D | None:
+        """The expert's pick geometry over ``sg``'s object as read (see the module docstring, step 4), or None where
+        it does not apply: off, not a pick, an object the checkpoint's geometry does not know or the state model
+        does not find, no arm joints in the observation, or a read whose handle direction is degenerate."""
+        target = sg.args[0] if sg.args else None
+        if (not self.geometric_picks or self._pick_geometry is None or sg.skill != self.grasp_skill
+                or target not in self._pick_geometry.nuts or target not in state.objects or observation.joints is None):
+            return None
+        i = state.object_index(target)
+        if state.object_confidence[i] < self.min_object_confidence:
+            return None
+        keypoints = np.asarray(state.keypoints_3d[i], np.float64)
+        axis = np.array([keypoints[1, 0] - keypoints[0, 0], keypoints[1, 1] - keypoints[0, 1], 0.0])
+        norm = float(np.linalg.norm(axis))
+        proprio = np.asarray(observation.proprio, np.float64)
+        wrist = float(observation.joints[-1])
+        if not (norm > 1e-6 and np.all(np.isfinite(keypoints)) and np.all(np.isfinite(proprio[:7]))
+                and math.isfinite(wrist)):
+            return None
+        eef, eef_yaw = proprio[:3], float(gripper_yaw(proprio))
+        plan = plan_nut_pick(keypoints[0], axis / norm, self._pick_geometry.nuts[target], eef, eef_yaw, wrist,
+                             np.asarray(self._pick_geometry.base_pos))
+        memory.record_event("geometric_pick", observation.step, subgoal=sg.text, object=target,
+                            grasp=[round(float(v), 4) for v in plan.grasp], grasp_yaw=round(plan.grasp_yaw, 3),
+                            turn=round(plan.turn, 3))
+        return waypoint_trace_3d(eef, eef_yaw, wrist, nut_pick_waypoints(plan, eef))
 
     def _remember_sharp_reads(self, state: SceneState, step: int) -> None:
         """Keep each object's latest sharp read (uncertainty at most ``hidden_uncertainty``, not held)."""

@@ -10,6 +10,7 @@ from typing import Any
 from planner_vlm.learned.grasp_check import Workcell
 from planner_vlm.learned.grasp_prior import GraspPrior
 from tandem.core.errors import ConfigError
+from tandem.core.nut_pick import NutPickGeometry
 
 #: Orders of the trace model's output slots (see :attr:`TraceModelConfig.slot_order`).
 SLOT_ORDERS = ("start", "end", "event")
@@ -63,6 +64,11 @@ class TraceModelConfig:
             pick attempts (``tandem-train-trace model.grasp_prior=true``) or added to a checkpoint by
             ``scripts/fit_grasp_prior.py``; the learned planner moves a pick's close that misses it onto it. It
             changes no weight. Empty: none (older checkpoints).
+        pick_geometry: the static facts of the task's expert pick geometry (nut_assembly:
+            :class:`tandem.core.nut_pick.NutPickGeometry` as a dict: each nut's handle grasp, squaring and peg, the
+            robot's base), recorded at training from the dataset's task (``TaskDefinition.pick_geometry``); with the
+            learned planner's ``geometric_picks`` a pick of such an object gets the expert's geometry over the
+            object as read instead of the network's trace. It changes no weight. Empty: none.
     """
 
     objects: tuple[str, ...] = ()
@@ -79,6 +85,7 @@ class TraceModelConfig:
     workcell: dict[str, Any] = field(default_factory=dict)
     ensemble: int = 1
     grasp_prior: dict[str, Any] = field(default_factory=dict)
+    pick_geometry: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for name in ("objects", "skills", "arg_names"):
@@ -104,6 +111,11 @@ class TraceModelConfig:
             unknown = sorted(set(GraspPrior.from_dict(self.grasp_prior).objects) - set(self.objects))  # likewise
             if unknown:
                 raise ConfigError(f"trace model grasp_prior names {unknown}, not among its objects {list(self.objects)}")
+        if self.pick_geometry:
+            unknown = sorted(set(NutPickGeometry.from_dict(self.pick_geometry).nuts) - set(self.objects))  # likewise
+            if unknown:
+                raise ConfigError(f"trace model pick_geometry names {unknown}, not among its objects "
+                                  f"{list(self.objects)}")
         if self.ensemble < 1:
             raise ConfigError(f"trace model ensemble must be >= 1 member, got {self.ensemble}")
         if self.trace_len < 2 or self.hidden < 1 or self.layers < 1:

@@ -132,6 +132,10 @@ class TaskDefinition:
         """See :meth:`TaskScene.workcell`."""
         return self.parts.scene.workcell()
 
+    def pick_geometry(self) -> dict[str, Any]:
+        """See :meth:`TaskScene.pick_geometry`."""
+        return self.parts.scene.pick_geometry()
+
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         """See :meth:`TaskScene.object_poses`."""
         return self.parts.scene.object_poses(rs_env, episode)

@@ -73,6 +73,12 @@ class TaskScene(abc.ABC):
         design, the same in every episode, never a pose. Default: empty (no check)."""
         return {}
 
+    def pick_geometry(self) -> dict[str, Any]:
+        """The static facts a pick's expert geometry needs besides poses, JSON-safe, for the learned planner's
+        ``geometric_picks`` (nut_assembly: :class:`tandem.core.nut_pick.NutPickGeometry` as a dict). Facts of the
+        scene's design, the same in every episode, never a pose. Default: empty (the trace model's picks)."""
+        return {}
+
     @abc.abstractmethod
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         """Object name -> ``{"pos": [x, y, z] (m, world), "quat": [w, x, y, z]}``."""

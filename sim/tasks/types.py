@@ -8,9 +8,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from tandem.core.types import TaskSpec
+from tandem.core.waypoints import Waypoint
+
+__all__ = ["SKILL_PREDICATES", "TaskEpisode", "Waypoint"]
 
 #: Skill name -> predicate template shared by all tasks (``{0}``, ``{1}`` are the subgoal args).
 SKILL_PREDICATES: dict[str, str] = {
@@ -19,29 +20,6 @@ SKILL_PREDICATES: dict[str, str] = {
     "stack": "on({0},{1})",
     "insert": "on_peg({0},{1})",
 }
-
-
-@dataclass(frozen=True)
-class Waypoint:
-    """One target of the scripted expert's waypoint tracker.
-
-    Attributes:
-        pos: ``float64 (3,)`` target position of the grip site (m, world frame).
-        yaw: target gripper yaw about world +z (rad); the gripper is held pointing straight down.
-        gripper: -1.0 open, +1.0 closed (robosuite OSC gripper convention).
-        tol: position tolerance (m) at which the waypoint counts as reached.
-        max_step: maximum translation per control step (m); small values descend slowly.
-        hold: extra control steps to stay at the waypoint once reached (e.g. to let the gripper close).
-        label: what this waypoint is for (``"above"``, ``"grasp"``, ``"lift"``...), for logs and traces.
-    """
-
-    pos: np.ndarray
-    yaw: float = 0.0
-    gripper: float = -1.0
-    tol: float = 0.01
-    max_step: float = 0.05
-    hold: int = 0
-    label: str = ""
 
 
 @dataclass

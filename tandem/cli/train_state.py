@@ -197,6 +197,15 @@ def task_workcell(root: str | Path) -> dict[str, Any]:
     return make_task(task).workcell() if task in task_names() else {}
 
 
+def task_pick_geometry(root: str | Path) -> dict[str, Any]:
+    """The static facts of the dataset task's expert pick geometry (``TaskDefinition.pick_geometry``; empty for a
+    task the simulator does not know, or one without)."""
+    task = dataset_task(root)
+    from sim.tasks.registry import make_task, task_names
+
+    return make_task(task).pick_geometry() if task in task_names() else {}
+
+
 def command_line(name: str) -> str:
     """The command that is running, for checkpoints (``name`` + the Hydra overrides)."""
     return " ".join(shlex.quote(a) for a in [name, *sys.argv[1:]])

@@ -24,6 +24,7 @@ from tandem.cli.train_state import (
     SyntheticSection,
     command_line,
     synthetic_perception_dataset,
+    task_pick_geometry,
     task_symmetries,
     task_workcell,
 )
@@ -148,7 +149,8 @@ def run(cfg: Any) -> dict[str, Any]:
                                  hidden=m.hidden, layers=m.layers, use_gripper_opening=m.use_gripper_opening,
                                  yaw_correction_deg=m.yaw_correction_deg, slot_order=m.slot_order,
                                  coherent_turns=m.coherent_turns, ensemble=m.ensemble,
-                                 workcell=task_workcell(root) if m.grasp_check else {}, grasp_prior=prior)
+                                 workcell=task_workcell(root) if m.grasp_check else {}, grasp_prior=prior,
+                                 pick_geometry=task_pick_geometry(root))
     print(f"trace model: {len(data)} subgoal starts ({len(data.train_index)} train, {len(data.val_index)} held out) of "
           f"{root}; skills {list(data.skills)}, arguments {list(data.arg_names)}, symmetries {model_cfg.symmetries}",
           flush=True)

@@ -522,6 +522,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             than ``grasp_prior_deg`` (deg, in (0, 90]) from its object's demonstrated grasp, where the trace
             checkpoint records one (``planner_vlm.learned.grasp_prior``), is moved onto it; ``grasp_prior_m`` None:
             off.
+        geometric_picks: a pick of an object whose expert pick geometry the trace checkpoint records (nut_assembly's
+            nuts, ``tandem.core.nut_pick``) gets that geometry over the object as read instead of the trace model's
+            trace (``LearnedPlanner``, step 4 of its docs); false: the trace model's for every pick.
 
     Raises (``check``):
         FieldError: a field that is not a number where one is needed, or out of its range.
@@ -542,6 +545,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     hidden_uncertainty: float | None = 0.5  # planner_vlm.learned.learned_planner.HIDDEN_UNCERTAINTY
     grasp_prior_m: float | None = 0.01  # planner_vlm.learned.learned_planner.GRASP_PRIOR_M
     grasp_prior_deg: float = 15.0  # planner_vlm.learned.learned_planner.GRASP_PRIOR_DEG
+    geometric_picks: bool = True
 
     def check(self) -> None:
         super().check()

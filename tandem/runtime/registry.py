@@ -307,7 +307,8 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
                           max_close_offset_m=spec.max_close_offset_m, held_ray_m=spec.held_ray_m,
                           wrist_limit_rad=spec.wrist_limit_rad, use_depth=spec.use_depth,
                           hidden_uncertainty=spec.hidden_uncertainty, grasp_prior_m=spec.grasp_prior_m,
-                          grasp_prior_deg=spec.grasp_prior_deg, use_absent_thresholds=spec.use_absent_thresholds)
+                          grasp_prior_deg=spec.grasp_prior_deg, use_absent_thresholds=spec.use_absent_thresholds,
+                          geometric_picks=spec.geometric_picks)
 
 
 # ------------------------------------------------------------------------------------------- verifiers

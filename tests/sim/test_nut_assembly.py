@@ -7,10 +7,11 @@ import pytest
 from sim_helpers import make_subgoal, run_subgoal
 
 from sim.experts import ScriptedExecutor
-from sim.tasks.nut_assembly import NUT_REST_Z, NUTS, ON_PEG_MAX_Z, PEGS, handle_turn, yaw_steps
+from sim.tasks.nut_assembly import NUT_REST_Z, NUTS, ON_PEG_MAX_Z, PEGS
 from sim.tasks.registry import make_task
 from tandem.core.errors import UnknownObjectError, UnknownSkillError
 from tandem.core.geometry import wrap_angle, yaw_of_quat
+from tandem.core.nut_pick import handle_turn, yaw_steps
 
 pytestmark = pytest.mark.sim
 
@@ -165,3 +166,35 @@ def test_wrist_planning_helpers():
     steps = yaw_steps(0.5, -2.5)
     assert len(steps) == 3 and abs(steps[-1] - (-2.0)) < 1e-12
     assert all(abs(b - a) <= 1.0 + 1e-12 for a, b in zip([0.5, *steps], steps))
+
+
+def test_the_recorded_pick_geometry_over_the_true_pose_is_the_experts_trace(nut_env):
+    """The static facts recorded for the learned planner's geometric picks are the live scene's, and the geometry
+    over a nut's pose (two keypoints, as the state model reads them) gives the oracle's trace exactly."""
+    from sim.goal_render import OracleGoalProducer
+    from tandem.core.dataset_schema import object_keypoints
+    from tandem.core.geometry import yaw_of_mat
+    from tandem.core.nut_pick import NutPickGeometry, nut_pick_waypoints, plan_nut_pick
+    from tandem.core.types import Subgoal
+    from tandem.core.waypoints import waypoint_trace_3d
+
+    geometry = NutPickGeometry.from_dict(make_task("nut_assembly").pick_geometry())
+    producer = OracleGoalProducer(nut_env, goal_image=False, trace_points=False, trace_3d=True)
+    scene = nut_env.task_def.parts.scene
+    for seed in (1000, 1001, 1002):
+        nut_env.reset(seed=seed)
+        np.testing.assert_allclose(nut_env.rs_env.robots[0].base_pos, geometry.base_pos)
+        for nut in NUTS:
+            info = geometry.nuts[nut]
+            np.testing.assert_allclose(scene.peg_pos(nut_env.rs_env, NUTS[nut].peg), info.peg_pos)
+            assert (info.grasp_offset_m, info.square_to_peg) == (NUTS[nut].grasp_offset, NUTS[nut].square_to_peg)
+            pos, quat = scene.nut_pose(nut_env.rs_env, nut)
+            kp = object_keypoints(pos, quat)
+            eef, rot = nut_env.eef_pose()
+            plan = plan_nut_pick(kp[0], (kp[1] - kp[0]) / np.linalg.norm(kp[1] - kp[0]), info, eef, yaw_of_mat(rot),
+                                 nut_env.wrist_angle(), np.asarray(geometry.base_pos))
+            ours = waypoint_trace_3d(eef, yaw_of_mat(rot), nut_env.wrist_angle(), nut_pick_waypoints(plan, eef))
+            oracle = producer.trace_3d(Subgoal(id=0, text=f"pick {nut}", skill="pick", args=(nut,)))
+            np.testing.assert_allclose(ours.points, oracle.points, atol=1e-9)
+            np.testing.assert_allclose(ours.yaw, oracle.yaw, atol=1e-9)
+            np.testing.assert_array_equal(ours.gripper, oracle.gripper)

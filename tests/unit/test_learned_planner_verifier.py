@@ -76,6 +76,7 @@ class _TraceCfg:
     symmetries: dict = field(default_factory=lambda: dict.fromkeys(OBJECTS, 4))
     workcell: dict = field(default_factory=dict)
     grasp_prior: dict = field(default_factory=dict)
+    pick_geometry: dict = field(default_factory=dict)
 
 
 class StraightDownTraceModel:
@@ -604,3 +605,46 @@ def test_a_pick_close_that_misses_its_objects_demonstrated_grasp_is_moved_onto_i
         LearnedPlanner(sm, tm, grasp_prior_m=-0.01)
     with pytest.raises(ConfigError, match="grasp_prior_deg"):
         LearnedPlanner(sm, tm, grasp_prior_deg=0.0)
+
+
+def test_a_pick_whose_expert_geometry_the_checkpoint_records_gets_it_over_the_object_as_read():
+    # red read at (0, -0.1, 0.83) with its handle along world +y: the expert's grasp is 6 cm along it, the trace
+    # closes there at a yaw across the handle, lifts and turns it, and the trace model is not asked
+    geometry = {"base_pos": [-0.56, 0.0, 0.912],
+                "nuts": {"red": {"grasp_offset_m": 0.06, "square_to_peg": True, "peg_pos": [0.23, 0.1, 0.85]}}}
+    sm, tm = ScriptedStateModel(), StraightDownTraceModel()
+    sm.shift[0] = [0.0, 0.0, 0.0]
+    tm.cfg = _TraceCfg(pick_geometry=geometry)
+    obs = _obs()
+    obs = Observation(images=obs.images, proprio=obs.proprio, step=0, joints=np.zeros(7, np.float32))
+
+    def handle_along_y(observation, use_depth=True):
+        state = ScriptedStateModel.predict(sm, observation, use_depth)
+        state.keypoints_3d[0, 1] = state.keypoints_3d[0, 0] + [0.0, 0.03, 0.0]
+        return state
+
+    sm.predict = handle_along_y
+    planner, memory = LearnedPlanner(sm, tm), TaskMemoryV1()
+    planner.reset(STACK)
+    memory.start_episode(STACK)
+    trace = planner.plan(obs, memory).remaining[0].trace_3d
+    assert tm.calls == []  # the trace model was not asked for this pick
+    np.testing.assert_allclose(trace.points[0], obs.proprio[:3])  # row 0: the grip site now
+    close = int(np.flatnonzero(trace.gripper > 0)[0])
+    np.testing.assert_allclose(trace.points[close], [0.0, -0.04, 0.83], atol=1e-9)  # 6 cm along the handle
+    assert abs(math.cos(float(trace.yaw[close]) - math.pi / 2)) < 1e-6  # fingers across the handle (along x)
+    assert trace.points[-1][2] == pytest.approx(0.93)  # lifted 10 cm
+    event = [e for e in memory.events() if e["kind"] == "geometric_pick"]
+    assert len(event) == 1 and event[0]["object"] == "red" and event[0]["grasp"] == [0.0, -0.04, 0.83]
+    # off, without the arm's joints, or an object the geometry does not know: the trace model's trace
+    for kwargs, observation, target in (({"geometric_picks": False}, obs, "red"), ({}, _obs(), "red")):
+        other, fresh = LearnedPlanner(sm, tm, **kwargs), TaskMemoryV1()
+        other.reset(STACK)
+        fresh.start_episode(STACK)
+        before = len(tm.calls)
+        other.plan(observation, fresh)
+        assert tm.calls[before:] == [("pick", (target,))]
+        assert not [e for e in fresh.events() if e["kind"] == "geometric_pick"]
+    assert LearnedPlanner(sm, tm).geometric_picks is LearnedPlannerConfig().geometric_picks is True
+    with pytest.raises(ConfigError, match="pick_geometry"):
+        LearnedPlanner(sm, type("T", (), {"cfg": _TraceCfg(pick_geometry={"base_pos": [0, 0], "nuts": {}})})())

@@ -10,19 +10,10 @@ from __future__ import annotations
 from sim.tasks.base import TaskDefinition
 from sim.tasks.nut_assembly.expert import (
     ALIGN_NUT_Z,
-    APPROACH_HEIGHT,
     CARRY_NUT_Z,
-    HANDLE_WINDOW,
-    LIFT_HEIGHT,
-    Q7_LIMIT,
     RELEASE_NUT_Z,
     RETREAT_HEIGHT,
-    YAW_STEP,
     NutAssemblyExpert,
-    PickPlan,
-    arm_azimuth,
-    handle_turn,
-    yaw_steps,
 )
 from sim.tasks.nut_assembly.perturbations import NutAssemblyPerturbations
 from sim.tasks.nut_assembly.predicates import (
@@ -45,11 +36,10 @@ from sim.tasks.nut_assembly.scene import (
 )
 
 __all__ = [
-    "ALIGN_NUT_Z", "APPROACH_HEIGHT", "CARRY_NUT_Z", "HANDLE_WINDOW", "LIFT_HEIGHT", "NUTS", "NUT_REST_Z",
-    "ON_PEG_MAX_Z", "PEGS", "PEG_TOP_Z", "Q7_LIMIT", "RELEASE_NUT_Z", "RETREAT_HEIGHT", "SETTLED_ANG_SPEED",
-    "SETTLED_LIN_SPEED", "SKILL_TEXTS", "TABLE_Z", "YAW_STEP", "NutAssemblyExpert", "NutAssemblyPerturbations",
-    "NutAssemblyPredicates", "NutAssemblyScene", "NutAssemblyTask", "NutInfo", "PegInfo", "PickPlan",
-    "arm_azimuth", "handle_turn", "make_nut_sampler", "yaw_steps",
+    "ALIGN_NUT_Z", "CARRY_NUT_Z", "NUTS", "NUT_REST_Z", "ON_PEG_MAX_Z", "PEGS", "PEG_TOP_Z", "RELEASE_NUT_Z",
+    "RETREAT_HEIGHT", "SETTLED_ANG_SPEED", "SETTLED_LIN_SPEED", "SKILL_TEXTS", "TABLE_Z", "NutAssemblyExpert",
+    "NutAssemblyPerturbations", "NutAssemblyPredicates", "NutAssemblyScene", "NutAssemblyTask", "NutInfo", "PegInfo",
+    "make_nut_sampler",
 ]
 
 

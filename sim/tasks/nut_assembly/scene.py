@@ -34,6 +34,11 @@ TABLE_Z = 0.82
 PEG_TOP_Z = 0.95
 #: z of a nut's origin when the nut lies flat on the table, m.
 NUT_REST_Z = TABLE_Z + 0.01
+#: World position (m) of each peg's body (its centre; robosuite's NutAssembly fixes them to the table) and of the
+#: Panda's base there: the same in every episode (``tests/sim/test_nut_assembly.py`` checks them on the live env).
+PEG_BODY_POS: dict[str, tuple[float, float, float]] = {"square_peg": (0.23, 0.10, 0.85),
+                                                       "round_peg": (0.23, -0.10, 0.85)}
+ROBOT_BASE_POS: tuple[float, float, float] = (-0.56, 0.0, 0.912)
 
 
 @dataclass(frozen=True)
@@ -213,6 +218,13 @@ class NutAssemblyScene(TaskScene):
         """
         _check_name(peg, PEGS)
         return np.array(rs_env.sim.data.body_xpos[rs_env.sim.model.body_name2id(PEGS[peg].body)])
+
+    def pick_geometry(self) -> dict[str, Any]:
+        """Each nut's handle grasp, squaring and peg, and the robot's base (:meth:`TaskScene.pick_geometry`;
+        :class:`tandem.core.nut_pick.NutPickGeometry` as a dict)."""
+        return {"base_pos": list(ROBOT_BASE_POS),
+                "nuts": {n: {"grasp_offset_m": i.grasp_offset, "square_to_peg": i.square_to_peg,
+                             "peg_pos": list(PEG_BODY_POS[i.peg])} for n, i in NUTS.items()}}
 
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         """Nut name -> ``{"pos": [x, y, z] (m, world, hole centre), "quat": [w, x, y, z]}``."""
