@@ -41,7 +41,8 @@ def check_target(target: int, already: int, out: str) -> None:
 
 def run(cfg) -> dict:
     """Validate ``cfg`` (:class:`tandem.runtime.config.CollectConfig`), then collect with a live progress display
-    (episodes bar + steps of the current episode); print the report.
+    (episodes bar + steps of the current episode); print the report. Where stderr is not a terminal (a log file, a
+    job scheduler), rich draws no live display, so each episode's outcome is printed there as one line instead.
 
     Raises:
         ConfigError / UnknownNameError: bad input (named), before anything is written or built.
@@ -81,9 +82,11 @@ def run(cfg) -> dict:
 
         def on_episode(out, writer):
             counts["ok" if out.summary.get("success") else "fail"] += 1
-            prog.update(eps, completed=writer.num_episodes,
-                        info=f"seed {out.seed}: {'saved' if out.saved else 'discarded'} "
-                             f"({out.frames} frames, {out.wall_s:.0f}s)  ok {counts['ok']} failed {counts['fail']}")
+            line = (f"seed {out.seed}: {'saved' if out.saved else 'discarded'} ({out.frames} frames, "
+                    f"{out.wall_s:.0f}s)  ok {counts['ok']} failed {counts['fail']}")
+            prog.update(eps, completed=writer.num_episodes, info=line)
+            if not console.is_terminal:
+                console.print(f"{cfg.task.name} episodes {writer.num_episodes}/{target}: {line}", highlight=False)
 
         report = collect(cfg, on_episode=on_episode, observer=observer)
     shown = report_json(report)

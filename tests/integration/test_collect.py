@@ -159,6 +159,17 @@ def test_cli_schema_mismatch_fails_clearly_and_keeps_data(tmp_path):
     assert after == before
 
 
+def test_cli_reports_each_episode_to_a_log_that_is_not_a_terminal(tmp_path):
+    """Run in the background with stderr to a file, the collector still says how far it is: one line per episode."""
+    out = tmp_path / "lowdim"
+    proc = subprocess.run([sys.executable, "-m", "tandem.cli.collect", f"out={out}", "episodes=1", "seed=1000",
+                           "env.render=false", "goals.goal_image=false", f"hydra.run.dir={tmp_path / 'hydra'}"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.startswith("stack_three episodes 1/1: seed 1000: saved")]
+    assert len(lines) == 1, proc.stderr[-2000:]
+
+
 def test_keypoint_labels_are_in_the_label_cameras_pixels(tmp_path):
     """dataset.label_camera=workcell: the stored camera is the workcell's, info.json says the labels' camera, and every
     frame's pixel labels are its 3-D labels projected by that camera; a label camera that is not rendered is refused
