@@ -28,6 +28,7 @@ import argparse
 import json
 import math
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -182,15 +183,24 @@ def main() -> None:
     import torch
 
     torch.set_num_threads(1)
+    from hydra.errors import ConfigCompositionException
+
     from sim.goal_render import OracleGoalProducer
-    from tandem.cli.common import compose_config, load_config
+    from tandem.cli.common import compose_config, fail, load_config
+    from tandem.core.errors import TandemError
     from tandem.runtime.config import DemoConfig
     from tandem.runtime.registry import build_stack
 
     overrides = [f"task={args.task}", "planner=learned", "verifier=oracle", "executor=diffusion", "goals=none",
                  "executor.torch_threads=1", *args.overrides]
-    cfg = load_config(DemoConfig, compose_config("demo", overrides))
-    stack = build_stack(cfg)
+    try:  # bad overrides or a bad checkpoint: one line naming the problem, exit 2, as tandem-demo does
+        cfg = load_config(DemoConfig, compose_config("demo", overrides))
+        stack = build_stack(cfg)
+    except TandemError as e:
+        fail(e)
+    except ConfigCompositionException as e:
+        print(f"error: {e}" + (f": {e.__cause__}" if e.__cause__ else ""), file=sys.stderr)
+        sys.exit(2)
     producer = OracleGoalProducer(stack.env, goal_image=False, trace_points=False, trace_3d=True)
     symmetries = dict(stack.agent.planner.trace_model.cfg.symmetries)
     out = Path(args.out)

@@ -461,14 +461,20 @@ class LearnedPlanner(GoalRegressionPlanner):
                         memory: TaskMemory) -> Trace3D | None:
         """The expert's pick geometry over ``sg``'s object as read (see the module docstring, step 4), or None where
         it does not apply: off, not a pick, an object the checkpoint's geometry does not know or the state model
-        does not find, no arm joints in the observation, or a read whose handle direction is degenerate."""
+        does not find, no arm joints in the observation, or a read whose handle direction is degenerate. Where the
+        geometry knows the object but cannot be used, a ``geometric_pick_skipped`` memory event says why."""
         target = sg.args[0] if sg.args else None
         if (not self.geometric_picks or self._pick_geometry is None or sg.skill != self.grasp_skill
-                or target not in self._pick_geometry.nuts or target not in state.objects or observation.joints is None):
+                or target not in self._pick_geometry.nuts):
+            return None
+        why = ("the observation carries no arm joints" if observation.joints is None
+               else "the state model does not know the object" if target not in state.objects
+               else "the state model does not find the object"
+               if state.object_confidence[state.object_index(target)] < self.min_object_confidence else None)
+        if why is not None:  # said, not silent: the trace model's pick is taken instead
+            memory.record_event("geometric_pick_skipped", observation.step, subgoal=sg.text, object=target, reason=why)
             return None
         i = state.object_index(target)
-        if state.object_confidence[i] < self.min_object_confidence:
-            return None
         keypoints = np.asarray(state.keypoints_3d[i], np.float64)
         axis = np.array([keypoints[1, 0] - keypoints[0, 0], keypoints[1, 1] - keypoints[0, 1], 0.0])
         norm = float(np.linalg.norm(axis))

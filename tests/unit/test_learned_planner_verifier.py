@@ -645,6 +645,8 @@ def test_a_pick_whose_expert_geometry_the_checkpoint_records_gets_it_over_the_ob
         other.plan(observation, fresh)
         assert tm.calls[before:] == [("pick", (target,))]
         assert not [e for e in fresh.events() if e["kind"] == "geometric_pick"]
+        skipped = [e for e in fresh.events() if e["kind"] == "geometric_pick_skipped"]
+        assert [e["reason"] for e in skipped] == ([] if kwargs else ["the observation carries no arm joints"])
     assert LearnedPlanner(sm, tm).geometric_picks is LearnedPlannerConfig().geometric_picks is True
     with pytest.raises(ConfigError, match="pick_geometry"):
         LearnedPlanner(sm, type("T", (), {"cfg": _TraceCfg(pick_geometry={"base_pos": [0, 0], "nuts": {}})})())
