@@ -467,10 +467,13 @@ class LearnedPlanner(GoalRegressionPlanner):
         if (not self.geometric_picks or self._pick_geometry is None or sg.skill != self.grasp_skill
                 or target not in self._pick_geometry.nuts):
             return None
-        why = ("the observation carries no arm joints" if observation.joints is None
-               else "the state model does not know the object" if target not in state.objects
-               else "the state model does not find the object"
-               if state.object_confidence[state.object_index(target)] < self.min_object_confidence else None)
+        why = None
+        if observation.joints is None:
+            why = "the observation carries no arm joints"
+        elif target not in state.objects:
+            why = "the state model does not know the object"
+        elif state.object_confidence[state.object_index(target)] < self.min_object_confidence:
+            why = "the state model does not find the object"
         if why is not None:  # said, not silent: the trace model's pick is taken instead
             memory.record_event("geometric_pick_skipped", observation.step, subgoal=sg.text, object=target, reason=why)
             return None

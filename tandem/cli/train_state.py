@@ -182,28 +182,31 @@ def task_symmetries(root: str | Path, given: dict[str, int] | None) -> dict[str,
     for a task the simulator does not know, e.g. a robot's or the synthetic one)."""
     if given is not None:
         return {str(k): int(v) for k, v in dict(given).items()}
+    task = dataset_task_definition(root)
+    return task.object_symmetries() if task is not None else {}
+
+
+def dataset_task_definition(root: str | Path) -> Any:
+    """The simulator's ``TaskDefinition`` of the task recorded in the dataset (:func:`dataset_task`), or None for a
+    task the simulator does not know (a robot's, the synthetic one) or a dataset without a journal. Raises nothing."""
     task = dataset_task(root)
     from sim.tasks.registry import make_task, task_names
 
-    return make_task(task).object_symmetries() if task in task_names() else {}
+    return make_task(task) if task in task_names() else None
 
 
 def task_workcell(root: str | Path) -> dict[str, Any]:
     """The static scene geometry of the dataset's task (``TaskDefinition.workcell``; empty for a task the simulator
     does not know)."""
-    task = dataset_task(root)
-    from sim.tasks.registry import make_task, task_names
-
-    return make_task(task).workcell() if task in task_names() else {}
+    task = dataset_task_definition(root)
+    return task.workcell() if task is not None else {}
 
 
 def task_pick_geometry(root: str | Path) -> dict[str, Any]:
     """The static facts of the dataset task's expert pick geometry (``TaskDefinition.pick_geometry``; empty for a
     task the simulator does not know, or one without)."""
-    task = dataset_task(root)
-    from sim.tasks.registry import make_task, task_names
-
-    return make_task(task).pick_geometry() if task in task_names() else {}
+    task = dataset_task_definition(root)
+    return task.pick_geometry() if task is not None else {}
 
 
 def command_line(name: str) -> str:
