@@ -12,7 +12,8 @@ Per attempt it writes (``<out>/attempts.jsonl``): seed, subgoal, the truth verdi
 finger axis about world +z) and their difference modulo the object's symmetry (rad), the wrist angle at the start
 (rad, Panda joint 7) and the one each turn would lead to (:func:`tandem.core.wrist.predicted_wrist`), and the state
 model's last read of the subgoal's object against the simulator's (xy and z error, m; its confidence and heatmap
-uncertainty). ``<out>/summary.json`` splits the pick differences by outcome (median and 90th percentile).
+uncertainty), and where the learned trace came from (``trace_source``: ``geometry``, ``network`` or ``oracle``,
+:func:`trace_source`). ``<out>/summary.json`` splits the pick differences by outcome (median and 90th percentile).
 
 Usage::
 
@@ -100,6 +101,17 @@ def perception_gap(events: list[dict[str, Any]], truth: dict[str, Any], target: 
             "read_confidence": read.get("confidence"), "read_uncertainty": read.get("uncertainty")}
 
 
+def trace_source(events: list[dict[str, Any]], subgoal_text: str, hand_oracle: bool) -> str:
+    """Where the learned trace of ``subgoal_text`` came from: ``"geometry"`` (the expert's pick geometry over the
+    object as read: the planner's latest ``geometric_pick`` event for it), ``"network"`` (the trace model, also
+    after a ``geometric_pick_skipped`` event) or, with ``hand_oracle``, ``"oracle"`` (handed to the executor)."""
+    if hand_oracle:
+        return "oracle"
+    mine = [e for e in events if e.get("kind") in ("geometric_pick", "geometric_pick_skipped")
+            and e.get("subgoal") == subgoal_text]
+    return "geometry" if mine and mine[-1]["kind"] == "geometric_pick" else "network"
+
+
 def start_view_gap(planner: Any, subgoal: Any, oracle: Any, proprio: np.ndarray) -> dict[str, Any]:
     """The trace model asked for ``subgoal`` from the gripper as the episode started (turned to its yaw now), the
     learned planner's re-anchoring query: its close against the oracle's (m); empty where it does not apply."""
@@ -136,6 +148,7 @@ def run_seed(stack: Any, producer: Any, seed: int, symmetries: dict[str, int], h
         now = env.observe()  # the simulator's truth: this tool measures, the stack never sees it
         row.update(perception_gap(agent.memory.events(), now.privileged["objects"], target))
         row.update(start_view_gap(agent.planner, subgoal, oracle, now.proprio))
+        row["trace_source"] = trace_source(agent.memory.events(), subgoal.text, hand_oracle)
         rows.append(row)
         if hand_oracle:
             subgoal.trace_3d = oracle

@@ -64,6 +64,13 @@ def surface_range(calibration: CameraCalibration, depth: np.ndarray, pixel: np.n
     return _surface_hit(calibration, depth, pixel)[0]
 
 
+def surface_point(calibration: CameraCalibration, depth: np.ndarray, pixel: np.ndarray) -> np.ndarray:
+    """``(3,)`` world point (m) of the surface that the depth image ``depth (H, W)`` m sees along the ray through
+    ``pixel (2,)`` ``(x, y)`` (calibration px); NaN without a return. Raises nothing."""
+    r, ray = _surface_hit(calibration, depth, pixel)
+    return calibration.position + r * ray if np.isfinite(r) else np.full(3, np.nan)
+
+
 def _surface_hit(calibration: CameraCalibration, depth: np.ndarray, pixel: np.ndarray) -> tuple[float, np.ndarray]:
     """``(range m, unit ray (3,) world)`` of :func:`surface_range`."""
     h, w = depth.shape

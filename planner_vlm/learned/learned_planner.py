@@ -56,14 +56,17 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    a half turn does not map onto themselves (odd symmetry order in the trace checkpoint: nut_assembly's nuts, whose
    pick's turn is planned with the insert's), nor without the arm's joints.
    Where ``geometric_picks`` is set and the trace checkpoint records its task's expert pick geometry
-   (``TraceModelConfig.pick_geometry``: nut_assembly's nuts, :mod:`tandem.core.nut_pick`), a pick of such an object
-   found by the state model is not asked of the trace model: its trace is the expert's own pick geometry over the
-   object as read (its two keypoints: origin and handle direction, projected onto the table), the gripper's pose
-   from the proprio and the wrist from ``Observation.joints`` (:func:`tandem.core.waypoints.waypoint_trace_3d`),
-   and none of the checks below apply to it (the geometry plans the wrist itself; a ``geometric_pick`` memory event:
-   ``object``, ``grasp``, ``grasp_yaw``, ``turn``). On nut_assembly's validation seeds (700-779) the trace model's
-   square-nut closes were the whole gap to the oracle traces, and this trace picked as the oracle's did
-   (docs/results/non-privileged-high-level.md). Other picks, and every other skill, keep the trace model's trace.
+   (``TraceModelConfig.pick_geometry``: nut_assembly's nuts, :mod:`tandem.core.nut_pick`; pick_place_bins' objects,
+   :mod:`tandem.core.bin_pick`), a pick of such an object found by the state model is not asked of the trace model:
+   its trace is the expert's own pick geometry over the object as read (its two keypoints: origin and x axis; for
+   pick_place_bins also the other objects found, as obstacles), the gripper's pose from the proprio and the wrist
+   from ``Observation.joints`` (:mod:`planner_vlm.learned.geometric_pick`,
+   :func:`tandem.core.waypoints.waypoint_trace_3d`), and none of the checks below apply to it (the geometry plans
+   the yaw and the wrist itself; a ``geometric_pick`` memory event: ``object``, ``grasp``, ``grasp_yaw``, and a
+   nut's ``turn``). A pick_place_bins object read as lying on its side is left to the trace model (a
+   ``geometric_pick_skipped`` event with the reason). On both tasks' validation seeds the trace model's closes were
+   most of the gap to the oracle traces (docs/results/non-privileged-high-level.md). Other picks, and every other
+   skill, keep the trace model's trace.
    First of all, a pick whose object is hidden when it is planned (heatmap uncertainty above ``hidden_uncertainty``:
    typically behind the arm that just placed another object, where the read lands on another surface, 8-13 cm off)
    is planned from the object's last sharp read this episode (uncertainty at most that, not held), which memory keeps
@@ -101,7 +104,12 @@ from typing import Any, ClassVar
 import numpy as np
 
 from planner_vlm.goal_regression import GoalRegressionPlanner
-from planner_vlm.learned.absence import absent_objects
+from planner_vlm.learned.absence import absent_by_depth, absent_objects
+from planner_vlm.learned.geometric_pick import (
+    geometric_pick_waypoints,
+    geometry_objects,
+    pick_geometry_from_dict,
+)
 from planner_vlm.learned.grasp_check import Workcell, checked_grasp_yaw, turn_trace_to
 from planner_vlm.learned.grasp_prior import GraspPrior, close_miss, close_rows, snapped_to_prior
 from planner_vlm.learned.hand_evidence import (
@@ -116,7 +124,6 @@ from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import quat_yaw_mul, wrap_angle
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
-from tandem.core.nut_pick import NutPickGeometry, nut_pick_waypoints, plan_nut_pick
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Trace3D
 from tandem.core.waypoints import waypoint_trace_3d
@@ -243,7 +250,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         prior = getattr(getattr(trace_model, "cfg", None), "grasp_prior", None)
         self._grasp_prior = GraspPrior.from_dict(prior) if prior else None
         geometry = getattr(getattr(trace_model, "cfg", None), "pick_geometry", None)
-        self._pick_geometry = NutPickGeometry.from_dict(geometry) if geometry else None
+        self._pick_geometry = pick_geometry_from_dict(geometry) if geometry not in (None, {}) else None
 
     # ------------------------------------------------------------------ setup
     def reset(self, task: TaskSpec) -> None:
@@ -311,6 +318,8 @@ class LearnedPlanner(GoalRegressionPlanner):
         if first:
             limits = getattr(self.state_model, "absent_uncertainty", None) if self.use_absent_thresholds else None
             absent = absent_objects(state, self._goal_objects(task), self.min_object_confidence, limits)
+            absent += self._absent_by_depth(state, observation, [o for o in self._goal_objects(task)
+                                                                 if o not in dict(absent)])
             if absent:
                 self._missing = [o for o, _ in absent]
                 why = "; ".join(f"{o}: {reason}" for o, reason in absent)
@@ -412,6 +421,18 @@ class LearnedPlanner(GoalRegressionPlanner):
             return []
         return [g for g in goals if state.probability(g) < self.completion_confidence]
 
+    def _absent_by_depth(self, state: SceneState, observation: Observation, names: list[str]) -> list[tuple[str, str]]:
+        """:func:`~planner_vlm.learned.absence.absent_by_depth` of ``names``, where the absent check is on, the state
+        checkpoint records the support surface (``support_z_m``) and the observation carries its camera's depth;
+        else none."""
+        support_z = getattr(self.state_model, "support_z", None)
+        if not self.use_absent_thresholds or support_z is None or observation.depth is None or not names:
+            return []
+        depth = observation.depth.get(self.state_model.cfg.camera)  # (a lazy image renders here, once)
+        if depth is None:
+            return []
+        return absent_by_depth(state, names, depth, self.state_model.calibration, float(support_z))
+
     def _goal_objects(self, task: TaskSpec) -> list[str]:
         return list(dict.fromkeys(a for _, _, _, args in self.goal_steps() for a in args if a in task.objects))
 
@@ -461,11 +482,13 @@ class LearnedPlanner(GoalRegressionPlanner):
                         memory: TaskMemory) -> Trace3D | None:
         """The expert's pick geometry over ``sg``'s object as read (see the module docstring, step 4), or None where
         it does not apply: off, not a pick, an object the checkpoint's geometry does not know or the state model
-        does not find, no arm joints in the observation, or a read whose handle direction is degenerate. Where the
-        geometry knows the object but cannot be used, a ``geometric_pick_skipped`` memory event says why."""
+        does not find, no arm joints in the observation, or a read the geometry cannot plan from
+        (:func:`~planner_vlm.learned.geometric_pick.geometric_pick_waypoints`: non-finite, a degenerate x axis, lying
+        on its side). Where the geometry knows the object but cannot be used, a ``geometric_pick_skipped`` memory
+        event says why."""
         target = sg.args[0] if sg.args else None
         if (not self.geometric_picks or self._pick_geometry is None or sg.skill != self.grasp_skill
-                or target not in self._pick_geometry.nuts):
+                or target not in geometry_objects(self._pick_geometry)):
             return None
         why = None
         if observation.joints is None:
@@ -477,22 +500,17 @@ class LearnedPlanner(GoalRegressionPlanner):
         if why is not None:  # said, not silent: the trace model's pick is taken instead
             memory.record_event("geometric_pick_skipped", observation.step, subgoal=sg.text, object=target, reason=why)
             return None
-        i = state.object_index(target)
-        keypoints = np.asarray(state.keypoints_3d[i], np.float64)
-        axis = np.array([keypoints[1, 0] - keypoints[0, 0], keypoints[1, 1] - keypoints[0, 1], 0.0])
-        norm = float(np.linalg.norm(axis))
         proprio = np.asarray(observation.proprio, np.float64)
-        wrist = float(observation.joints[-1])
-        if not (norm > 1e-6 and np.all(np.isfinite(keypoints)) and np.all(np.isfinite(proprio[:7]))
-                and math.isfinite(wrist)):
+        eef, eef_yaw, wrist = proprio[:3], float(gripper_yaw(proprio)), float(observation.joints[-1])
+        found = np.asarray(state.object_confidence) >= self.min_object_confidence
+        result = geometric_pick_waypoints(self._pick_geometry, target, state, found, eef, eef_yaw, wrist)
+        if isinstance(result, str):
+            memory.record_event("geometric_pick_skipped", observation.step, subgoal=sg.text, object=target,
+                                reason=result)
             return None
-        eef, eef_yaw = proprio[:3], float(gripper_yaw(proprio))
-        plan = plan_nut_pick(keypoints[0], axis / norm, self._pick_geometry.nuts[target], eef, eef_yaw, wrist,
-                             np.asarray(self._pick_geometry.base_pos))
-        memory.record_event("geometric_pick", observation.step, subgoal=sg.text, object=target,
-                            grasp=[round(float(v), 4) for v in plan.grasp], grasp_yaw=round(plan.grasp_yaw, 3),
-                            turn=round(plan.turn, 3))
-        return waypoint_trace_3d(eef, eef_yaw, wrist, nut_pick_waypoints(plan, eef))
+        waypoints, fields = result
+        memory.record_event("geometric_pick", observation.step, subgoal=sg.text, object=target, **fields)
+        return waypoint_trace_3d(eef, eef_yaw, wrist, waypoints)
 
     def _remember_sharp_reads(self, state: SceneState, step: int) -> None:
         """Keep each object's latest sharp read (uncertainty at most ``hidden_uncertainty``, not held)."""

@@ -28,7 +28,8 @@ Checkpoints are directories (safetensors + JSON, never pickle), like the executo
                         #  "rest_heights": [per object: [[z0, z1], ...] its resting modes, null: none]
                         #  (optional; [z0, z1] per object: one mode, as before resting modes),
                         #  "depth_offsets_m": [per object: m or null] (optional),
-                        #  "absent_uncertainty": [per object: unitless or null] (optional), "metrics": {...}}
+                        #  "absent_uncertainty": [per object: unitless or null] (optional),
+                        #  "support_z_m": m or null (optional), "metrics": {...}}
     command.txt         # the command that produced it
 
 It never reads ``Observation.privileged``: it works from the image and the proprio, as on a robot.
@@ -60,6 +61,7 @@ from planner_vlm.learned.state_config import StateModelConfig
 from planner_vlm.learned.state_net import StateNet
 from tandem.core.dataset_schema import KEYPOINT_OFFSET_M
 from tandem.core.errors import CheckpointError, ConfigError
+from tandem.core.number_fields import finite_number
 from tandem.core.types import Observation
 
 FORMAT = "tandem-state-model/1"
@@ -120,10 +122,13 @@ class StateModel:
             None: no object is), see :mod:`planner_vlm.learned.depth_heights`.
         absent_uncertainty: ``(O,)`` unitless, each object's absent threshold at an episode's first frame (NaN: none;
             None: no object has one), see :mod:`planner_vlm.learned.absence`.
+        support_z: world z (m) of the surface the task's objects rest on, where the task has one that the camera sees
+            around them (pick_place_bins' bin floors, ``TaskDefinition.support_z``); with the camera's depth, the first
+            plan's absent check also reads it (:func:`planner_vlm.learned.absence.absent_by_depth`). None: not checked.
 
     Raises:
-        ConfigError: a calibration for another camera, a non-positive temperature, or depth offsets or absent
-            thresholds of another length.
+        ConfigError: a calibration for another camera, a non-positive temperature, depth offsets or absent
+            thresholds of another length, or a ``support_z`` that is not a finite number.
     """
 
     #: Not an oracle: it reads images and proprio only.
@@ -133,7 +138,7 @@ class StateModel:
                  temperature: float = 1.0, entropy_p50: np.ndarray | None = None,
                  entropy_p99: np.ndarray | None = None, metrics: dict[str, Any] | None = None,
                  rest_heights: np.ndarray | None = None, depth_offsets: np.ndarray | None = None,
-                 absent_uncertainty: np.ndarray | None = None):
+                 absent_uncertainty: np.ndarray | None = None, support_z: float | None = None):
         if calibration.camera != cfg.camera:
             raise ConfigError(f"the state model reads camera {cfg.camera!r}, the calibration is for "
                               f"{calibration.camera!r}")
@@ -156,6 +161,7 @@ class StateModel:
         self.absent_uncertainty = np.full(len(cfg.objects), np.nan)
         if absent_uncertainty is not None:
             self.set_absent_uncertainty(absent_uncertainty)
+        self.support_z = None if support_z is None else finite_number(support_z, "state model support_z_m")
         self.command = ""
         self.set_calibration(calibration)
 
@@ -373,6 +379,7 @@ class StateModel:
                "depth_offsets_m": [None if not np.isfinite(v) else round(float(v), 5) for v in self.depth_offsets],
                "absent_uncertainty": [None if not np.isfinite(v) else round(float(v), 4)
                                       for v in self.absent_uncertainty],
+               "support_z_m": self.support_z,
                "metrics": self.metrics, "extra": extra or {}}
         (path / CONFIG).write_text(json.dumps(cfg, indent=2))
         (path / COMMAND).write_text((command or self.command or "(unknown)").strip() + "\n")
@@ -415,7 +422,7 @@ class StateModel:
                         temperature=float(raw.get("temperature", 1.0)), entropy_p50=ref.get("p50"),
                         entropy_p99=p99, metrics=raw.get("metrics"), rest_heights=rest,
                         depth_offsets=raw.get("depth_offsets_m"),
-                        absent_uncertainty=raw.get("absent_uncertainty"))
+                        absent_uncertainty=raw.get("absent_uncertainty"), support_z=raw.get("support_z_m"))
         except (ConfigError, KeyError, TypeError, ValueError) as e:
             raise CheckpointError(f"{path}: invalid state model checkpoint: {e}") from e
         model.command = (path / COMMAND).read_text().strip() if (path / COMMAND).is_file() else ""

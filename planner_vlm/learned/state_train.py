@@ -309,7 +309,7 @@ def _load_initial_weights(net: torch.nn.Module, cfg: StateModelConfig, path: str
 
 def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrainConfig, out_dir: str | Path,
                       command: str = "", calibration: CameraCalibration | None = None,
-                      log: Any = print) -> tuple[StateModel, dict[str, Any]]:
+                      log: Any = print, support_z: float | None = None) -> tuple[StateModel, dict[str, Any]]:
     """Train, calibrate and measure a state model; write ``<out_dir>/checkpoint`` and return ``(model, summary)``.
 
     Args:
@@ -318,6 +318,8 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
         out_dir: output directory. command: recorded with the checkpoint.
         calibration: the camera calibration (None: the one fitted from the dataset's labels).
         log: called with one line of progress per evaluation.
+        support_z: the surface the task's objects rest on (m, world z; ``StateModel.support_z``), recorded with the
+            checkpoint; None: none.
 
     Returns:
         the model (best held-out snapshot, temperature fitted) and a JSON-safe summary: steps, minutes, samples/s,
@@ -335,7 +337,7 @@ def train_state_model(data: StateDataset, cfg: StateModelConfig, tcfg: StateTrai
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     cal = (calibration or data.calibration).resized(cfg.image_size)
-    model = StateModel(cfg, cal)
+    model = StateModel(cfg, cal, support_z=support_z)
     net = model.net
     tr = data.train_index
     if tcfg.init_from:

@@ -7,10 +7,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from planner_vlm.learned.geometric_pick import geometry_objects, pick_geometry_from_dict
 from planner_vlm.learned.grasp_check import Workcell
 from planner_vlm.learned.grasp_prior import GraspPrior
 from tandem.core.errors import ConfigError
-from tandem.core.nut_pick import NutPickGeometry
 
 #: Orders of the trace model's output slots (see :attr:`TraceModelConfig.slot_order`).
 SLOT_ORDERS = ("start", "end", "event")
@@ -66,9 +66,12 @@ class TraceModelConfig:
             changes no weight. Empty: none (older checkpoints).
         pick_geometry: the static facts of the task's expert pick geometry (nut_assembly:
             :class:`tandem.core.nut_pick.NutPickGeometry` as a dict: each nut's handle grasp, squaring and peg, the
-            robot's base), recorded at training from the dataset's task (``TaskDefinition.pick_geometry``); with the
-            learned planner's ``geometric_picks`` a pick of such an object gets the expert's geometry over the
-            object as read instead of the network's trace. It changes no weight. Empty: none.
+            robot's base; pick_place_bins: :class:`tandem.core.bin_pick.BinPickGeometry`: each object's grasp choices,
+            extents and place point, the source bin, the floor, the robot's base; read by
+            :func:`planner_vlm.learned.geometric_pick.pick_geometry_from_dict`), recorded at training from the
+            dataset's task (``TaskDefinition.pick_geometry``); with the learned planner's ``geometric_picks`` a pick
+            of such an object gets the expert's geometry over the object as read instead of the network's trace. It
+            changes no weight. Empty: none.
     """
 
     objects: tuple[str, ...] = ()
@@ -111,8 +114,9 @@ class TraceModelConfig:
             unknown = sorted(set(GraspPrior.from_dict(self.grasp_prior).objects) - set(self.objects))  # likewise
             if unknown:
                 raise ConfigError(f"trace model grasp_prior names {unknown}, not among its objects {list(self.objects)}")
-        if self.pick_geometry:
-            unknown = sorted(set(NutPickGeometry.from_dict(self.pick_geometry).nuts) - set(self.objects))  # likewise
+        if self.pick_geometry != {}:  # a falsy non-mapping ("", [], 0) is refused too, not skipped
+            geometry = pick_geometry_from_dict(self.pick_geometry)  # raises ConfigError naming a malformed field
+            unknown = sorted(set(geometry_objects(geometry)) - set(self.objects))
             if unknown:
                 raise ConfigError(f"trace model pick_geometry names {unknown}, not among its objects "
                                   f"{list(self.objects)}")

@@ -136,6 +136,10 @@ class TaskDefinition:
         """See :meth:`TaskScene.pick_geometry`."""
         return self.parts.scene.pick_geometry()
 
+    def support_z(self) -> float | None:
+        """See :meth:`TaskScene.support_z`."""
+        return self.parts.scene.support_z()
+
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         """See :meth:`TaskScene.object_poses`."""
         return self.parts.scene.object_poses(rs_env, episode)

@@ -75,9 +75,16 @@ class TaskScene(abc.ABC):
 
     def pick_geometry(self) -> dict[str, Any]:
         """The static facts a pick's expert geometry needs besides poses, JSON-safe, for the learned planner's
-        ``geometric_picks`` (nut_assembly: :class:`tandem.core.nut_pick.NutPickGeometry` as a dict). Facts of the
+        ``geometric_picks`` (nut_assembly: :class:`tandem.core.nut_pick.NutPickGeometry` as a dict; pick_place_bins:
+        :class:`tandem.core.bin_pick.BinPickGeometry`). Facts of the
         scene's design, the same in every episode, never a pose. Default: empty (the trace model's picks)."""
         return {}
+
+    def support_z(self) -> float | None:
+        """World z (m) of the surface the task's objects rest on, for the learned state model's depth absent check
+        (``planner_vlm.learned.absence.absent_by_depth``), recorded in its checkpoint at training. A task opts in
+        where that check was measured on its validation seeds. Default: None (not checked)."""
+        return None
 
     @abc.abstractmethod
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:

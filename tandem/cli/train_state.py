@@ -209,6 +209,13 @@ def task_pick_geometry(root: str | Path) -> dict[str, Any]:
     return task.pick_geometry() if task is not None else {}
 
 
+def task_support_z(root: str | Path) -> float | None:
+    """The surface the dataset task's objects rest on (``TaskDefinition.support_z``; None for a task the simulator
+    does not know, or one that has not opted in)."""
+    task = dataset_task_definition(root)
+    return task.support_z() if task is not None else None
+
+
 def command_line(name: str) -> str:
     """The command that is running, for checkpoints (``name`` + the Hydra overrides)."""
     return " ".join(shlex.quote(a) for a in [name, *sys.argv[1:]])
@@ -247,7 +254,7 @@ def run(cfg: Any) -> dict[str, Any]:
           f"{data.image_size[1]}x{data.image_size[0]} px, {len(data.objects)} objects, {len(data.predicates)} predicates, "
           f"symmetries {model_cfg.symmetries}", flush=True)
     _, summary = train_state_model(data, model_cfg, tcfg, out, command=command_line("tandem-train-state"),
-                                   log=lambda line: print(line, flush=True))
+                                   log=lambda line: print(line, flush=True), support_z=task_support_z(data.root))
     summary["dataset"] = {"root": root if isinstance(root, list) else str(root), "frames": len(data), "episodes": len(data.episodes)}
     (out / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     held = summary["held_out"]

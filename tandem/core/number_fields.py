@@ -1,6 +1,8 @@
 """Numeric config fields checked by type before any range check: a string from a command line or a JSON file gets
 an error that names the field, not a ``TypeError`` from a comparison such as ``"abc" < 0.08``.
 
+Also :func:`finite_number`, for a number read from a JSON record (a checkpoint's ``pick_geometry``).
+
 Shared by the configs that validate their own fields (``executor_vla.track_config.TrackExecutorConfig``,
 ``tandem.runtime.config.LearnedPlannerConfig``); the field annotations are read as strings, as modules with
 ``from __future__ import annotations`` store them.
@@ -9,7 +11,10 @@ Shared by the configs that validate their own fields (``executor_vla.track_confi
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
+
+from tandem.core.errors import ConfigError
 
 #: Dataclass field annotations that must hold numbers; those with ``| None`` also accept None.
 NUMBER_TYPES = ("int", "float", "int | None", "float | None")
@@ -40,3 +45,19 @@ def non_numbers(config: Any) -> list[tuple[str, str]]:
             continue
         out.append((f.name, f"must be a number{' or null' if optional else ''}, got {v!r}"))
     return out
+
+
+def finite_number(value: Any, where: str) -> float:
+    """``value`` as a float where it is a finite JSON number: a Python int or float (numpy's float64 is one), not a
+    bool, a numeric string, null, an integer too large for a float, or another numpy scalar.
+
+    Raises:
+        ConfigError: anything else, naming ``where`` and the value.
+    """
+    try:
+        ok = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(float(value))
+    except OverflowError:  # a JSON integer too large for a float
+        ok = False
+    if not ok:
+        raise ConfigError(f"{where}: expected a finite number, got {value!r}")
+    return float(value)

@@ -26,6 +26,7 @@ import numpy as np
 
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import wrap_pi
+from tandem.core.number_fields import finite_number
 from tandem.core.waypoints import Waypoint
 
 #: The most yaw change the expert asks for in one waypoint (the tracker resolves yaw modulo pi).
@@ -145,21 +146,18 @@ class NutPickGeometry:
         """Inverse of :meth:`to_dict`.
 
         Raises:
-            ConfigError: not a mapping, an unknown or missing key, a non-finite number, a vector of the wrong
-                length, an offset outside (0, 0.5) m or a ``square_to_peg`` that is not a boolean (each named).
+            ConfigError: not a mapping, an unknown or missing key, a value that is not a finite JSON number (a
+                numeric string, null, a bool: :func:`tandem.core.number_fields.finite_number`), a vector of the
+                wrong length, an offset outside (0, 0.5) m or a ``square_to_peg`` that is not a boolean (each named).
         """
         def vec3(where: str, v: Any) -> tuple[float, float, float]:
-            try:
-                out = tuple(float(x) for x in v)
-            except (TypeError, ValueError):
-                raise ConfigError(f"pick_geometry {where}: expected 3 numbers (m), got {v!r}") from None
-            if len(out) != 3 or not all(math.isfinite(x) for x in out):
-                raise ConfigError(f"pick_geometry {where}: expected 3 finite numbers (m), got {v!r}")
-            return out  # type: ignore[return-value]
+            if not isinstance(v, (list, tuple)) or len(v) != 3:
+                raise ConfigError(f"pick_geometry {where}: expected 3 numbers (m), got {v!r}")
+            return tuple(finite_number(x, f"pick_geometry {where}") for x in v)  # type: ignore[return-value]
 
         if not isinstance(d, dict) or set(d) != {"base_pos", "nuts"}:
             raise ConfigError("pick_geometry must be a mapping with exactly base_pos and nuts, got "
-                              f"{sorted(d) if isinstance(d, dict) else type(d).__name__}")
+                              f"{sorted(d, key=str) if isinstance(d, dict) else type(d).__name__}")
         if not isinstance(d["nuts"], dict) or not d["nuts"]:
             raise ConfigError(f"pick_geometry nuts must be a non-empty mapping, got {d['nuts']!r}")
         nuts = {}
@@ -167,11 +165,7 @@ class NutPickGeometry:
             keys = {"grasp_offset_m", "square_to_peg", "peg_pos"}
             if not isinstance(raw, dict) or set(raw) != keys:
                 raise ConfigError(f"pick_geometry nuts.{name}: needs exactly {sorted(keys)}, got {raw!r}")
-            try:
-                offset = float(raw["grasp_offset_m"])
-            except (TypeError, ValueError):
-                raise ConfigError(f"pick_geometry nuts.{name}.grasp_offset_m: expected a number (m), "
-                                  f"got {raw['grasp_offset_m']!r}") from None
+            offset = finite_number(raw["grasp_offset_m"], f"pick_geometry nuts.{name}.grasp_offset_m (m)")
             if not 0.0 < offset < 0.5:
                 raise ConfigError(f"pick_geometry nuts.{name}.grasp_offset_m must be in (0, 0.5) m, got {offset}")
             if not isinstance(raw["square_to_peg"], bool):

@@ -499,7 +499,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             (the instruction is refused), in [0, 1).
         use_absent_thresholds: at the first plan, an instruction object whose heatmap uncertainty is above the state
             checkpoint's absent threshold for it (``absent_uncertainty``, fitted by
-            ``scripts/fit_absent_uncertainty.py``; :mod:`planner_vlm.learned.absence`) also counts as absent.
+            ``scripts/fit_absent_uncertainty.py``; :mod:`planner_vlm.learned.absence`) also counts as absent, and so
+            does one whose read pixel shows, in the camera's depth, the bare surface the objects rest on, where the
+            state checkpoint records it (``support_z_m``; the env then renders that camera's depth).
         min_scene_confidence: below this the scene is recorded as unlike the training scenes, in [0, 1].
         best_localized_first: where the task's goals may be met in any order, plan the object the state model
             localizes best first (its sharpest heatmap); false (the default) keeps the instruction's order. Measured
@@ -523,8 +525,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             checkpoint records one (``planner_vlm.learned.grasp_prior``), is moved onto it; ``grasp_prior_m`` None:
             off.
         geometric_picks: a pick of an object whose expert pick geometry the trace checkpoint records (nut_assembly's
-            nuts, ``tandem.core.nut_pick``) gets that geometry over the object as read instead of the trace model's
-            trace (``LearnedPlanner``, step 4 of its docs); false: the trace model's for every pick.
+            nuts, ``tandem.core.nut_pick``; pick_place_bins' objects read upright, ``tandem.core.bin_pick``) gets that
+            geometry over the object as read instead of the trace model's trace (``LearnedPlanner``, step 4 of its
+            docs); false: the trace model's for every pick.
 
     Raises (``check``):
         FieldError: a field that is not a number where one is needed, or out of its range.

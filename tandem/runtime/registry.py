@@ -239,17 +239,20 @@ def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
 
 def perception_depth(cfg: StackConfig) -> bool:
     """Whether a learned planner or verifier of ``cfg`` reads the camera's depth: its ``use_depth`` is set and its
-    state checkpoint's ``config.json`` has a depth offset for some object (read without loading the model). Raises
-    nothing: an unreadable checkpoint reads no depth (loading it later raises the real error)."""
+    state checkpoint's ``config.json`` has a depth offset for some object, or (the learned planner's first-plan absent
+    check, ``use_absent_thresholds``) records the support surface ``support_z_m`` (read without loading the model).
+    Raises nothing: an unreadable checkpoint reads no depth (loading it later raises the real error)."""
     for section in (cfg.planner, cfg.verifier):
-        if not isinstance(section, LearnedPerceptionConfig) or not section.use_depth:
+        if not isinstance(section, LearnedPerceptionConfig):
             continue
         try:
             path = resolve_perception_checkpoint(section.state_checkpoint, cfg.task.name, "state")
-            offsets = json.loads((path / "config.json").read_text()).get("depth_offsets_m") or []
+            raw = json.loads((path / "config.json").read_text())
         except (ConfigError, OSError, ValueError):
             continue
-        if any(v is not None for v in offsets):
+        if section.use_depth and any(v is not None for v in raw.get("depth_offsets_m") or []):
+            return True
+        if raw.get("support_z_m") is not None and getattr(section, "use_absent_thresholds", False):
             return True
     return False
 

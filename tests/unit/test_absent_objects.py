@@ -11,6 +11,8 @@ import pytest
 from planner_vlm.learned.absence import (
     ABSENT_MARGIN,
     MIN_ABSENT_UNCERTAINTY,
+    SUPPORT_CLEARANCE_M,
+    absent_by_depth,
     absent_objects,
     fit_absent_uncertainty,
 )
@@ -109,3 +111,58 @@ def test_thresholds_live_in_the_state_checkpoint(tmp_path):
         with pytest.raises(ConfigError, match="absent_uncertainty"):
             _model(absent_uncertainty=bad)
     assert np.isnan(_model().absent_uncertainty).all()  # a checkpoint without them: the signal is off
+
+
+SUPPORT_Z = 0.82  # m: the surface the objects rest on
+
+
+def _floor_depth(cal, size, tops: dict[tuple[int, int], float]) -> np.ndarray:
+    """The depth image (m along the optical axis) of a bare floor at SUPPORT_Z, with a surface at height ``tops[(x,
+    y)]`` (m) over a 5 x 5 px square around each pixel given (an object standing there)."""
+    h, w = size
+    xs, ys = np.meshgrid(np.arange(w) + 0.0, np.arange(h) + 0.0)
+    px = np.stack([xs.ravel(), ys.ravel()], axis=1)
+    rays = cal.rays(px)
+    along = rays @ cal.rotation[:, 2]
+    z = np.full(len(px), SUPPORT_Z)
+    for (x, y), top in tops.items():
+        near = (np.abs(px[:, 0] - x) <= 2) & (np.abs(px[:, 1] - y) <= 2)
+        z[near] = top
+    t = (z - cal.position[2]) / rays[:, 2]  # range to that height along each ray
+    return (t * along).reshape(h, w).astype(np.float32)
+
+
+def test_depth_showing_the_bare_support_where_an_object_is_read_makes_it_absent():
+    size = (64, 64)
+    cal = synthetic_calibration(size)
+    state = _state([1.0, 1.0, 1.0], [0.1, 0.1, 0.1])
+    state.keypoints_px[:, 0] = [[20.0, 40.0], [32.0, 40.0], [44.0, 40.0]]  # where each object is read
+    # red stands at its pixel (a 4 cm top); green's read pixel shows the bare floor (absent: a false peak); blue's
+    # shows a taller object in front of it (hidden, not absent)
+    depth = _floor_depth(cal, size, {(20, 40): SUPPORT_Z + 0.04, (44, 40): SUPPORT_Z + 0.15})
+    out = absent_by_depth(state, OBJECTS, depth, cal, SUPPORT_Z)
+    assert [o for o, _ in out] == ["green"]
+    assert out[0][1].startswith("the depth at its read pixel is the bare support surface (0.0 cm")
+    # a held object is not judged (the hand is in front of it), nor a pixel without a depth return: of a bare floor
+    # now, with red held and no return at green's pixel, only blue is absent
+    state.probabilities[:] = 0.9  # grasped(red)
+    depth[:, :] = _floor_depth(cal, size, {})
+    depth[38:43, 30:35] = np.nan
+    assert [o for o, _ in absent_by_depth(state, OBJECTS, depth, cal, SUPPORT_Z)] == ["blue"]
+    assert pytest.approx(0.01) == SUPPORT_CLEARANCE_M
+    with pytest.raises(ValueError, match="depth image"):
+        absent_by_depth(state, OBJECTS, depth[0], cal, SUPPORT_Z)
+    with pytest.raises(ValueError, match="not an object"):
+        absent_by_depth(state, ["purple"], depth, cal, SUPPORT_Z)
+    with pytest.raises(ValueError, match="clearance_m"):
+        absent_by_depth(state, OBJECTS, depth, cal, SUPPORT_Z, clearance_m=0.0)
+
+
+def test_the_support_surface_lives_in_the_state_checkpoint(tmp_path):
+    path = _model(support_z=0.82).save(tmp_path / "ckpt")
+    raw = json.loads((path / "config.json").read_text())
+    assert raw["support_z_m"] == 0.82 and StateModel.from_checkpoint(path).support_z == 0.82
+    assert _model().support_z is None
+    for bad in ("0.82", float("nan"), True, [0.82]):
+        with pytest.raises(ConfigError, match="support_z_m"):
+            _model(support_z=bad)

@@ -183,3 +183,14 @@ def test_the_env_renders_depth_for_a_learned_stack_whose_state_checkpoint_has_of
     assert not perception_depth(stack(with_offsets, use_depth=False))
     assert not perception_depth(stack(without))
     assert not perception_depth(stack(tmp_path / "nowhere"))
+    # a checkpoint that records the support surface: the first plan's absent check reads the depth, unless it is off
+    support = tmp_path / "support"
+    support.mkdir()
+    (support / "config.json").write_text(json.dumps({"model": {"camera": "agentview", "image_size": [84, 84]},
+                                                     "depth_offsets_m": [None, None], "support_z_m": 0.82}))
+    assert perception_depth(stack(support)) and perception_depth(stack(support, use_depth=False))
+    off = load(StackConfig, {"task": {"name": "stack_three"}, "goals": {"name": "none"},
+                             "planner": {"name": "learned", "state_checkpoint": str(support),
+                                         "use_absent_thresholds": False},
+                             "verifier": {"name": "oracle"}, "executor": {"name": "scripted"}})
+    assert not perception_depth(off)

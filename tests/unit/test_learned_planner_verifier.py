@@ -340,6 +340,32 @@ def test_an_object_the_model_cannot_find_is_refused_and_recorded():
     assert len([e for e in memory.events() if e["kind"] == "refused"]) == 1
 
 
+def test_the_planner_refuses_an_object_whose_read_pixel_shows_the_bare_support_in_depth():
+    sm, tm, planner, memory = _setup()
+    sm.support_z = 0.81  # the objects rest on a surface at 0.81 m (their origins read at 0.83)
+    cal = sm.calibration
+    px = cal.project(np.array([[0.0, -0.1 + 0.1 * i, 0.83] for i in range(3)]))  # where red, green, blue are read
+    h, w = 84, 84
+    xs, ys = np.meshgrid(np.arange(w) + 0.0, np.arange(h) + 0.0)
+    grid = np.stack([xs.ravel(), ys.ravel()], axis=1)
+    rays = cal.rays(grid)
+    z = np.full(len(grid), 0.81)
+    for x, y in px[1:]:  # green and blue stand where they are read; red's pixel shows the bare surface
+        z[(np.abs(grid[:, 0] - x) <= 3) & (np.abs(grid[:, 1] - y) <= 3)] = 0.85
+    depth = (((z - cal.position[2]) / rays[:, 2]) * (rays @ cal.rotation[:, 2])).reshape(h, w).astype(np.float32)
+    obs = _obs()
+    obs = Observation(images=obs.images, proprio=obs.proprio, step=0, depth={"agentview": depth})
+    plan = planner.plan(obs, memory)
+    assert plan.remaining == [] and "red" in plan.rationale and "bare support surface" in plan.rationale
+    assert [e["objects"] for e in memory.events() if e["kind"] == "refused"] == [["red"]]
+    # the check off, or no depth image: planned as before
+    for kwargs, observation in (({"use_absent_thresholds": False}, obs), ({}, _obs())):
+        other, fresh = LearnedPlanner(sm, tm, **kwargs), TaskMemoryV1()
+        other.reset(STACK)
+        fresh.start_episode(STACK)
+        assert other.plan(observation, fresh).remaining
+
+
 def test_the_planner_refuses_on_a_fitted_threshold_and_records_why():
     sm, tm, planner, memory = _setup()
     sm.uncertainty = np.array([0.1, 2.4, 0.2])  # green's heatmap spread far beyond its threshold
@@ -650,3 +676,41 @@ def test_a_pick_whose_expert_geometry_the_checkpoint_records_gets_it_over_the_ob
     assert LearnedPlanner(sm, tm).geometric_picks is LearnedPlannerConfig().geometric_picks is True
     with pytest.raises(ConfigError, match="pick_geometry"):
         LearnedPlanner(sm, type("T", (), {"cfg": _TraceCfg(pick_geometry={"base_pos": [0, 0], "nuts": {}})})())
+
+
+def test_a_bin_pick_gets_the_experts_geometry_over_the_object_as_read_unless_it_reads_lying():
+    # pick_place_bins' geometry: red read upright at (0, -0.1, 0.83) (its rest height on a floor at 0.81 m), a box
+    # grasped only across its 3 cm side; its x keypoint along world +x, so its yaw (body y) is world +y
+    box = [[-0.05, -0.015, -0.02], [0.05, 0.015, 0.02]]
+    geometry = {"base_pos": [-0.5, -0.1, 0.912],
+                "source_bin": {"inner_lo": [-0.3, -0.4], "inner_hi": [0.3, 0.4], "rim_z": 0.9}, "floor_z": 0.81,
+                "objects": {o: {"grasp_dz": 0.0, "yaw_sym": math.pi, "yaw_offset": 0.0, "narrow_side": False,
+                                "extents": box, "place_xy": [0.0, 0.4]} for o in OBJECTS}}
+    sm, tm = ScriptedStateModel(), StraightDownTraceModel()
+    tm.cfg = _TraceCfg(pick_geometry=geometry)
+    obs = _obs()
+    obs = Observation(images=obs.images, proprio=obs.proprio, step=0, joints=np.zeros(7, np.float32))
+    planner, memory = LearnedPlanner(sm, tm), TaskMemoryV1()
+    planner.reset(STACK)
+    memory.start_episode(STACK)
+    trace = planner.plan(obs, memory).remaining[0].trace_3d
+    assert tm.calls == []
+    close = int(np.flatnonzero(trace.gripper > 0)[0])
+    np.testing.assert_allclose(trace.points[close], [0.0, -0.1, 0.83])  # at its centre (top 0.85, the palm clear)
+    assert abs(math.cos(float(trace.yaw[close]))) < 1e-6  # across the 3 cm side: along world y
+    assert trace.points[-1][2] == pytest.approx(0.83 + 0.12)  # lifted 12 cm
+    event = [e for e in memory.events() if e["kind"] == "geometric_pick"]
+    assert len(event) == 1 and event[0]["grasp"] == [0.0, -0.1, 0.83]
+    # read 3 cm below its upright rest height: lying on its side, which the geometry does not plan; said, and the
+    # trace model's trace is taken
+    sm.shift[0] = [0.0, 0.0, -0.03]
+    planner, memory = LearnedPlanner(sm, tm), TaskMemoryV1()
+    planner.reset(STACK)
+    memory.start_episode(STACK)
+    planner.plan(obs, memory)
+    assert tm.calls == [("pick", ("red",))]
+    skipped = [e for e in memory.events() if e["kind"] == "geometric_pick_skipped"]
+    assert len(skipped) == 1 and skipped[0]["reason"].startswith("the object reads as lying on its side (3.0 cm")
+    # a record naming neither nuts nor objects is refused, naming what it must hold
+    with pytest.raises(ConfigError, match="naming nuts .* or objects"):
+        LearnedPlanner(sm, type("T", (), {"cfg": _TraceCfg(pick_geometry={"base_pos": [0, 0, 0]})})())

@@ -67,6 +67,10 @@ def test_the_record_reads_back_and_bad_records_are_named():
                        ({**GEOMETRY, "nuts": {}}, "non-empty"),
                        ({**GEOMETRY, "nuts": {"n": {**nut, "grasp_offset_m": -0.01}}}, "nuts.n.grasp_offset_m"),
                        ({**GEOMETRY, "nuts": {"n": {**nut, "grasp_offset_m": "far"}}}, "nuts.n.grasp_offset_m"),
+                       # a numeric string or null is not a number in a JSON record (it read as one before)
+                       ({**GEOMETRY, "nuts": {"n": {**nut, "grasp_offset_m": "0.06"}}}, "nuts.n.grasp_offset_m"),
+                       ({**GEOMETRY, "base_pos": [0, None, 0]}, "base_pos"),
+                       ({**GEOMETRY, "base_pos": ["0", 0, 0]}, "base_pos"),
                        ({**GEOMETRY, "nuts": {"n": {**nut, "square_to_peg": "yes"}}}, "square_to_peg"),
                        ({**GEOMETRY, "nuts": {"n": {**nut, "peg_pos": "here"}}}, "nuts.n.peg_pos"),
                        ({**GEOMETRY, "nuts": {"n": {"grasp_offset_m": 0.06}}}, "nuts.n")):

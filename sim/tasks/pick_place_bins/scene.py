@@ -20,6 +20,7 @@ import numpy as np
 
 from sim.tasks.roles import TaskScene
 from sim.tasks.types import SKILL_PREDICATES, TaskEpisode
+from tandem.core.bin_pick import place_xy_in_cell
 from tandem.core.errors import ConfigError, UnknownObjectError, UnknownSkillError
 from tandem.core.geometry import quat_to_mat
 from tandem.core.grasp_clearance import Container
@@ -41,6 +42,10 @@ WALL_HEIGHT = 0.10
 #: (``bin_size``); :meth:`PickPlaceBinsScene.workcell` states them without a simulator (a sim test checks them).
 SOURCE_BIN_POS: tuple[float, float, float] = (0.1, -0.25, 0.8)
 BIN_SIZE: tuple[float, float, float] = (0.39, 0.49, 0.82)
+#: robosuite PickPlace's goal bin (``bin2_pos``, m, world) and the Panda's base (m, world): fixed (a sim test checks
+#: them), so :meth:`PickPlaceBinsScene.pick_geometry` states them without a simulator.
+TARGET_BIN_POS: tuple[float, float, float] = (0.1, 0.28, 0.8)
+ROBOT_BASE_POS: tuple[float, float, float] = (-0.5, -0.1, 0.912)
 #: The ``workcell`` camera this task adds to robosuite's model (m, world; fovy deg): in front of the table, higher
 #: and steeper (55 deg down) than ``agentview``, aimed at the middle of the two bins. Rendered at 64 x 128 px (H x W)
 #: the bins fill the image: 0.9 cm per px across them against 1.5 cm at 84 x 84 px of ``agentview``, whose 45 deg
@@ -181,6 +186,31 @@ class PickPlaceBinsScene(TaskScene):
         lo, hi = pos[:2] - size[:2] / 2 + WALL_HALF, pos[:2] + size[:2] / 2 - WALL_HALF
         return Container((float(lo[0]), float(lo[1])), (float(hi[0]), float(hi[1])), float(pos[2]) + WALL_HEIGHT)
 
+    def pick_geometry(self) -> dict[str, Any]:
+        """The static facts of the expert's pick (:meth:`TaskScene.pick_geometry`;
+        :class:`tandem.core.bin_pick.BinPickGeometry` as a dict): each object's grasp choices (:data:`GRASP`),
+        extents (:data:`OBJECT_EXTENTS`) and place point in its goal cell, the source bin's walls, the bins' floor
+        and the robot's base, all from this module's constants (robosuite's goal cells: milk in the cell at low x and
+        low y, bread high x low y, cereal low x high y, can high x high y)."""
+        box = self.source_bin()
+        objects = {}
+        for i, obj in enumerate(OBJECTS):
+            side = np.array([1.0 if i % 2 else -1.0, 1.0 if i >= 2 else -1.0])
+            lo, hi = goal_cell_bounds(np.asarray(TARGET_BIN_POS[:2]) + side * 0.01, TARGET_BIN_POS, BIN_SIZE)
+            place = place_xy_in_cell(lo, hi, np.asarray(ROBOT_BASE_POS[:2]), OBJECT_EXTENTS[obj])
+            spec = GRASP[obj]
+            objects[obj] = {"grasp_dz": spec["grasp_dz"], "yaw_sym": spec["yaw_sym"], "yaw_offset": spec["yaw_offset"],
+                            "narrow_side": obj == "bread", "extents": [list(v) for v in OBJECT_EXTENTS[obj]],
+                            "place_xy": [float(v) for v in place]}
+        return {"base_pos": list(ROBOT_BASE_POS),
+                "source_bin": {"inner_lo": list(box.inner_lo), "inner_hi": list(box.inner_hi), "rim_z": box.rim_z},
+                "floor_z": TARGET_BIN_POS[2] + _FLOOR_HALF, "objects": objects}
+
+    def support_z(self) -> float:
+        """The bins' floor (m, world z; both bins stand at the same height), for the learned state model's depth
+        absent check: measured on validation seeds 700-759 (docs/results/non-privileged-high-level.md)."""
+        return TARGET_BIN_POS[2] + _FLOOR_HALF
+
     def workcell(self) -> dict[str, Any]:
         """The source bin's inner walls (:meth:`source_bin`) and the objects' extents (:meth:`TaskScene.workcell`)."""
         box = self.source_bin()
@@ -260,14 +290,7 @@ class PickPlaceBinsScene(TaskScene):
     def cell_bounds(rs_env: Any, obj: str) -> tuple[np.ndarray, np.ndarray]:
         """Interior ``(lo (2,), hi (2,))`` world xy (m) of ``obj``'s goal cell, between walls and dividers."""
         centre = np.asarray(rs_env.target_bin_placements[OBJECTS.index(obj), :2], float)
-        bin_xy = np.asarray(rs_env.bin2_pos[:2], float)
-        lo, hi = np.empty(2), np.empty(2)
-        for k in range(2):
-            if centre[k] < bin_xy[k]:
-                lo[k], hi[k] = bin_xy[k] - rs_env.bin_size[k] / 2 + WALL_HALF, bin_xy[k] - WALL_HALF
-            else:
-                lo[k], hi[k] = bin_xy[k] + WALL_HALF, bin_xy[k] + rs_env.bin_size[k] / 2 - WALL_HALF
-        return lo, hi
+        return goal_cell_bounds(centre, rs_env.bin2_pos, rs_env.bin_size)
 
     @staticmethod
     def cell_centre(rs_env: Any, obj: str) -> np.ndarray:
@@ -284,6 +307,20 @@ class PickPlaceBinsScene(TaskScene):
             np.array(rs_env.sim.data.site_xpos[sid], float),
             np.array(rs_env.sim.data.site_xmat[sid], float).reshape(3, 3),
         )
+
+
+def goal_cell_bounds(centre: Any, bin_pos: Any, bin_size: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Interior ``(lo (2,), hi (2,))`` world xy (m) of the goal bin's cell that holds world point ``centre`` (2,): the
+    quarter of the bin at ``bin_pos`` (3,) of outer size ``bin_size`` (3,) on that side of its dividers, inside the
+    walls (m, world)."""
+    centre, bin_xy = np.asarray(centre, float)[:2], np.asarray(bin_pos, float)[:2]
+    lo, hi = np.empty(2), np.empty(2)
+    for k in range(2):
+        if centre[k] < bin_xy[k]:
+            lo[k], hi[k] = bin_xy[k] - bin_size[k] / 2 + WALL_HALF, bin_xy[k] - WALL_HALF
+        else:
+            lo[k], hi[k] = bin_xy[k] + WALL_HALF, bin_xy[k] + bin_size[k] / 2 - WALL_HALF
+    return lo, hi
 
 
 @functools.cache
