@@ -45,6 +45,7 @@ def run(task: str, seeds: list[int], checkpoint: Path) -> dict[str, Any]:
     """
     import torch
 
+    from planner_vlm.learned.camera import CameraCalibration
     from planner_vlm.learned.depth_heights import surface_point
     from planner_vlm.learned.state_model import StateModel
     from sim.robosuite_env import RobosuiteEnv
@@ -56,6 +57,8 @@ def run(task: str, seeds: list[int], checkpoint: Path) -> dict[str, Any]:
         raise ConfigError(f"{checkpoint} records no support_z_m: the depth absent check does not apply to it")
     camera, size = model.cfg.camera, tuple(model.cfg.image_size)
     env = RobosuiteEnv(task, cameras=(camera,), image_size=size, depth_cameras=(camera,))
+    # the simulator camera's calibration, injected as the stack does (tandem.runtime.registry._state_model)
+    model = StateModel.from_checkpoint(checkpoint, CameraCalibration.from_json(env.camera_calibration(camera)))
     rows: list[dict[str, Any]] = []
     try:
         for seed in seeds:
@@ -77,6 +80,7 @@ def run(task: str, seeds: list[int], checkpoint: Path) -> dict[str, Any]:
                                  "uncertainty": round(float(state.object_uncertainty[i]), 3)})
     finally:
         env.close()
+    dropped = sum(r["surface_above_support_m"] is None for r in rows)  # no depth return at the read pixel
     present = [r for r in rows if r["present"] and r["surface_above_support_m"] is not None]
     absent = [r for r in rows if r["removed"] == r["object"] and r["surface_above_support_m"] is not None]
     summary = {c: {"present_on_bare_support": sum(r["surface_above_support_m"] <= c for r in present),
@@ -84,7 +88,8 @@ def run(task: str, seeds: list[int], checkpoint: Path) -> dict[str, Any]:
                    "absent_on_bare_support": sum(r["surface_above_support_m"] <= c for r in absent),
                    "absent": len(absent)} for c in CLEARANCES_M}
     return {"task": task, "seeds": [seeds[0], seeds[-1]], "checkpoint": str(checkpoint),
-            "support_z_m": model.support_z, "by_clearance_m": summary, "rows": rows}
+            "support_z_m": model.support_z, "by_clearance_m": summary,
+            "rows_without_depth_return": dropped, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -92,7 +97,8 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--task", default="pick_place_bins")
     p.add_argument("--seed-start", type=int, default=700)
-    p.add_argument("--seeds", type=int, default=60)
+    p.add_argument("--seeds", type=int, default=60,
+                   help="how many consecutive seeds from --seed-start (default 60; the README's choice ran 300)")
     p.add_argument("--checkpoint", type=Path, default=None, help="state checkpoint (default: the shipped one)")
     p.add_argument("--out", type=Path, default=Path("outputs/benchmarks/absent_depth_signal.json"))
     a = p.parse_args(argv)

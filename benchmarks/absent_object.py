@@ -11,7 +11,8 @@ The learned planner sees only the camera and proprioception (its observations ha
 agent). At its first plan an instruction object counts as absent when the state model finds it with less confidence
 than ``planner.min_object_confidence`` or, where the state checkpoint records them and
 ``planner.use_absent_thresholds`` is on, with a heatmap uncertainty above the object's absent threshold
-(:mod:`planner_vlm.learned.absence`): the plan is refused, memory records a ``refused`` event and an ``absent`` fact,
+(:mod:`planner_vlm.learned.absence`), or where a presence model is configured (pick_place_bins ships one) with a
+presence probability below its threshold (:mod:`planner_vlm.learned.presence_model`): the plan is refused, memory records a ``refused`` event and an ``absent`` fact,
 and the episode ends failed ("planner gave no usable plan"), with no subgoal started. Each episode runs one control
 step: the first plan decides. The JSON gives, per condition, the episodes, how many were refused and whether the
 refusal named the removed object; each row adds the object confidences and uncertainties as the first plan read them,
@@ -91,7 +92,7 @@ def run(task: str, seeds: list[int], overrides: list[str],
     from tandem.cli.common import compose_config, load_config
     from tandem.core.errors import TandemError
     from tandem.runtime.config import DemoConfig
-    from tandem.runtime.registry import build_stack, resolve_perception_checkpoint
+    from tandem.runtime.registry import build_stack, presence_checkpoint, resolve_perception_checkpoint
     from tandem.runtime.rollout import run_episode
 
     if not seeds:
@@ -105,6 +106,7 @@ def run(task: str, seeds: list[int], overrides: list[str],
         f"task={task}", "planner=learned", "verifier=learned", "executor=diffusion", "goals=none",
         "executor.torch_threads=1", *overrides]))
     state_ckpt = resolve_perception_checkpoint(cfg.planner.state_checkpoint, cfg.task.name, "state")
+    presence_ckpt = presence_checkpoint(cfg.planner, cfg.task.name)
     stack = build_stack(cfg)
     agent = stack.agent
     if agent.privileged:
@@ -122,6 +124,8 @@ def run(task: str, seeds: list[int], overrides: list[str],
         return {"task": cfg.task.name, "seeds": seeds, "overrides": overrides,
                 "state_checkpoint": str(state_ckpt), "state_weights_sha256": weights_digest(state_ckpt),
                 "use_absent_thresholds": bool(cfg.planner.use_absent_thresholds),
+                "presence_checkpoint": None if presence_ckpt is None else str(presence_ckpt),
+                "presence_weights_sha256": None if presence_ckpt is None else weights_digest(presence_ckpt),
                 "present": summ([r for r in ran if r["condition"] == "present"]),
                 "absent": summ([r for r in ran if r["condition"] != "present"]),
                 "errors": len(rows) - len(ran),
@@ -157,6 +161,8 @@ def run(task: str, seeds: list[int], overrides: list[str],
                     "object_confidence": {o: round(float(c), 4) for o, c in zip(state.objects, state.object_confidence)},
                     "object_pos": {o: [round(float(x), 4) for x in state.keypoints_3d[i, 0]]
                                    for i, o in enumerate(state.objects)},
+                    "presence": None if agent.planner.last_presence is None else
+                    {o: round(p, 5) for o, p in agent.planner.last_presence.items()},
                     "object_uncertainty": None if state.object_uncertainty is None else
                     {o: round(float(u), 3) for o, u in zip(state.objects, state.object_uncertainty)},
                     "failure": res.summary.get("failure"),

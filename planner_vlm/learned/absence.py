@@ -24,10 +24,11 @@ but not a present object that the model reads on the bare floor far from where i
 Measured (``benchmarks/absent_object.py``, held-out seeds 1000-1199, each instruction object removed in turn):
 stack_three 598/600 refused and nut_assembly 400/400, no false refusal in 200 scenes each; pick_place_bins ships no
 thresholds (its objects hide behind each other at the start, and fitted ones refused 2 of 50 scenes that held the
-object) but the depth check: 370/613 refused, and 4 of 200 scenes that held the object refused (a present object
-read on the bare floor), docs/results/non-privileged-high-level.md.
+object); the depth check refused 370/613 there, and 4 of 200 scenes that held the object (a present object read on
+the bare floor), so a trained presence model (:mod:`planner_vlm.learned.presence_model`: 612/613, 1 of 200) replaces
+it where one is shipped, docs/results/non-privileged-high-level.md.
 
-This is an out-of-distribution check over a heatmap's spread (in the spirit of maximum-softmax-probability baselines,
+The first two are an out-of-distribution check over a heatmap's spread (in the spirit of maximum-softmax-probability baselines,
 Hendrycks and Gimpel 2017), not a trained presence detector: an absent object whose heatmap stays sharp on some other
 image feature is missed, and the measured miss rate is reported with the thresholds.
 """
@@ -43,11 +44,13 @@ import numpy as np
 from planner_vlm.learned.camera import CameraCalibration
 from planner_vlm.learned.depth_heights import surface_point
 from planner_vlm.learned.scene_state import SceneState
+from tandem.core.number_fields import finite_number
 
 #: With the camera's depth, an object whose read origin pixel shows a surface at most this far (m) above the surface
-#: the objects rest on is absent: an object standing (or lying) there would hide that surface along the ray. On
-#: pick_place_bins' validation seeds (700-759, the workcell camera) every present object's pixel showed a surface 2.9 cm
-#: or more above the bins' floor, and absent objects' false peaks on the floor 0-0.3 cm (docs/results).
+#: the objects rest on (or below it) is absent: an object standing (or lying) there would hide that surface along the
+#: ray. Chosen on pick_place_bins' validation seeds 700-999 (the workcell camera, ``benchmarks/absent_depth_signal.py``):
+#: 2 of 3,022 present objects' pixels showed a surface at most 1 cm above the bins' floor, against 473 of 920 removed
+#: objects' (docs/results).
 SUPPORT_CLEARANCE_M = 0.01
 #: The fitted threshold is this many times the largest uncertainty of the object seen present in the fit's scenes:
 #: a false refusal ends an episode that could have succeeded, so the threshold keeps a margin above every present
@@ -106,7 +109,8 @@ def absent_by_depth(state: SceneState, names: Sequence[str], depth: np.ndarray, 
 
     The camera looks down on the objects, so the ray through an object's origin pixel meets that object (or something
     in front of it) before the surface under it: a present object's pixel shows a surface above its own lowest point.
-    Where the depth at a read pixel is within ``clearance_m`` of ``support_z``, nothing stands there, and the state
+    Where the depth at a read pixel shows a surface at most ``clearance_m`` above ``support_z`` (or below it),
+    nothing stands there, and the state
     model's peak for the object is a false one: the object is absent. Unlike the heatmap's spread
     (:func:`absent_objects`) this tells an object hidden behind another (its pixel shows the occluder, higher up)
     from one that is not there. An object read as held (``grasped(name)`` at p >= 0.5) or whose pixel has no depth
@@ -117,19 +121,22 @@ def absent_by_depth(state: SceneState, names: Sequence[str], depth: np.ndarray, 
         names: objects the instruction names, each in ``state.objects``.
         depth: ``float32 (H, W)`` m along the camera's optical axis (NaN: no return), the state model camera's.
         calibration: that camera's calibration (pixels of ``state.keypoints_px``).
-        support_z: world z (m) of the surface the objects rest on (a checkpoint's ``support_z_m``).
-        clearance_m: > 0 (:data:`SUPPORT_CLEARANCE_M`).
+        support_z: world z (m) of the surface the objects rest on (a checkpoint's ``support_z_m``), finite.
+        clearance_m: finite, > 0 (:data:`SUPPORT_CLEARANCE_M`).
 
     Returns:
         The absent objects, each with a reason naming the surface's height, e.g. ``"the depth at its read pixel is the
         bare support surface (0.2 cm above it)"``.
 
     Raises:
-        ValueError: a name not in ``state.objects``, a depth image that is not 2-D, or a non-positive clearance.
+        ValueError: a name not in ``state.objects``, a depth image that is not 2-D, a support height that is not a
+            finite number, or a clearance that is not a finite number > 0.
     """
-    if np.ndim(depth) != 2:
-        raise ValueError(f"absent_by_depth needs a depth image (H, W) m, got shape {np.shape(depth)}")
-    if not clearance_m > 0:
+    depth = np.asarray(depth, np.float64)
+    if depth.ndim != 2:
+        raise ValueError(f"absent_by_depth needs a depth image (H, W) m, got shape {depth.shape}")
+    support_z = finite_number(support_z, "support_z")
+    if not finite_number(clearance_m, "clearance_m") > 0:
         raise ValueError(f"clearance_m must be > 0 m, got {clearance_m}")
     out: list[tuple[str, str]] = []
     for name in names:

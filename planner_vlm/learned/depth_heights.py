@@ -60,19 +60,30 @@ def depth_at(depth: np.ndarray, pixel: np.ndarray, patch: int = DEPTH_PATCH_PX) 
 def surface_range(calibration: CameraCalibration, depth: np.ndarray, pixel: np.ndarray) -> float:
     """Range (m) from the camera centre along the ray through ``pixel (2,)`` ``(x, y)`` (calibration px) to the
     surface the depth image ``depth (H, W)`` m (any size; the pixel is scaled to it) sees there; NaN without a
-    return. Raises nothing."""
+    return, for a pixel outside the image, or a NaN pixel.
+
+    Raises:
+        ValueError: ``depth`` is not 2-D.
+    """
     return _surface_hit(calibration, depth, pixel)[0]
 
 
 def surface_point(calibration: CameraCalibration, depth: np.ndarray, pixel: np.ndarray) -> np.ndarray:
     """``(3,)`` world point (m) of the surface that the depth image ``depth (H, W)`` m sees along the ray through
-    ``pixel (2,)`` ``(x, y)`` (calibration px); NaN without a return. Raises nothing."""
+    ``pixel (2,)`` ``(x, y)`` (calibration px; ``depth`` may have any size, the pixel is scaled to it); NaN without
+    a return, for a pixel outside the image, or a NaN pixel.
+
+    Raises:
+        ValueError: ``depth`` is not 2-D.
+    """
     r, ray = _surface_hit(calibration, depth, pixel)
     return calibration.position + r * ray if np.isfinite(r) else np.full(3, np.nan)
 
 
 def _surface_hit(calibration: CameraCalibration, depth: np.ndarray, pixel: np.ndarray) -> tuple[float, np.ndarray]:
     """``(range m, unit ray (3,) world)`` of :func:`surface_range`."""
+    if np.ndim(depth) != 2:
+        raise ValueError(f"a depth image must be (H, W) m, got shape {np.shape(depth)}")
     h, w = depth.shape
     px = np.asarray(pixel, np.float64)
     d = depth_at(depth, px * np.array([w / calibration.image_size[1], h / calibration.image_size[0]]))

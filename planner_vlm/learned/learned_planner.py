@@ -89,7 +89,9 @@ event and said in the rationale.
 Bad input: an instruction naming an object that is not in the state model's vocabulary, or (at the episode's first
 plan) one the model cannot find in the image (object confidence below ``min_object_confidence``, or heatmap
 uncertainty above the object's absent threshold recorded in the state checkpoint: :mod:`planner_vlm.learned.absence`,
-``use_absent_thresholds``), is refused: the plan is empty (so the agent ends the episode without claiming success), the refusal is recorded in memory as a
+``use_absent_thresholds``; a presence probability below the presence model's threshold:
+:mod:`planner_vlm.learned.presence_model`; or a read pixel that shows the bare support surface in the camera's depth),
+is refused: the plan is empty (so the agent ends the episode without claiming success), the refusal is recorded in memory as a
 ``refused`` event and a fact about each missing object, and nothing is planned around it.
 
 It never reads ``Observation.privileged`` (``is_oracle = False``; the runtime withholds it).
@@ -184,8 +186,14 @@ class LearnedPlanner(GoalRegressionPlanner):
         geometric_picks: a pick of an object whose expert geometry the trace checkpoint records
             (``TraceModelConfig.pick_geometry``) gets that geometry over the object as read (step 4 above); False:
             the trace model's trace for every pick.
+        presence_model: anything with ``objects`` and ``absent(images, names) -> [(name, reason)]`` (a
+            :class:`~planner_vlm.learned.presence_model.PresenceModel`), or None: at the first plan, under
+            ``use_absent_thresholds``, an instruction object of its vocabulary that it reads absent is absent too, and
+            its presence probabilities are recorded in memory (a ``presence`` event).
         use_depth: read the scene with the camera's depth image where the observation carries one
             (:meth:`~planner_vlm.learned.state_model.StateModel.predict`, :mod:`planner_vlm.learned.depth_heights`).
+            The first plan's depth absent check (``use_absent_thresholds``, a state checkpoint that records
+            ``support_z_m``, no presence model) reads the depth even with ``use_depth`` False.
 
     Attributes:
         is_oracle: False. source: ``"learned"``. last_state: the latest :class:`SceneState` (for logs and tests),
@@ -203,8 +211,9 @@ class LearnedPlanner(GoalRegressionPlanner):
                  grasp_skill: str = "pick", id_prefix: str = "sg", use_depth: bool = True,
                  hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY, grasp_prior_m: float | None = GRASP_PRIOR_M,
                  grasp_prior_deg: float = GRASP_PRIOR_DEG, use_absent_thresholds: bool = True,
-                 geometric_picks: bool = True):
+                 geometric_picks: bool = True, presence_model: Any = None):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
+        self.presence_model = presence_model
         self.geometric_picks = bool(geometric_picks)
         self.use_absent_thresholds = bool(use_absent_thresholds)
         if grasp_prior_m is not None and not (math.isfinite(grasp_prior_m) and grasp_prior_m > 0):
@@ -242,6 +251,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         self._start_proprio: np.ndarray | None = None  # the gripper where the episode started (first plan)
         self._object_of: dict[str, str] = {}  # goal predicate -> the object it moves (set by reset)
         self.last_state: SceneState | None = None
+        self.last_presence: dict[str, float] | None = None  # object -> presence probability at the first plan
         self._refusal: str | None = None
         self._missing: list[str] = []
         self._plans = 0
@@ -266,6 +276,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         """
         super().reset(task)
         self._plans, self._refusal, self._missing, self.last_state = 0, None, [], None
+        self.last_presence = None
         self._start_proprio = None
         self._sharp_reads = {}
         self._handed = None
@@ -318,12 +329,14 @@ class LearnedPlanner(GoalRegressionPlanner):
         if first:
             limits = getattr(self.state_model, "absent_uncertainty", None) if self.use_absent_thresholds else None
             absent = absent_objects(state, self._goal_objects(task), self.min_object_confidence, limits)
+            absent += [(o, why) for o, why in self._absent_by_presence(observation, memory, self._goal_objects(task))
+                       if o not in dict(absent)]
             absent += self._absent_by_depth(state, observation, [o for o in self._goal_objects(task)
                                                                  if o not in dict(absent)])
             if absent:
                 self._missing = [o for o, _ in absent]
                 why = "; ".join(f"{o}: {reason}" for o, reason in absent)
-                self._refusal = (f"the instruction names {', '.join(self._missing)}, which the learned state model "
+                self._refusal = (f"the instruction names {', '.join(self._missing)}, which the learned perception "
                                  f"cannot find in the image ({why})")
                 return self._refuse(memory, observation.step, first)
         self._record(state, memory, observation.step)
@@ -421,11 +434,38 @@ class LearnedPlanner(GoalRegressionPlanner):
             return []
         return [g for g in goals if state.probability(g) < self.completion_confidence]
 
+    def _absent_by_presence(self, observation: Observation, memory: TaskMemory,
+                            names: list[str]) -> list[tuple[str, str]]:
+        """The presence model's absent objects among ``names`` (those of its vocabulary), where the absent check is on
+        and a presence model is given; its probabilities are recorded in memory (a ``presence`` event) and kept in
+        ``last_presence``.
+
+        Raises:
+            ConfigError: the observation lacks a camera the presence model reads (named).
+        """
+        if not self.use_absent_thresholds or self.presence_model is None:
+            return []
+        names = [n for n in names if n in self.presence_model.objects]
+        if not names:
+            return []
+        try:
+            probs = self.presence_model.predict(observation.images)
+            absent = self.presence_model.absent(observation.images, names, probabilities=probs)
+        except ValueError as e:
+            raise ConfigError(f"learned planner presence check: {e}") from e
+        self.last_presence = {o: float(p) for o, p in zip(self.presence_model.objects, probs)}
+        memory.record_event("presence", observation.step,
+                            probabilities={o: round(p, 4) for o, p in self.last_presence.items() if o in names})
+        return absent
+
     def _absent_by_depth(self, state: SceneState, observation: Observation, names: list[str]) -> list[tuple[str, str]]:
-        """:func:`~planner_vlm.learned.absence.absent_by_depth` of ``names``, where the absent check is on, the state
-        checkpoint records the support surface (``support_z_m``) and the observation carries its camera's depth;
+        """:func:`~planner_vlm.learned.absence.absent_by_depth` of ``names``, where the absent check is on, no presence
+        model is given, the state checkpoint records the support surface (``support_z_m``) and the observation carries
+        its camera's depth;
         else none."""
         support_z = getattr(self.state_model, "support_z", None)
+        if self.presence_model is not None:  # the trained presence check supersedes this one (it refuses more
+            return []  # and falsely refused none of pick_place_bins' validation scenes; docs/results)
         if not self.use_absent_thresholds or support_z is None or observation.depth is None or not names:
             return []
         depth = observation.depth.get(self.state_model.cfg.camera)  # (a lazy image renders here, once)

@@ -44,9 +44,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 
 from planner_vlm.learned.camera import CameraCalibration
+from planner_vlm.learned.checkpoint_files import load_matching_weights, read_checkpoint_config
 from planner_vlm.learned.depth_heights import depth_checked_keypoints
 from planner_vlm.learned.proprio import proprio_features
 from planner_vlm.learned.rest_heights import (
@@ -301,9 +302,10 @@ class StateModel:
             raise ConfigError(f"the learned state model reads the {self.cfg.camera!r} camera, but the observation has "
                               f"{sorted(observation.images) or 'no images'} (render it: env.render=true, env.cameras)")
         state = self.scene_state(self.predict_arrays(image[None], np.asarray(observation.proprio)[None]), 0)
-        depth = None if observation.depth is None else observation.depth.get(self.cfg.camera)
-        if use_depth and depth is not None and self.reads_depth:
-            state = self.depth_checked(state, depth)
+        if use_depth and self.reads_depth and observation.depth is not None:  # (a lazy depth renders only here)
+            depth = observation.depth.get(self.cfg.camera)
+            if depth is not None:
+                state = self.depth_checked(state, depth)
         return state
 
     def depth_checked(self, state: SceneState, depth: np.ndarray) -> SceneState:
@@ -393,16 +395,7 @@ class StateModel:
             CheckpointError: a missing file, another format, an invalid config, or weights that do not match.
         """
         path = Path(path)
-        cfg_path, w_path = path / CONFIG, path / WEIGHTS
-        for p in (cfg_path, w_path):
-            if not p.is_file():
-                raise CheckpointError(f"state model checkpoint file missing: {p}")
-        try:
-            raw = json.loads(cfg_path.read_text())
-        except json.JSONDecodeError as e:
-            raise CheckpointError(f"{cfg_path} is not valid JSON: {e}") from e
-        if raw.get("format") != FORMAT:
-            raise CheckpointError(f"{cfg_path}: format {raw.get('format')!r}, expected {FORMAT!r}")
+        raw = read_checkpoint_config(path, CONFIG, WEIGHTS, FORMAT, "state model")
         try:
             cfg = StateModelConfig.from_dict(raw["model"])
             stored = CameraCalibration.from_json(raw["calibration"])
@@ -411,13 +404,7 @@ class StateModel:
             rest = raw.get("rest_heights")
             rest = None if rest is None else rest_heights_from_json(rest)
             net = StateNet(cfg)
-            weights = load_file(str(w_path))
-            expected = net.state_dict()
-            bad = sorted(set(expected) ^ set(weights)) + sorted(
-                k for k in set(expected) & set(weights) if tuple(expected[k].shape) != tuple(weights[k].shape))
-            if bad:
-                raise CheckpointError(f"{w_path} does not match the state model config: keys {bad[:10]}")
-            net.load_state_dict(weights)
+            load_matching_weights(net, path / WEIGHTS, "state model")
             model = cls(cfg, calibration if calibration is not None else stored, net=net,
                         temperature=float(raw.get("temperature", 1.0)), entropy_p50=ref.get("p50"),
                         entropy_p99=p99, metrics=raw.get("metrics"), rest_heights=rest,

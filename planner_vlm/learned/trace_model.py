@@ -45,9 +45,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import Tensor, nn
 
+from planner_vlm.learned.checkpoint_files import load_matching_weights, read_checkpoint_config
 from planner_vlm.learned.proprio import OPENING_FEATURE, gripper_yaw, proprio_features
 from planner_vlm.learned.trace_config import TraceModelConfig
 from tandem.core.errors import CheckpointError, ConfigError, UnknownNameError, UnknownSkillError
@@ -474,27 +475,13 @@ class TraceModel:
             CheckpointError: a missing file, another format, an invalid config or mismatched weights.
         """
         path = Path(path)
-        for p in (path / CONFIG, path / WEIGHTS):
-            if not p.is_file():
-                raise CheckpointError(f"trace model checkpoint file missing: {p}")
-        try:
-            raw = json.loads((path / CONFIG).read_text())
-        except json.JSONDecodeError as e:
-            raise CheckpointError(f"{path / CONFIG} is not valid JSON: {e}") from e
-        if raw.get("format") != FORMAT:
-            raise CheckpointError(f"{path / CONFIG}: format {raw.get('format')!r}, expected {FORMAT!r}")
+        raw = read_checkpoint_config(path, CONFIG, WEIGHTS, FORMAT, "trace model")
         try:
             cfg = TraceModelConfig.from_dict(raw["model"])
         except (ConfigError, KeyError, TypeError) as e:
             raise CheckpointError(f"{path}: invalid trace model config: {e}") from e
         net = build_net(cfg)
-        weights = load_file(str(path / WEIGHTS))
-        expected = net.state_dict()
-        bad = sorted(set(expected) ^ set(weights)) + sorted(
-            k for k in set(expected) & set(weights) if tuple(expected[k].shape) != tuple(weights[k].shape))
-        if bad:
-            raise CheckpointError(f"{path / WEIGHTS} does not match the trace model config: keys {bad[:10]}")
-        net.load_state_dict(weights)
+        load_matching_weights(net, path / WEIGHTS, "trace model")
         model = cls(cfg, net, metrics=raw.get("metrics"))
         model.command = (path / COMMAND).read_text().strip() if (path / COMMAND).is_file() else ""
         return model

@@ -128,7 +128,9 @@ class EnvConfig(Schema):
             place again, a dropped one to pick again) adds the task's step budget for that work to the episode's
             (``sim.perturbations.ADDED_SUBGOALS`` x ``steps_per_subgoal``); off: the task's budget alone.
         depth_cameras: cameras (among ``cameras``) that also give depth images (``Observation.depth``, m: an RGB-D
-            camera). A learned planner or verifier with ``use_depth`` adds its camera here itself.
+            camera). A learned planner or verifier with ``use_depth`` adds its camera here itself, and so does a learned
+            planner whose first-plan depth absent check runs (``use_absent_thresholds``, a state checkpoint that
+            records ``support_z_m`` and no presence model), whatever its ``use_depth``.
     """
 
     cameras: tuple[str, ...] = ("agentview", "wrist")
@@ -444,7 +446,9 @@ class LearnedPerceptionConfig(ComponentConfig):
         torch_threads: ``torch.set_num_threads`` at load (None: torch's default).
         use_depth: check the state model's 3-D reads against the camera's depth image (an RGB-D camera), where the
             state checkpoint has depth offsets (``scripts/fit_depth_offsets.py``) and the observation carries depth;
-            in simulation the env then renders the camera's depth (``env.depth_cameras``). False: the image alone.
+            in simulation the env then renders the camera's depth (``env.depth_cameras``). False: the image alone for
+            the scene's reads (a learned planner's first-plan depth absent check still reads the depth where it
+            runs: ``use_absent_thresholds``, ``support_z_m`` in the state checkpoint, no presence model).
     """
 
     state_checkpoint: str | None = None
@@ -502,6 +506,12 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             ``scripts/fit_absent_uncertainty.py``; :mod:`planner_vlm.learned.absence`) also counts as absent, and so
             does one whose read pixel shows, in the camera's depth, the bare surface the objects rest on, where the
             state checkpoint records it (``support_z_m``; the env then renders that camera's depth).
+        presence_checkpoint: a presence model checkpoint directory (``scripts/train_presence.py``;
+            ``planner_vlm.learned.presence_model``), None: the shipped ``checkpoints/presence/<task>`` where the task
+            has one (pick_place_bins), else none. Under ``use_absent_thresholds``, at the first plan an instruction
+            object it reads absent counts as absent; the env then renders its cameras (the wrist camera is read at
+            the first plan only).
+        use_presence: false: no presence model, even where one is shipped.
         min_scene_confidence: below this the scene is recorded as unlike the training scenes, in [0, 1].
         best_localized_first: where the task's goals may be met in any order, plan the object the state model
             localizes best first (its sharpest heatmap); false (the default) keeps the instruction's order. Measured
@@ -539,6 +549,8 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     completion_confidence: float = 0.9
     min_object_confidence: float = 0.05
     use_absent_thresholds: bool = True
+    presence_checkpoint: str | None = None
+    use_presence: bool = True
     min_scene_confidence: float = 0.5
     best_localized_first: bool = False
     empty_grip_m: float | None = PANDA_EMPTY_OPENING_M

@@ -190,6 +190,7 @@ def _vlm_planner(spec: VLMPlannerConfig, ctx: BuildContext) -> Planner:
 PERCEPTION_TRAIN_COMMANDS: dict[str, str] = {
     "state": "tandem-train-state dataset.root=<an image dataset of the task, e.g. datasets/{task}_84>",
     "trace": "tandem-train-trace dataset.root=<a dataset of the task, e.g. datasets/{task}_lowdim>",
+    "presence": "python scripts/train_presence.py --train <scenes.npz> --val <scenes.npz> --out <dir>",
 }
 
 
@@ -213,6 +214,38 @@ def resolve_perception_checkpoint(checkpoint: str | None, task: str, kind: str) 
                           f"with `{PERCEPTION_TRAIN_COMMANDS[kind].format(task=task)}` and pass its checkpoint "
                           f"directory as {kind}_checkpoint=<dir>/checkpoint")
     return path
+
+
+def presence_checkpoint(spec: Any, task: str) -> Path | None:
+    """The presence model checkpoint a learned planner config ``spec`` uses: its ``presence_checkpoint`` (a relative
+    path is also tried from the project root), else the shipped ``checkpoints/presence/<task>`` where one exists;
+    None where ``use_presence`` or ``use_absent_thresholds`` is off, or none is given or shipped.
+
+    Raises:
+        ConfigError: a ``presence_checkpoint`` that is not a directory (named).
+    """
+    if not isinstance(spec, LearnedPlannerConfig) or not spec.use_presence or not spec.use_absent_thresholds:
+        return None
+    if spec.presence_checkpoint:
+        path = resolve_perception_checkpoint(spec.presence_checkpoint, task, "presence")
+        if not path.is_dir():
+            raise ConfigError(f"planner.presence_checkpoint {spec.presence_checkpoint!r} is not a directory; train "
+                              f"one with scripts/train_presence.py or leave it null")
+        return path
+    shipped = SHIPPED_CHECKPOINTS / "presence" / task
+    return shipped if (shipped / "config.json").is_file() else None
+
+
+def presence_cameras(cfg: StackConfig) -> tuple[str, ...]:
+    """The cameras the presence model of ``cfg``'s learned planner reads, from its ``config.json`` without loading
+    it; empty when there is none or it cannot be read (loading it later raises the real error)."""
+    try:
+        path = presence_checkpoint(cfg.planner, cfg.task.name)
+        raw = json.loads((path / "config.json").read_text()) if path is not None else None
+        cameras = raw["model"]["cameras"] if isinstance(raw, dict) and isinstance(raw.get("model"), dict) else []
+    except (ConfigError, OSError, ValueError, KeyError):
+        return ()
+    return tuple(str(c) for c in cameras) if isinstance(cameras, list) else ()
 
 
 def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
@@ -240,7 +273,8 @@ def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
 def perception_depth(cfg: StackConfig) -> bool:
     """Whether a learned planner or verifier of ``cfg`` reads the camera's depth: its ``use_depth`` is set and its
     state checkpoint's ``config.json`` has a depth offset for some object, or (the learned planner's first-plan absent
-    check, ``use_absent_thresholds``) records the support surface ``support_z_m`` (read without loading the model).
+    check, ``use_absent_thresholds``, where no presence model supersedes it) records the support surface
+    ``support_z_m`` (read without loading the model).
     Raises nothing: an unreadable checkpoint reads no depth (loading it later raises the real error)."""
     for section in (cfg.planner, cfg.verifier):
         if not isinstance(section, LearnedPerceptionConfig):
@@ -250,10 +284,18 @@ def perception_depth(cfg: StackConfig) -> bool:
             raw = json.loads((path / "config.json").read_text())
         except (ConfigError, OSError, ValueError):
             continue
-        if section.use_depth and any(v is not None for v in raw.get("depth_offsets_m") or []):
+        if not isinstance(raw, dict):
+            continue
+        offsets = raw.get("depth_offsets_m")
+        if section.use_depth and isinstance(offsets, list) and any(v is not None for v in offsets):
             return True
         if raw.get("support_z_m") is not None and getattr(section, "use_absent_thresholds", False):
-            return True
+            try:
+                superseded = presence_checkpoint(section, cfg.task.name) is not None  # a presence model does
+            except ConfigError:
+                superseded = False  # (building the planner raises the real error)
+            if not superseded:
+                return True
     return False
 
 
@@ -303,6 +345,12 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
 
     state = _state_model(spec, ctx)
     trace = TraceModel.from_checkpoint(resolve_perception_checkpoint(spec.trace_checkpoint, ctx.task, "trace"))
+    presence_path = presence_checkpoint(spec, ctx.task)
+    presence = None
+    if presence_path is not None:
+        from planner_vlm.learned.presence_model import PresenceModel
+
+        presence = PresenceModel.from_checkpoint(presence_path)
     return LearnedPlanner(state, trace, threshold=spec.threshold, completion_confidence=spec.completion_confidence,
                           min_object_confidence=spec.min_object_confidence,
                           min_scene_confidence=spec.min_scene_confidence,
@@ -311,7 +359,7 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
                           wrist_limit_rad=spec.wrist_limit_rad, use_depth=spec.use_depth,
                           hidden_uncertainty=spec.hidden_uncertainty, grasp_prior_m=spec.grasp_prior_m,
                           grasp_prior_deg=spec.grasp_prior_deg, use_absent_thresholds=spec.use_absent_thresholds,
-                          geometric_picks=spec.geometric_picks)
+                          geometric_picks=spec.geometric_picks, presence_model=presence)
 
 
 # ------------------------------------------------------------------------------------------- verifiers
@@ -661,6 +709,10 @@ def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
         if (cams, size, True) != (tuple(env_cfg.cameras), tuple(env_cfg.image_size), env_cfg.render):
             logger.info("env renders %s at %s for the learned state model", cams, size)
             env_cfg = replace(env_cfg, cameras=cams, image_size=size, render=True)
+        extra = tuple(c for c in presence_cameras(cfg) if c not in env_cfg.cameras)
+        if extra:  # the presence model's other views, read at the first plan only (lazy images render on read)
+            logger.info("env also renders %s for the presence model", extra)
+            env_cfg = replace(env_cfg, cameras=(*env_cfg.cameras, *extra))
         if perception_depth(cfg) and camera not in env_cfg.depth_cameras:
             logger.info("env renders %s's depth for the learned state model", camera)
             env_cfg = replace(env_cfg, depth_cameras=(*env_cfg.depth_cameras, camera))
@@ -715,6 +767,6 @@ __all__ = [
     "EXECUTORS", "FLAT_PLANNER", "GOAL_PRODUCERS", "PLANNERS", "REGISTRIES", "SHIPPED_CHECKPOINTS", "VERIFIERS",
     "BuildContext", "Registry", "Stack", "build_agent", "build_bridge_stack", "build_memory", "build_robot_env",
     "build_sim_env", "build_stack", "check_executor_conditioning", "checkpoint_conditioning", "checkpoint_scene_input",
-    "executor_observation_spec", "perception_camera", "resolve_checkpoint", "resolve_perception_checkpoint",
+    "executor_observation_spec", "perception_camera", "presence_cameras", "presence_checkpoint", "resolve_checkpoint", "resolve_perception_checkpoint",
     "set_torch_threads",
 ]

@@ -39,15 +39,32 @@ def test_a_removed_cube_is_refused_and_the_scene_with_it_is_planned():
     assert result["all_rows_non_privileged"]
 
 
-def test_a_removed_grocery_is_refused_where_the_depth_shows_bare_floor_at_its_read_pixel():
+def test_a_removed_grocery_is_refused_by_the_presence_model():
     """pick_place_bins' objects hide behind each other, so its heatmaps cannot tell a missing object from a hidden one;
-    the workcell camera's depth at the read pixel can (seed 1004: the milk, bread and can by depth, the cereal by
-    confidence; held out, figures in the README)."""
+    the shipped presence model, over the workcell camera and the wrist camera at the start pose, can (seed 1004: every
+    object removed in turn is refused and named; held out, figures in the README)."""
     result = _benchmark().run("pick_place_bins", [1004], [])
     rows = {r["condition"]: r for r in result["rows"]}
     assert not rows["present"]["refused"] and rows["present"]["subgoals_started"] == 1
+    assert min(rows["present"]["presence"].values()) > 0.5
+    removed = [c for c in rows if c != "present"]
+    assert len(removed) >= 2
+    for condition in removed:
+        row, obj = rows[condition], condition.split(":")[1]
+        assert row["refused"] and row["refused_objects"] == [obj], row
+        assert row["subgoals_started"] == 0 and row["presence"][obj] < 0.01  # (the cereal: also the old rule's)
+        assert f"{obj}: presence" in row["failure"] or f"{obj}: confidence" in row["failure"]
+    assert result["presence_checkpoint"].endswith("checkpoints/presence/pick_place_bins")
+    assert result["all_rows_non_privileged"]
+
+
+def test_without_the_presence_model_the_depth_check_still_refuses():
+    """With ``planner.use_presence=false`` the state checkpoint's support surface (``support_z_m``) turns on the
+    depth absent check: a read pixel showing the bare bin floor (seed 1004: the milk, bread and can)."""
+    result = _benchmark().run("pick_place_bins", [1004], ["planner.use_presence=false"])
+    rows = {r["condition"]: r for r in result["rows"]}
+    assert not rows["present"]["refused"] and result["presence_checkpoint"] is None
     for obj in ("milk", "bread", "can"):
         row = rows[f"absent:{obj}"]
         assert row["refused"] and row["refused_objects"] == [obj], row
         assert "bare support surface" in row["failure"] and row["subgoals_started"] == 0
-    assert result["all_rows_non_privileged"]

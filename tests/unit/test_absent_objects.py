@@ -158,6 +158,40 @@ def test_depth_showing_the_bare_support_where_an_object_is_read_makes_it_absent(
         absent_by_depth(state, OBJECTS, depth, cal, SUPPORT_Z, clearance_m=0.0)
 
 
+def test_the_depth_check_reads_any_depth_size_skips_pixels_it_cannot_read_and_names_bad_numbers():
+    size = (32, 64)
+    cal = synthetic_calibration(size)
+    state = _state([1.0, 1.0, 1.0], [0.1, 0.1, 0.1])
+    state.keypoints_px[:, 0] = [[16.0, 20.0], [32.0, 20.0], [48.0, 20.0]]
+    # a depth image at twice the calibration's size: the read pixels are scaled to it (green's shows the bare floor)
+    big = _floor_depth(synthetic_calibration((64, 128)), (64, 128), {(32, 40): SUPPORT_Z + 0.04,
+                                                                     (96, 40): SUPPORT_Z + 0.15})
+    assert [o for o, _ in absent_by_depth(state, OBJECTS, big, cal, SUPPORT_Z)] == ["green"]
+    # a read pixel outside the image, or a NaN one, has no depth return: not judged, no crash
+    state.keypoints_px[1, 0] = [500.0, -3.0]
+    state.keypoints_px[2, 0] = [np.nan, np.nan]
+    assert absent_by_depth(state, OBJECTS, big, cal, SUPPORT_Z) == []
+    for bad in (float("nan"), float("inf"), "0.82", None):
+        with pytest.raises(ValueError, match="support_z"):
+            absent_by_depth(state, OBJECTS, big, cal, bad)
+    with pytest.raises(ValueError, match="clearance_m"):
+        absent_by_depth(state, OBJECTS, big, cal, SUPPORT_Z, clearance_m=float("nan"))
+
+
+def test_perception_depth_reads_a_malformed_config_as_no_depth(tmp_path):
+    from tandem.runtime.config import StackConfig, load
+    from tandem.runtime.registry import perception_depth
+
+    for i, raw in enumerate(([1, 2], {"model": {}, "depth_offsets_m": 0.01, "support_z_m": None})):
+        path = tmp_path / f"c{i}"
+        path.mkdir()
+        (path / "config.json").write_text(json.dumps(raw))
+        cfg = load(StackConfig, {"task": {"name": "stack_three"}, "goals": {"name": "none"},
+                                 "planner": {"name": "learned", "state_checkpoint": str(path)},
+                                 "verifier": {"name": "oracle"}, "executor": {"name": "scripted"}})
+        assert perception_depth(cfg) is False
+
+
 def test_the_support_surface_lives_in_the_state_checkpoint(tmp_path):
     path = _model(support_z=0.82).save(tmp_path / "ckpt")
     raw = json.loads((path / "config.json").read_text())
