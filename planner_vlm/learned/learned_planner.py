@@ -272,9 +272,13 @@ class LearnedPlanner(GoalRegressionPlanner):
         Raises:
             ConfigError: from the goal inversion; or a state model that lacks a goal or grasp predicate of objects it
                 knows, a trace model that lacks a skill or argument of the task (a checkpoint of another task), or a
-                trace checkpoint whose workcell has no extents for a goal object.
+                trace checkpoint whose workcell has no extents for a goal object, or a presence model that shares no
+                object with the state model (a checkpoint of another task).
         """
         super().reset(task)
+        if self.presence_model is not None and not set(self.presence_model.objects) & set(self.state_model.cfg.objects):
+            raise ConfigError(f"the presence model's objects {list(self.presence_model.objects)} share none with the "
+                              f"state model's {list(self.state_model.cfg.objects)}: a checkpoint of another task")
         self._plans, self._refusal, self._missing, self.last_state = 0, None, [], None
         self.last_presence = None
         self._start_proprio = None

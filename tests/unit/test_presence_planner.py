@@ -132,3 +132,10 @@ def test_without_a_support_surface_the_depth_check_stays_off_even_with_depth() -
                       depth={"agentview": np.full((32, 32), 0.5, np.float32)})  # a floor right under the camera
     _, memory, plan = _plan(None, obs)  # SureStateModel records no support_z
     assert plan.remaining and not [e for e in memory.events() if e["kind"] == "refused"]
+
+
+def test_a_presence_model_of_another_task_is_a_named_config_error() -> None:
+    cfg = PresenceModelConfig(objects=("red", "green"), cameras=("agentview",), image_size=(32, 32),
+                              channels=(4, 4, 4, 4), hidden=4)
+    with pytest.raises(ConfigError, match="another task"):
+        _plan(PresenceModel(cfg), _obs())
