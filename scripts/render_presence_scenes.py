@@ -38,13 +38,15 @@ REMOVE_PROBABILITY = 0.4
 
 
 def render(task: str, seeds: list[int], cameras: tuple[str, ...], image_size: tuple[int, int], random_subsets: int,
-           rng_seed: int = 0) -> dict[str, np.ndarray]:
+           rng_seed: int = 0, expected_objects: tuple[str, ...] | None = None) -> dict[str, np.ndarray]:
     """The arrays of the ``.npz`` (see the module docstring).
 
     Raises:
-        ConfigError / UnknownNameError: an unknown task or camera (from the env).
+        ConfigError / UnknownNameError: an unknown task or camera (from the env); objects of the scene other than
+            ``expected_objects`` (the state checkpoint's vocabulary: a checkpoint of another task).
     """
     from sim.robosuite_env import RobosuiteEnv
+    from tandem.core.errors import ConfigError
 
     rng = np.random.default_rng(rng_seed)
     env = RobosuiteEnv(task, cameras=cameras, image_size=image_size)
@@ -52,6 +54,9 @@ def render(task: str, seeds: list[int], cameras: tuple[str, ...], image_size: tu
     try:
         env.reset(seed=seeds[0])
         objects = sorted(env.observe().privileged["objects"])  # every object of the scene, not only the named
+        if expected_objects is not None and set(objects) != set(expected_objects):
+            raise ConfigError(f"the state checkpoint's objects {sorted(expected_objects)} are not task {task!r}'s "
+                              f"{objects}: a checkpoint of another task")
         for seed in seeds:
             env.reset(seed=seed)
             drawn = env.save_state()
@@ -92,25 +97,37 @@ def main(argv: list[str] | None = None) -> int:
         print(f"render_presence_scenes: --seeds must be >= 1, --seed-start and --random-subsets >= 0 (got "
               f"{a.seeds}, {a.seed_start}, {a.random_subsets})", file=sys.stderr)
         return 2
+    from sim.tasks.registry import task_names
     from tandem.core.errors import TandemError
 
+    if a.task not in task_names():
+        print(f"render_presence_scenes: unknown task {a.task!r} (known: {task_names()})", file=sys.stderr)
+        return 2
+    out = a.out if a.out.suffix == ".npz" else a.out.with_name(a.out.name + ".npz")  # numpy appends it anyway
+    if out.is_dir():
+        print(f"render_presence_scenes: --out {out} is a directory; give a .npz file path", file=sys.stderr)
+        return 2
     ckpt = a.state_checkpoint or Path(__file__).resolve().parents[1] / "checkpoints" / "state" / a.task
     try:
         model = json.loads((ckpt / "config.json").read_text())["model"]
         camera, size = str(model["camera"]), (int(model["image_size"][0]), int(model["image_size"][1]))
+        objects = tuple(str(o) for o in model["objects"])
     except (OSError, ValueError, KeyError, TypeError, IndexError) as e:
-        print(f"render_presence_scenes: cannot read the camera of state checkpoint {ckpt}: {e}", file=sys.stderr)
+        print(f"render_presence_scenes: cannot read the camera and objects of state checkpoint {ckpt} (is it one? "
+              f"config.json needs model.camera, model.image_size, model.objects): {type(e).__name__}: {e}",
+              file=sys.stderr)
         return 2
     t0 = time.time()
     try:
         arrays = render(a.task, list(range(a.seed_start, a.seed_start + a.seeds)),
-                        tuple(dict.fromkeys([camera, *a.extra_cameras])), size, a.random_subsets)
+                        tuple(dict.fromkeys([camera, *a.extra_cameras])), size, a.random_subsets,
+                        expected_objects=objects)
     except TandemError as e:
         print(f"render_presence_scenes: {type(e).__name__}: {e}", file=sys.stderr)
         return 2
-    a.out.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(a.out, **arrays)
-    print(json.dumps({"out": str(a.out), "frames": len(arrays["images"]), "objects": arrays["objects"].tolist(),
+    out.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(out, **arrays)
+    print(json.dumps({"out": str(out), "frames": len(arrays["images"]), "objects": arrays["objects"].tolist(),
                       "cameras": arrays["cameras"].tolist(), "image_size": list(size),
                       "present_share": round(float(arrays["present"].mean()), 3),
                       "seconds": round(time.time() - t0, 1)}))

@@ -28,18 +28,31 @@ def load_scenes(path: Path) -> dict[str, np.ndarray]:
     """The arrays of a ``render_presence_scenes.py`` ``.npz``.
 
     Raises:
-        ValueError: a missing file or array, or arrays whose lengths disagree (named).
+        ValueError: a missing file, not an ``.npz``, a missing array, or arrays whose shapes disagree (named).
     """
     if not Path(path).is_file():
         raise ValueError(f"no scenes file {path}")
-    with np.load(path) as d:
-        missing = sorted({"images", "present", "objects", "cameras", "seeds"} - set(d.files))
-        if missing:
-            raise ValueError(f"{path} lacks arrays {missing} (write it with scripts/render_presence_scenes.py)")
-        out = {k: d[k] for k in ("images", "present", "objects", "cameras", "seeds")}
-    if not (len(out["images"]) == len(out["present"]) == len(out["seeds"])) or not len(out["images"]):
-        raise ValueError(f"{path}: images, present and seeds must have the same non-zero length, got "
-                         f"{len(out['images'])}, {len(out['present'])}, {len(out['seeds'])}")
+    try:
+        with np.load(path, allow_pickle=False) as d:
+            missing = sorted({"images", "present", "objects", "cameras", "seeds"} - set(d.files))
+            if missing:
+                raise ValueError(f"{path} lacks arrays {missing} (write it with scripts/render_presence_scenes.py)")
+            out = {k: d[k] for k in ("images", "present", "objects", "cameras", "seeds")}
+    except (OSError, EOFError, AttributeError) as e:
+        raise ValueError(f"{path} is not an .npz of scenes (write it with scripts/render_presence_scenes.py): "
+                         f"{type(e).__name__}") from e
+    except ValueError as e:
+        if "lacks arrays" in str(e):
+            raise
+        raise ValueError(f"{path} is not an .npz of scenes (write it with scripts/render_presence_scenes.py)") from e
+    n, n_obj, n_cam = len(out["images"]), out["objects"].size, out["cameras"].size
+    if out["images"].ndim != 5 or out["images"].shape[1] != n_cam or out["images"].shape[-1] != 3:
+        raise ValueError(f"{path}: images must be (N, V={n_cam} cameras, H, W, 3), got {out['images'].shape}")
+    if out["present"].dtype != bool or out["present"].shape != (n, n_obj):
+        raise ValueError(f"{path}: present must be bool (N={n}, O={n_obj}), got {out['present'].dtype} "
+                         f"{out['present'].shape}")
+    if len(out["seeds"]) != n or not n:
+        raise ValueError(f"{path}: images and seeds must have the same non-zero length, got {n}, {len(out['seeds'])}")
     return out
 
 
@@ -51,7 +64,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--minutes", type=float, default=10.0, help="wall-clock training budget on one core")
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", type=Path, required=True)
+    p.add_argument("--out", type=Path, required=True, help="the checkpoint directory to write")
+    p.add_argument("--overwrite", action="store_true", help="replace a checkpoint already in --out")
     a = p.parse_args(argv)
     import torch
 
@@ -64,9 +78,17 @@ def main(argv: list[str] | None = None) -> int:
         train, val = load_scenes(a.train), load_scenes(a.val)
         objects = tuple(str(o) for o in train["objects"])
         cameras = tuple(str(c) for c in train["cameras"])
-        if tuple(str(o) for o in val["objects"]) != objects or tuple(str(c) for c in val["cameras"]) != cameras:
-            raise ValueError(f"validation scenes ({list(val['objects'])}, {list(val['cameras'])}) differ from the "
+        val_objects, val_cameras = tuple(str(o) for o in val["objects"]), tuple(str(c) for c in val["cameras"])
+        if val_objects != objects or val_cameras != cameras:
+            raise ValueError(f"validation scenes ({list(val_objects)}, {list(val_cameras)}) differ from the "
                              f"training scenes ({list(objects)}, {list(cameras)})")
+        never = [o for i, o in enumerate(objects) if not val["present"][:, i].any()]
+        if never:
+            raise ValueError(f"{a.val}: objects {never} are never present, so no threshold can be fitted for them")
+        if any(q.exists() and not q.is_dir() for q in (a.out, *a.out.parents)):
+            raise ValueError(f"--out {a.out} is, or lies under, a file; give a checkpoint directory")
+        if (a.out / "config.json").exists() and not a.overwrite:
+            raise ValueError(f"--out {a.out} already holds a checkpoint; pass --overwrite to replace it")
         overlap = sorted(set(train["seeds"].tolist()) & set(val["seeds"].tolist()))
         if overlap:
             raise ValueError(f"training and validation scenes share seeds {overlap[:5]}")

@@ -222,9 +222,16 @@ def presence_checkpoint(spec: Any, task: str) -> Path | None:
     None where ``use_presence`` or ``use_absent_thresholds`` is off, or none is given or shipped.
 
     Raises:
-        ConfigError: a ``presence_checkpoint`` that is not a directory (named).
+        ConfigError: a ``presence_checkpoint`` that is not a directory, or one given while ``use_presence`` or
+            ``use_absent_thresholds`` is off (it would not be used; named).
     """
-    if not isinstance(spec, LearnedPlannerConfig) or not spec.use_presence or not spec.use_absent_thresholds:
+    if not isinstance(spec, LearnedPlannerConfig):
+        return None
+    if not spec.use_presence or not spec.use_absent_thresholds:
+        if spec.presence_checkpoint:
+            off = "use_presence" if not spec.use_presence else "use_absent_thresholds"
+            raise ConfigError(f"planner.presence_checkpoint is given but planner.{off} is false, so it would not be "
+                              f"used; drop one of the two")
         return None
     if spec.presence_checkpoint:
         path = resolve_perception_checkpoint(spec.presence_checkpoint, task, "presence")

@@ -95,5 +95,9 @@ def test_presence_scripts_render_scenes_train_and_write_a_loadable_checkpoint(tm
     assert model.cfg.cameras == ("workcell", "wrist") and set(model.absent_below) == set(model.objects)
     assert model.metrics["validation"]["seeds"] == [700, 700] and model.command.startswith("python scripts/train_presence.py")
     # the training and validation scenes may not share seeds: named, exit status 2
-    proc = script("train_presence.py", "--train", str(train), "--val", str(train), "--max-steps", "5", "--out", str(out))
+    proc = script("train_presence.py", "--train", str(train), "--val", str(train), "--max-steps", "5", "--out",
+                  str(tmp_path / "other"))
     assert proc.returncode == 2 and "share seeds" in proc.stderr
+    # an existing checkpoint is not replaced without --overwrite
+    proc = script("train_presence.py", "--train", str(train), "--val", str(val), "--max-steps", "5", "--out", str(out))
+    assert proc.returncode == 2 and "--overwrite" in proc.stderr

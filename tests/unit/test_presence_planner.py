@@ -109,6 +109,9 @@ def test_the_registry_finds_the_shipped_presence_checkpoint_and_honours_the_swit
     assert presence_checkpoint(LearnedPlannerConfig(use_absent_thresholds=False), "pick_place_bins") is None
     with pytest.raises(ConfigError, match="presence_checkpoint"):
         presence_checkpoint(LearnedPlannerConfig(presence_checkpoint=str(tmp_path / "nowhere")), "pick_place_bins")
+    for off in ({"use_presence": False}, {"use_absent_thresholds": False}):  # a checkpoint given but unused
+        with pytest.raises(ConfigError, match=f"{next(iter(off))} is false"):
+            presence_checkpoint(LearnedPlannerConfig(presence_checkpoint=str(shipped), **off), "pick_place_bins")
 
 
 def test_the_presence_model_replaces_the_depth_check_and_its_cameras_are_rendered() -> None:
