@@ -11,6 +11,7 @@ from planner_vlm.learned.depth_heights import (
     depth_at,
     depth_checked_keypoints,
     fit_depth_offsets,
+    surface_point,
     surface_range,
 )
 from planner_vlm.learned.scene_state import SceneState
@@ -98,6 +99,46 @@ def test_depth_sampling_and_bad_shapes():
         _check(kp[:, 0], pix, depth, cal)
     with pytest.raises(ValueError, match="depth image"):
         _check(kp, pix, depth[None], cal)
+
+
+def test_surface_point_scales_the_pixel_to_any_depth_size_and_is_nan_where_it_cannot_read():
+    cal = synthetic_calibration(SIZE)
+    pixel = np.array([40.0, 30.0])
+    flat = np.full(SIZE, 1.5, np.float32)  # every pixel 1.5 m along the optical axis
+    point = surface_point(cal, flat, pixel)
+    ray = cal.rays(pixel.reshape(1, 2))[0]
+    assert np.allclose(point, cal.position + 1.5 / float(ray @ cal.rotation[:, 2]) * ray)
+    # a depth image of another size than the calibration's: the pixel is scaled to it, the same point comes back
+    assert np.allclose(surface_point(cal, np.full((2 * SIZE[0], 3 * SIZE[1]), 1.5, np.float32), pixel), point)
+    # a pixel outside the image, a NaN pixel, or no return there: a NaN point, never an error
+    for bad in ([-5.0, 30.0], [40.0, 1e6], [np.nan, 30.0], [np.nan, np.nan]):
+        assert np.isnan(surface_point(cal, flat, np.array(bad))).all()
+    assert np.isnan(surface_point(cal, np.full(SIZE, np.nan, np.float32), pixel)).all()
+    with pytest.raises(ValueError, match="depth image"):
+        surface_point(cal, flat[0], pixel)
+
+
+def test_predict_looks_the_depth_up_only_where_it_uses_it(tmp_path):
+    class Recording(dict):
+        """A depth mapping that records each look-up (a lazy one renders at its first)."""
+
+        def __init__(self, *a):
+            super().__init__(*a)
+            self.looked_up = 0
+
+        def get(self, key, default=None):
+            self.looked_up += 1
+            return super().get(key, default)
+
+    proprio = np.array([0.0, 0.0, 1.0, 0.0, 1.0, 0.0, 0.0, 0.04])
+    depth = _scene(true_z=0.866, read_z=0.822, cal=synthetic_calibration(SIZE))[2]
+    for model, use_depth, looked_up in ((_model(tmp_path, offsets=[OFFSET, None]), False, 0),
+                                        (_model(tmp_path), True, 0),  # no offsets: the model reads no depth
+                                        (_model(tmp_path, offsets=[OFFSET, None]), True, 1)):
+        obs = Observation(images={"agentview": np.zeros((*SIZE, 3), np.uint8)}, proprio=proprio)
+        obs.depth = Recording({"agentview": depth})
+        model.predict(obs, use_depth=use_depth)
+        assert obs.depth.looked_up == looked_up
 
 
 def test_offsets_are_fitted_where_they_agree_and_refused_where_they_scatter():
