@@ -57,10 +57,11 @@ def run(task: str, seeds: list[int], checkpoint: Path) -> dict[str, Any]:
         raise ConfigError(f"{checkpoint} records no support_z_m: the depth absent check does not apply to it")
     camera, size = model.cfg.camera, tuple(model.cfg.image_size)
     env = RobosuiteEnv(task, cameras=(camera,), image_size=size, depth_cameras=(camera,))
-    # the simulator camera's calibration, injected as the stack does (tandem.runtime.registry._state_model)
-    model = StateModel.from_checkpoint(checkpoint, CameraCalibration.from_json(env.camera_calibration(camera)))
     rows: list[dict[str, Any]] = []
     try:
+        # the simulator camera's calibration, injected as the stack does (tandem.runtime.registry._state_model);
+        # the first load above read the camera it needs (a 1 MB checkpoint, loaded twice at start-up)
+        model = StateModel.from_checkpoint(checkpoint, CameraCalibration.from_json(env.camera_calibration(camera)))
         for seed in seeds:
             env.reset(seed=seed)
             names = tuple(env.episode.spec.objects)

@@ -5,7 +5,7 @@ start pose, looking down on the source bin: it sees what the state model's camer
 drawn, with each object removed in
 turn, and with ``--random-subsets`` random subsets removed (each object with probability 0.4, at least one). A
 removed object is moved 3 m off the table right after ``reset`` (``RobosuiteEnv.teleport``), as
-``benchmarks/absent_object.py`` does: the scripts's hand and labels read the simulator's truth, which is what makes
+``benchmarks/absent_object.py`` does: the script's hand and labels read the simulator's truth, which is what makes
 them labels (a data-labelling tool, like the collector; no runtime component reads them).
 
 Writes one ``.npz``: ``images uint8 (N, V, H, W, 3)`` (the cameras' RGB, upright, origin top-left, in ``cameras``'

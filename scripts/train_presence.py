@@ -32,19 +32,16 @@ def load_scenes(path: Path) -> dict[str, np.ndarray]:
     """
     if not Path(path).is_file():
         raise ValueError(f"no scenes file {path}")
+    keys = ("images", "present", "objects", "cameras", "seeds")
     try:
         with np.load(path, allow_pickle=False) as d:
-            missing = sorted({"images", "present", "objects", "cameras", "seeds"} - set(d.files))
-            if missing:
-                raise ValueError(f"{path} lacks arrays {missing} (write it with scripts/render_presence_scenes.py)")
-            out = {k: d[k] for k in ("images", "present", "objects", "cameras", "seeds")}
-    except (OSError, EOFError, AttributeError) as e:
+            out = {k: d[k] for k in keys if k in d.files}
+    except (OSError, EOFError, AttributeError, ValueError) as e:
         raise ValueError(f"{path} is not an .npz of scenes (write it with scripts/render_presence_scenes.py): "
                          f"{type(e).__name__}") from e
-    except ValueError as e:
-        if "lacks arrays" in str(e):
-            raise
-        raise ValueError(f"{path} is not an .npz of scenes (write it with scripts/render_presence_scenes.py)") from e
+    missing = [k for k in keys if k not in out]
+    if missing:
+        raise ValueError(f"{path} lacks arrays {missing} (write it with scripts/render_presence_scenes.py)")
     n, n_obj, n_cam = len(out["images"]), out["objects"].size, out["cameras"].size
     if out["images"].ndim != 5 or out["images"].shape[1] != n_cam or out["images"].shape[-1] != 3:
         raise ValueError(f"{path}: images must be (N, V={n_cam} cameras, H, W, 3), got {out['images'].shape}")

@@ -186,7 +186,8 @@ class LearnedPlanner(GoalRegressionPlanner):
         geometric_picks: a pick of an object whose expert geometry the trace checkpoint records
             (``TraceModelConfig.pick_geometry``) gets that geometry over the object as read (step 4 above); False:
             the trace model's trace for every pick.
-        presence_model: anything with ``objects`` and ``absent(images, names) -> [(name, reason)]`` (a
+        presence_model: anything with ``objects`` (O names), ``predict(images) -> (O,)`` presence probabilities and
+            ``absent(probabilities, names) -> [(name, reason)]`` (a
             :class:`~planner_vlm.learned.presence_model.PresenceModel`), or None: at the first plan, under
             ``use_absent_thresholds``, an instruction object of its vocabulary that it reads absent is absent too, and
             its presence probabilities are recorded in memory (a ``presence`` event).
@@ -454,7 +455,7 @@ class LearnedPlanner(GoalRegressionPlanner):
             return []
         try:
             probs = self.presence_model.predict(observation.images)
-            absent = self.presence_model.absent(observation.images, names, probabilities=probs)
+            absent = self.presence_model.absent(probs, names)
         except ValueError as e:
             raise ConfigError(f"learned planner presence check: {e}") from e
         self.last_presence = {o: float(p) for o, p in zip(self.presence_model.objects, probs)}
@@ -467,9 +468,9 @@ class LearnedPlanner(GoalRegressionPlanner):
         model is given, the state checkpoint records the support surface (``support_z_m``) and the observation carries
         its camera's depth;
         else none."""
-        support_z = getattr(self.state_model, "support_z", None)
         if self.presence_model is not None:  # the trained presence check supersedes this one (it refuses more
             return []  # and falsely refused none of pick_place_bins' validation scenes; docs/results)
+        support_z = getattr(self.state_model, "support_z", None)
         if not self.use_absent_thresholds or support_z is None or observation.depth is None or not names:
             return []
         depth = observation.depth.get(self.state_model.cfg.camera)  # (a lazy image renders here, once)

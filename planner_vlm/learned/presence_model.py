@@ -145,11 +145,6 @@ def images_to_tensor(images: np.ndarray) -> torch.Tensor:
     return (x / 255.0 - PIXEL_MEAN) / PIXEL_STD
 
 
-def logit(p: float) -> float:
-    """``log(p / (1 - p))`` of a probability in (0, 1)."""
-    return math.log(p / (1.0 - p))
-
-
 def fit_absent_below(present_logits: Sequence[float], absent_logits: Sequence[float],
                      margin: float = LOGIT_MARGIN) -> tuple[float, dict[str, Any]]:
     """The presence probability under which an object is refused as absent, from validation reads.
@@ -238,23 +233,18 @@ class PresenceModel:
         with torch.no_grad():
             return torch.sigmoid(self.net(images_to_tensor(np.stack(views)[None]))[0]).double().numpy()
 
-    def absent(self, images: Mapping[str, np.ndarray], names: Sequence[str],
-               probabilities: np.ndarray | None = None) -> list[tuple[str, str]]:
-        """The objects of ``names`` read absent in ``images``: ``[(name, reason), ...]`` in ``names``' order, the
-        reason naming the probability, e.g. ``"presence 0.003 < 0.02"``.
-
-        Args:
-            images: as :meth:`predict`. names: objects of the model's vocabulary.
-            probabilities: ``(O,)`` this image's :meth:`predict`, if already computed (not recomputed).
+    def absent(self, probabilities: np.ndarray, names: Sequence[str]) -> list[tuple[str, str]]:
+        """The objects of ``names`` that ``probabilities`` (``(O,)``, a :meth:`predict`) read absent:
+        ``[(name, reason), ...]`` in ``names``' order, the reason naming the probability, e.g.
+        ``"presence 0.003 < 0.02"``.
 
         Raises:
-            ValueError: a name outside the model's vocabulary, bad images (see :meth:`predict`), or
-                ``probabilities`` of another length than the vocabulary.
+            ValueError: a name outside the model's vocabulary, or ``probabilities`` of another length than it.
         """
         unknown = [n for n in names if n not in self.cfg.objects]
         if unknown:
             raise ValueError(f"{unknown} are not objects of the presence model ({list(self.cfg.objects)})")
-        probs = self.predict(images) if probabilities is None else np.asarray(probabilities, np.float64)
+        probs = np.asarray(probabilities, np.float64)
         if probs.shape != (len(self.cfg.objects),):
             raise ValueError(f"probabilities must be ({len(self.cfg.objects)},), got {probs.shape}")
         out = []

@@ -774,6 +774,6 @@ __all__ = [
     "EXECUTORS", "FLAT_PLANNER", "GOAL_PRODUCERS", "PLANNERS", "REGISTRIES", "SHIPPED_CHECKPOINTS", "VERIFIERS",
     "BuildContext", "Registry", "Stack", "build_agent", "build_bridge_stack", "build_memory", "build_robot_env",
     "build_sim_env", "build_stack", "check_executor_conditioning", "checkpoint_conditioning", "checkpoint_scene_input",
-    "executor_observation_spec", "perception_camera", "presence_cameras", "presence_checkpoint", "resolve_checkpoint", "resolve_perception_checkpoint",
-    "set_torch_threads",
+    "executor_observation_spec", "perception_camera", "presence_cameras", "presence_checkpoint", "resolve_checkpoint",
+    "resolve_perception_checkpoint", "set_torch_threads",
 ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import numpy as np
 import pytest
@@ -13,7 +14,6 @@ from planner_vlm.learned.presence_model import (
     PresenceModelConfig,
     PresenceNet,
     fit_absent_below,
-    logit,
 )
 from planner_vlm.learned.presence_train import presence_accuracy, presence_logits, train_presence
 from tandem.core.errors import CheckpointError, ConfigError
@@ -33,6 +33,10 @@ def squares(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
                 y, x = rng.integers(0, 26, 2)
                 images[i, rng.integers(2), y:y + 6, x:x + 6] = colour
     return images, present
+
+
+def logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
 
 
 def small_config() -> PresenceModelConfig:
@@ -77,8 +81,8 @@ def test_checkpoint_round_trip_and_refusal(tmp_path) -> None:
     image = {"agentview": np.full((32, 32, 3), 120, np.uint8), "wrist": np.full((32, 32, 3), 90, np.uint8)}
     np.testing.assert_allclose(loaded.predict(image), model.predict(image))
     assert loaded.command.startswith("python scripts/train_presence.py")
-    assert [name for name, _ in loaded.absent(image, ["blue"])] == ["blue"]  # any read is below 0.9999
-    assert "presence" in loaded.absent(image, ["blue"])[0][1]
+    assert [name for name, _ in loaded.absent(loaded.predict(image), ["blue"])] == ["blue"]  # any read < 0.9999
+    assert "presence" in loaded.absent(loaded.predict(image), ["blue"])[0][1]
 
 
 def test_other_sizes_are_resized_and_bad_images_and_names_are_refused() -> None:
@@ -92,7 +96,7 @@ def test_other_sizes_are_resized_and_bad_images_and_names_are_refused() -> None:
     with pytest.raises(ValueError, match="no 'wrist' image"):
         model.predict({"agentview": views[0]})
     with pytest.raises(ValueError, match="green"):
-        model.absent(image, ["green"])
+        model.absent(model.predict(image), ["green"])
 
 
 def test_bad_configs_and_checkpoints_are_named(tmp_path) -> None:
