@@ -595,27 +595,40 @@ class TandemDatasetWriter:
         return len(self._buffer.get("task", []))
 
     def _wait_png_jobs(self, raise_errors: bool = True) -> None:
+        """Wait for the staged PNG writes; re-raise the first job's error unless ``raise_errors`` is False.
+
+        Only the jobs' own errors (``Exception``) are collected. A KeyboardInterrupt raised in this thread while it
+        waits (Ctrl-C, or SIGTERM through ``tandem-collect``'s handler) always propagates: swallowing it here, on the
+        path that discards a failed episode, once let a collection go on after SIGTERM.
+        """
         jobs, self._png_jobs = self._png_jobs, []
-        first: BaseException | None = None
+        first: Exception | None = None
         for job in jobs:
             try:
                 job.result()
-            except BaseException as e:  # noqa: BLE001 - the first error is re-raised below
+            except Exception as e:  # noqa: BLE001 - the first error is re-raised below
                 first = first or e
         if first is not None and raise_errors:
             raise first
 
     def _drop_staged_images(self) -> None:
-        self._wait_png_jobs(raise_errors=False)
-        # only one episode is ever staged, so the whole staging folder goes
-        shutil.rmtree(self.root / TEMP_IMAGE_DIR, ignore_errors=True)
-        self._last_image = {}
+        try:
+            self._wait_png_jobs(raise_errors=False)
+        finally:  # only one episode is ever staged, so the whole staging folder goes, interrupted or not
+            shutil.rmtree(self.root / TEMP_IMAGE_DIR, ignore_errors=True)
+            self._last_image = {}
 
     def discard_episode(self) -> None:
-        """Drop the frames added since the last ``save_episode`` (and their staged PNGs)."""
-        if self._buffer:
-            self._drop_staged_images()
-        self._buffer = {}
+        """Drop the frames added since the last ``save_episode`` (and their staged PNGs).
+
+        Raises:
+            KeyboardInterrupt: raised while it waits for the staged writes; the frames are dropped first.
+        """
+        try:
+            if self._buffer:
+                self._drop_staged_images()
+        finally:
+            self._buffer = {}
 
     def save_episode(self, record: Mapping[str, Any] | None = None, state: Mapping[str, Any] | None = None) -> int:
         """Save the current episode through ``LeRobotDataset.save_episode``; commit every ``checkpoint_every``.

@@ -101,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     below, fits = {}, {}
     for i, o in enumerate(objects):
         below[o], fits[o] = fit_absent_below(logits[present[:, i], i], logits[~present[:, i], i])
+    unseen = [o for o, fit in fits.items() if not fit["absent_reads"]]
+    if unseen:
+        print(f"train_presence: warning: the validation scenes never show {unseen} absent; their thresholds come from "
+              f"the present reads alone and how many absent ones they catch is unknown (absent_caught: null); "
+              f"render validation scenes with objects removed", file=sys.stderr)
     metrics = {"train": {**log, "cpu_minutes": round(cpu_minutes, 2), "frames": int(len(train["images"])),
                          "seeds": [int(train["seeds"].min()), int(train["seeds"].max())]},
                "validation": {**presence_accuracy(logits, present, objects), "frames": int(len(val["images"])),

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.core.errors import ConfigError
+from tandem.core.interrupts import reraise_interrupt
 from tandem.evaluation.rows import failed_row, row_from_result
 from tandem.evaluation.suite import EpisodeJob, config_hash
 from tandem.runtime.environment import prepare_runtime
@@ -96,6 +97,7 @@ def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None
         try:
             stack, built = _stack_for(job)
         except Exception as e:  # noqa: BLE001 - a variant that cannot be built is a failed row, not a dead run
+            reraise_interrupt(e)
             return failed_row(job, "build_error", f"build failed: {type(e).__name__}: {e}",
                               build_time_s=round(time.perf_counter() - t0, 3), worker=os.getpid())
         build_time = time.perf_counter() - t0 if built else 0.0
@@ -108,6 +110,7 @@ def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None
                                  memory_db=job.memory_db)
         except Exception as e:  # noqa: BLE001 - outside run_episode's own guard
             _drop_stack(job)
+            reraise_interrupt(e)
             return failed_row(job, "crash", f"crash outside run_episode: {type(e).__name__}: {e}",
                               traceback=traceback.format_exc(limit=6), worker=os.getpid())
         row = row_from_result(job, result.summary, result.log.meta.get("goals") or [])

@@ -245,13 +245,25 @@ def presence_checkpoint(spec: Any, task: str) -> Path | None:
 
 def presence_cameras(cfg: StackConfig) -> tuple[str, ...]:
     """The cameras the presence model of ``cfg``'s learned planner reads, from its ``config.json`` without loading
-    it; empty when there is none or it cannot be read (loading it later raises the real error)."""
+    it; empty when there is none or it cannot be read (loading it later raises the real error).
+
+    Raises:
+        ConfigError: the presence model names other objects than the planner's state model, i.e. it was trained
+            for another task (checked here, before the env is built for its cameras).
+    """
     try:
         path = presence_checkpoint(cfg.planner, cfg.task.name)
         raw = json.loads((path / "config.json").read_text()) if path is not None else None
-        cameras = raw["model"]["cameras"] if isinstance(raw, dict) and isinstance(raw.get("model"), dict) else []
-    except (ConfigError, OSError, ValueError, KeyError):
+        model = raw["model"] if isinstance(raw, dict) and isinstance(raw.get("model"), dict) else {}
+        cameras, objects = model.get("cameras", []), model.get("objects")
+        state = resolve_perception_checkpoint(cfg.planner.state_checkpoint, cfg.task.name, "state")
+        state_objects = json.loads((state / "config.json").read_text())["model"]["objects"]
+    except (ConfigError, OSError, ValueError, KeyError, TypeError):
         return ()
+    if isinstance(objects, list) and isinstance(state_objects, list) and sorted(objects) != sorted(state_objects):
+        raise ConfigError(f"the presence model {path} knows the objects {objects}, but the state model of task "
+                          f"{cfg.task.name!r} reads {state_objects}: it was trained for another task; train one with "
+                          f"scripts/train_presence.py or leave planner.presence_checkpoint null")
     return tuple(str(c) for c in cameras) if isinstance(cameras, list) else ()
 
 

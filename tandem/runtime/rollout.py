@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import TandemError
+from tandem.core.interrupts import reraise_interrupt
 from tandem.core.lazy_images import materialize_images
 from tandem.core.protocols import Env
 from tandem.core.types import EpisodeLog, Observation
@@ -183,10 +184,12 @@ def run_episode(
         else:
             agent.stop(f"rollout step cap {limit} reached", step, observation=obs)
     except TandemError as e:
+        reraise_interrupt(e)  # Ctrl-C or SIGTERM stops the batch; it is not a failed episode
         failure = f"{type(e).__name__}: {e}"
         if agent.task is not None:
             agent.stop(failure, step)
     except Exception as e:  # noqa: BLE001 - a crashed episode is a failed row, never a crashed batch
+        reraise_interrupt(e)  # e.g. ctypes.ArgumentError carrying the KeyboardInterrupt of a signal during rendering
         failure = f"crash: {type(e).__name__}: {e}"
         log.add_event("traceback", step, text=traceback.format_exc(limit=8))
         if agent.task is not None:

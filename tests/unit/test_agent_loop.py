@@ -157,6 +157,31 @@ def test_unstable_sim_is_a_failed_episode_not_a_crash():
     assert "SimUnstableError" in res.summary["failure"]
 
 
+class RaisingToyEnv(ToyEnv):
+    """Raises ``error`` from its third step."""
+
+    def __init__(self, error: BaseException):
+        super().__init__()
+        self.error = error
+
+    def step(self, action):
+        if self.t >= 2:
+            raise self.error
+        return super().step(action)
+
+
+def test_a_crashing_step_is_a_failed_episode_but_an_interrupt_stops_the_batch():
+    import ctypes
+
+    res = run_episode(*make(RaisingToyEnv(ValueError("bad frame")))[::2], seed=0, record_video=False)
+    assert res.summary["success"] is False and "crash: ValueError: bad frame" in res.summary["failure"]
+    # SIGTERM during EGL rendering reaches us as ctypes' ArgumentError: found when tandem-collect went on after kill
+    for interrupt in (ctypes.ArgumentError("argument 1: KeyboardInterrupt: SIGTERM"), KeyboardInterrupt("SIGINT")):
+        env, _, agent = make(RaisingToyEnv(interrupt))
+        with pytest.raises(KeyboardInterrupt):
+            run_episode(env, agent, seed=0, record_video=False)
+
+
 def test_nan_action_is_a_failed_episode():
     env, ex, agent = make()
     ex.select_action = lambda obs: np.full(7, np.nan, np.float32)

@@ -297,3 +297,31 @@ def test_lerobot_private_writer_state_exists_and_abandoning_writes_nothing_more(
     assert tree(root) == after
     with pytest.raises(LeRobotInternalsChanged, match=r"dataset._is_finalized"):
         abandon_lerobot_writer(SimpleNamespace(writer=None, meta=None))
+
+
+class _InterruptedWait:
+    """A staged PNG job whose ``result()`` is interrupted: what SIGTERM does to the thread that waits on it."""
+
+    def result(self):
+        raise KeyboardInterrupt("SIGTERM")
+
+
+def test_an_interrupt_while_discarding_staged_images_propagates(tmp_path):
+    with writer(tmp_path / "ds", image_threads=2) as w:
+        w.add_frame(make_frame(0, 0, w.subgoal_task_index("pick a"), np.zeros((*SIZE, 3), np.uint8)))
+        w._png_jobs.append(_InterruptedWait())
+        with pytest.raises(KeyboardInterrupt):
+            w.discard_episode()  # a failed episode's discard must not swallow the collection's stop
+        assert w.frames_in_episode == 0
+
+
+def test_a_failed_png_job_is_dropped_quietly_on_discard(tmp_path):
+    from concurrent.futures import Future
+
+    failed: Future = Future()
+    failed.set_exception(OSError(errno.ENOSPC, "No space left on device"))
+    with writer(tmp_path / "ds", image_threads=2) as w:
+        w.add_frame(make_frame(0, 0, w.subgoal_task_index("pick a"), np.zeros((*SIZE, 3), np.uint8)))
+        w._png_jobs.append(failed)
+        w.discard_episode()  # the discarded episode's own write error is of no further interest
+        assert w.frames_in_episode == 0

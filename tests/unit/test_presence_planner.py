@@ -129,6 +129,18 @@ def test_the_presence_model_replaces_the_depth_check_and_its_cameras_are_rendere
     assert presence_cameras(stack(use_presence=False)) == ()
 
 
+def test_a_presence_checkpoint_of_another_task_is_named_before_the_env_is_built() -> None:
+    from tandem.runtime.config import StackConfig, load
+    from tandem.runtime.registry import SHIPPED_CHECKPOINTS, presence_cameras
+
+    cfg = load(StackConfig, {"task": {"name": "stack_three"}, "goals": {"name": "none"},
+                             "planner": {"name": "learned",
+                                         "presence_checkpoint": str(SHIPPED_CHECKPOINTS / "presence/pick_place_bins")},
+                             "verifier": {"name": "oracle"}, "executor": {"name": "scripted"}})
+    with pytest.raises(ConfigError, match="trained for another task"):  # was: "unknown camera 'workcell'"
+        presence_cameras(cfg)
+
+
 def test_without_a_support_surface_the_depth_check_stays_off_even_with_depth() -> None:
     obs = _obs()
     obs = Observation(images=obs.images, proprio=obs.proprio, step=0,

@@ -68,3 +68,13 @@ def test_the_render_script_names_an_unknown_task_and_a_directory_output(tmp_path
     (tmp_path / "d.npz").mkdir()
     assert main(["--task", "pick_place_bins", "--out", str(tmp_path / "d")]) == 2
     assert "is a directory" in capsys.readouterr().err
+
+
+def test_validation_scenes_without_an_absent_object_are_warned_about(tmp_path, capsys) -> None:
+    train = _scenes(tmp_path / "train.npz", [1, 2, 3], images=np.zeros((3, 2, 64, 64, 3), np.uint8))
+    val = _scenes(tmp_path / "val.npz", [7, 8, 9], images=np.zeros((3, 2, 64, 64, 3), np.uint8),
+                  present=np.array([[True, True], [True, True], [True, False]]))  # milk never absent
+    assert _script("train_presence").main(["--train", str(train), "--val", str(val), "--out", str(tmp_path / "ck"),
+                                           "--max-steps", "1"]) == 0
+    err = capsys.readouterr().err
+    assert "never show ['milk'] absent" in err and "absent_caught: null" in err
