@@ -1,8 +1,9 @@
 """Merge tandem datasets collected in shards (e.g. one ``tandem-collect`` per core) into one LeRobotDataset v3.
 
-Every episode of every shard is written again, in order, through :class:`~executor_vla.dataset_writer.
-TandemDatasetWriter` (LeRobot's own recording API, crash-safe commits, every frame checked against the schema). So
-the merged dataset is what one collection would have written: LeRobot's metadata (episodes, tasks, statistics)
+The first shard's files are copied as they are (a complete committed dataset), and every episode of the later
+shards is written after them, in order, through :class:`~executor_vla.dataset_writer.TandemDatasetWriter`
+resuming the copy as ``tandem-collect`` resumes a collection (LeRobot's own recording API, crash-safe commits,
+every frame checked against the schema). So the merged dataset is what one collection would have written: LeRobot's metadata (episodes, tasks, statistics)
 built by LeRobot, each frame's subgoal text registered again (``subgoal.task_index`` is an index into the tasks
 table, which each shard numbers in its own order), and the collector's journal continued: per-episode records with
 their shard and episode there (``shard``, ``shard_episode_index``), attempts' ``task_index`` renumbered, and
@@ -13,9 +14,10 @@ Not LeRobot's ``aggregate_datasets`` (0.6.1), which copies parquet files without
 ``task_index`` (a later shard's frames would name other subgoal texts), fails on datasets without images (pandas
 cannot write the tandem array features back: ``ArrowTypeError ... array[float32]``), and writes episode metadata
 that points at metadata files that do not exist when a shard has several (every committed tandem dataset), so
-its output cannot be merged again. Copying costs reading and writing every frame (PNG images decoded and
-encoded again): 0.65 ms a low-dimensional frame on one core here (37,815 nut_assembly frames in 25 s, with the
-writer's batched image embedding; 8.5 ms a frame with LeRobot's own).
+its output cannot be merged again. Writing a later shard's frame again costs reading and writing it (PNG images
+decoded and encoded again): 0.65 ms a low-dimensional frame on one core here (37,815 nut_assembly frames in 25 s,
+with the writer's batched image embedding; 8.5 ms a frame with LeRobot's own), several ms an 84-px image frame; the
+first shard's frames cost a file copy, so put the largest shard first.
 
 Checked before anything is written: every shard is a complete ``tandem-collect`` dataset (no collection running in
 it), the shards share one schema (features, the labels' camera, fps) and no seed of a task is in two shards (the
@@ -24,6 +26,7 @@ same demonstration twice). A shard that cannot be read is named in the error.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Sequence
@@ -33,6 +36,8 @@ from typing import Any
 
 from executor_vla.dataset_writer import (
     JOURNAL_FORMAT,
+    JOURNAL_PATH,
+    TEMP_IMAGE_DIR,
     features_diff,
     read_info,
     read_journal,
@@ -178,14 +183,17 @@ def merge_datasets(shards: Sequence[str | Path], out: str | Path, repo_id: str =
     report = MergeReport(out=out, episodes=0, frames=0)
     next_seeds: list[int] = []
     try:
+        _copy_first_shard(shards[0], tmp)
+        report.shard_episodes.append((str(shards[0].resolve()), int(first_info["total_episodes"]), 0))
         writer = TandemDatasetWriter(tmp, repo_id, features=first_info["features"], fps=int(first_info["fps"]),
                                      robot_type=str(first_info.get("robot_type") or "panda"),
-                                     checkpoint_every=checkpoint_every, mode="create")
+                                     checkpoint_every=checkpoint_every, mode="resume")
         with writer:
-            for p, j in zip(shards, journals):
+            for p, j in zip(shards[1:], journals[1:]):
                 start = writer.num_episodes
                 n = _copy_episodes(p, j, writer)
                 report.shard_episodes.append((str(p.resolve()), n, start))
+            for j in journals:
                 st = j.get("state") if isinstance(j.get("state"), dict) else {}
                 if isinstance(st.get("next_seed"), int):
                     next_seeds.append(int(st["next_seed"]))
@@ -203,6 +211,23 @@ def merge_datasets(shards: Sequence[str | Path], out: str | Path, repo_id: str =
             seeds.setdefault(str(r.get("task")), set()).add(int(r["seed"]))
     report.seeds = {t: len(s) for t, s in sorted(seeds.items())}
     return report
+
+
+def _copy_first_shard(shard: Path, dest: Path) -> None:
+    """Copy the first shard's files to ``dest`` as they are, its journal's records tagged as :func:`_record` tags
+    them. The first shard is a complete committed dataset, so writing the later shards into the copy is what
+    resuming its collection writes; only the later shards' frames are decoded and written again.
+    """
+    root = str(shard)
+    # not the staging folder of an episode that was never saved (what a killed collection leaves)
+    shutil.copytree(shard, dest, ignore=lambda d, names: [TEMP_IMAGE_DIR] if d == root and TEMP_IMAGE_DIR in names
+                    else [])
+    journal = read_journal(dest) or {}
+    journal["episodes"] = [_tag(dict(r), shard, int(r["episode_index"])) if isinstance(r.get("episode_index"), int)
+                           else r for r in journal.get("episodes", [])]
+    tmp = dest / (JOURNAL_PATH + ".tmp")
+    tmp.write_text(json.dumps(journal, indent=1))
+    os.replace(tmp, dest / JOURNAL_PATH)
 
 
 def _copy_episodes(shard: Path, journal: dict[str, Any], writer: Any) -> int:
@@ -289,6 +314,12 @@ def _record(record: dict[str, Any], writer: Any, shard: Path, episode: int) -> d
         rec["attempts"] = [dict(a, task_index=writer.subgoal_task_index(a["text"]))
                            if isinstance(a, dict) and isinstance(a.get("text"), str) and a["text"].strip() else a
                            for a in rec["attempts"]]
+    return _tag(rec, shard, episode)
+
+
+def _tag(rec: dict[str, Any], shard: Path, episode: int) -> dict[str, Any]:
+    """``rec`` tagged with its shard and episode there; a record that has them, from an earlier merge, keeps them
+    and lists this shard in ``merged_via``."""
     if "shard" in rec:  # a merge merged again: the record keeps where it was collected, and says through what
         return {**rec, "merged_via": [*rec.get("merged_via", []), str(shard.resolve())]}
     return {**rec, "shard": str(shard.resolve()), "shard_episode_index": episode}
