@@ -30,6 +30,7 @@ Usage::
         --image-dataset datasets/stack_three_84 --minutes 5 15 30 60 --seeds 20 --jobs 2 \\
         --out outputs/learning_curve/stack_three
     python benchmarks/learning_curve.py ... --skip-train     # re-evaluate / re-plot existing snapshots
+    python benchmarks/learning_curve.py ... --minutes 30 --jobs 1 --eval-workers 2   # one snapshot, 2 processes
 """
 
 from __future__ import annotations
@@ -140,16 +141,22 @@ def evaluate(design: str, minutes: float, ckpt: Path, args: argparse.Namespace, 
     eval_dir = out / design / f"eval_{ckpt.name}"
     cmd = [str(BIN / "tandem-eval"), f"suite={args.task}", f"suite.seeds={args.seeds}", f"run_variants=[{variant}]",
            f"variants.{variant}.executor.checkpoint={ckpt}", f"++variants.{variant}.executor.torch_threads=1",
-           "backend=inline", "progress=false", f"out_dir={eval_dir}"]
+           *(["backend=inline"] if args.eval_workers <= 1 else ["backend=local", f"workers={args.eval_workers}"]),
+           "progress=false", f"out_dir={eval_dir}"]
     if variant != "oracle_track":  # image executors render their cameras (flat_state: agentview for its state model)
         cmd.append(f"variants.{variant}.env.render=true")
     print(f"[learning_curve] evaluating {design} @ {minutes:.1f} min: {ckpt}", flush=True)
     log = eval_dir.with_suffix(".log")
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as f:
-        subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT, env={**os.environ, "OMP_NUM_THREADS": "1"})
+        rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, cwd=ROOT,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
     rows = [json.loads(x) for x in (eval_dir / "episodes.jsonl").read_text().splitlines() if x.strip()] \
         if (eval_dir / "episodes.jsonl").exists() else []
+    broken = [r for r in rows if r.get("failure_kind") in ("build_error", "crash", "worker_crash")]
+    if rc.returncode != 0 or broken or not rows:  # a stack that cannot run is not a policy that fails
+        raise SystemExit(f"evaluating {design} @ {minutes:.1f} min failed (exit {rc.returncode}, {len(broken)} "
+                         f"build or crash rows of {len(rows)}); see {log}")
     k, n = sum(bool(r.get("success")) for r in rows), len(rows)
     skills: dict[str, list[int]] = {}
     for r in rows:
@@ -208,6 +215,9 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, nargs="+", default=[5, 15, 30, 60])
     ap.add_argument("--seeds", type=int, default=20, help="held-out evaluation seeds per snapshot (from 1000)")
     ap.add_argument("--jobs", type=int, default=2, help="trainings (and evaluations) side by side")
+    ap.add_argument("--eval-workers", type=int, default=1,
+                    help="processes per evaluation (1: inline); e.g. --jobs 1 --eval-workers 2 for one snapshot whose "
+                         "flat episodes each run to the step cap")
     ap.add_argument("--train-seed", type=int, default=0)
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="the clock of the budgets: wall (elapsed) or cpu (one core's CPU time, fair beside other "
@@ -215,6 +225,8 @@ def main() -> None:
     ap.add_argument("--skip-train", action="store_true", help="only evaluate existing snapshots")
     ap.add_argument("--out", type=Path, default=Path("outputs/learning_curve"))
     args = ap.parse_args()
+    if args.eval_workers < 1:
+        ap.error(f"--eval-workers must be >= 1, got {args.eval_workers}")
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
@@ -225,7 +237,8 @@ def main() -> None:
         results = list(pool.map(lambda j: evaluate(*j, args, out), jobs))
     results.sort(key=lambda r: (args.designs.index(r["design"]), r["minutes"]))
     doc = {"benchmark": "learning_curve", "task": args.task, "seeds": args.seeds, "seed_start": 1000,
-           "minutes": args.minutes, "clock": args.clock, "jobs": args.jobs, "wall_s": round(time.time() - t0),
+           "minutes": args.minutes, "clock": args.clock, "jobs": args.jobs,
+           "eval_workers": args.eval_workers, "wall_s": round(time.time() - t0),
            "results": results, "command": " ".join(sys.argv)}
     (out / "learning_curve.json").write_text(json.dumps(doc, indent=2))
     (out / "learning_curve.md").write_text(table(results, args.task))

@@ -1,10 +1,12 @@
 """Merge tandem datasets collected in shards (e.g. one ``tandem-collect`` per core) into one LeRobotDataset v3.
 
-The first shard's files are copied as they are (a complete committed dataset), and every episode of the later
-shards is written after them, in order, through :class:`~executor_vla.dataset_writer.TandemDatasetWriter`
-resuming the copy as ``tandem-collect`` resumes a collection (LeRobot's own recording API, crash-safe commits,
-every frame checked against the schema). So the merged dataset is what one collection would have written: LeRobot's metadata (episodes, tasks, statistics)
-built by LeRobot, each frame's subgoal text registered again (``subgoal.task_index`` is an index into the tasks
+The files of the first shard's last commit are copied as they are (a complete committed dataset; its parquet
+footers and row counts are checked, its frames are not read), and every episode of the later shards is written
+after them, in order, through :class:`~executor_vla.dataset_writer.TandemDatasetWriter` resuming the copy as
+``tandem-collect`` resumes a collection (LeRobot's own recording API, crash-safe commits, every frame checked
+against the schema). So the merged dataset is what one collection would have written: LeRobot's metadata
+(episodes, tasks, statistics) built by LeRobot, the first shard's tasks table kept (with any subgoal text that only
+its discarded episodes registered) and each later frame's subgoal text registered again (``subgoal.task_index`` is an index into the tasks
 table, which each shard numbers in its own order), and the collector's journal continued: per-episode records with
 their shard and episode there (``shard``, ``shard_episode_index``), attempts' ``task_index`` renumbered, and
 ``next_seed`` the largest of the shards', so that ``tandem-collect`` resumes into it and a checkpoint trained on it
@@ -37,7 +39,9 @@ from typing import Any
 from executor_vla.dataset_writer import (
     JOURNAL_FORMAT,
     JOURNAL_PATH,
-    TEMP_IMAGE_DIR,
+    SNAPSHOT_DIR,
+    SNAPSHOT_FILES,
+    DatasetWriteError,
     features_diff,
     read_info,
     read_journal,
@@ -157,7 +161,7 @@ def merge_datasets(shards: Sequence[str | Path], out: str | Path, repo_id: str =
     Args:
         shards: two or more ``tandem-collect`` datasets of one schema.
         out: the new dataset's root; must not exist.
-        repo_id: LeRobot repo id recorded in the merged dataset (offline; any string).
+        repo_id: LeRobot repo id the writer opens the merged dataset with (offline; any string).
         checkpoint_every: the writer's commits (episodes between them).
 
     Returns:
@@ -167,6 +171,7 @@ def merge_datasets(shards: Sequence[str | Path], out: str | Path, repo_id: str =
         ConfigError: ``out`` or ``<out>.merging`` exists (another merge running, or one killed: remove it), a shard
             is named twice, or fewer than two are given.
         DatasetSchemaError: see :func:`check_shards`; a shard whose files cannot be read (named).
+        DatasetWriteError: the first shard's files cannot be copied, or a frame cannot be written (named).
     """
     from executor_vla.dataset_writer import TandemDatasetWriter
 
@@ -183,7 +188,7 @@ def merge_datasets(shards: Sequence[str | Path], out: str | Path, repo_id: str =
     report = MergeReport(out=out, episodes=0, frames=0)
     next_seeds: list[int] = []
     try:
-        _copy_first_shard(shards[0], tmp)
+        _copy_first_shard(shards[0], journals[0], tmp)
         report.shard_episodes.append((str(shards[0].resolve()), int(first_info["total_episodes"]), 0))
         writer = TandemDatasetWriter(tmp, repo_id, features=first_info["features"], fps=int(first_info["fps"]),
                                      robot_type=str(first_info.get("robot_type") or "panda"),
@@ -213,21 +218,30 @@ def merge_datasets(shards: Sequence[str | Path], out: str | Path, repo_id: str =
     return report
 
 
-def _copy_first_shard(shard: Path, dest: Path) -> None:
-    """Copy the first shard's files to ``dest`` as they are, its journal's records tagged as :func:`_record` tags
+def _copy_first_shard(shard: Path, journal: dict[str, Any], dest: Path) -> None:
+    """Copy the files of the first shard's last commit to ``dest`` (its parquet files, the metadata LeRobot reads and
+    the commit's snapshot; no staging folder, log or link), its journal's records tagged as :func:`_record` tags
     them. The first shard is a complete committed dataset, so writing the later shards into the copy is what
     resuming its collection writes; only the later shards' frames are decoded and written again.
+
+    Raises:
+        DatasetWriteError: a file cannot be read or written (named).
     """
-    root = str(shard)
-    # not the staging folder of an episode that was never saved (what a killed collection leaves)
-    shutil.copytree(shard, dest, ignore=lambda d, names: [TEMP_IMAGE_DIR] if d == root and TEMP_IMAGE_DIR in names
-                    else [])
-    journal = read_journal(dest) or {}
-    journal["episodes"] = [_tag(dict(r), shard, int(r["episode_index"])) if isinstance(r.get("episode_index"), int)
-                           else r for r in journal.get("episodes", [])]
-    tmp = dest / (JOURNAL_PATH + ".tmp")
-    tmp.write_text(json.dumps(journal, indent=1))
-    os.replace(tmp, dest / JOURNAL_PATH)
+    snapshot = f"{SNAPSHOT_DIR}/{journal.get('snapshot')}"
+    names = [*journal.get("files", []), *SNAPSHOT_FILES,
+             *(f"{snapshot}/{Path(f).name}" for f in SNAPSHOT_FILES if (shard / snapshot / Path(f).name).is_file())]
+    tagged = dict(journal, episodes=[_tag(dict(r), shard, int(r["episode_index"]))
+                                     if isinstance(r.get("episode_index"), int) else r
+                                     for r in journal.get("episodes", [])])
+    try:
+        for name in names:
+            if not (shard / name).is_file():
+                continue  # stats.json of a dataset without frames, say: the writer rebuilds what LeRobot needs
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(shard / name, dest / name)
+        (dest / JOURNAL_PATH).write_text(json.dumps(tagged, indent=1))
+    except OSError as e:
+        raise DatasetWriteError(f"copying {shard} into {dest}: {e}") from e
 
 
 def _copy_episodes(shard: Path, journal: dict[str, Any], writer: Any) -> int:

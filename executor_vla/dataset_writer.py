@@ -598,8 +598,8 @@ class TandemDatasetWriter:
         """Wait for the staged PNG writes; re-raise the first job's error unless ``raise_errors`` is False.
 
         Only the jobs' own errors (``Exception``) are collected. A KeyboardInterrupt raised in this thread while it
-        waits (Ctrl-C, or SIGTERM through ``tandem-collect``'s handler) always propagates: swallowing it here, on the
-        path that discards a failed episode, once let a collection go on after SIGTERM.
+        waits (Ctrl-C, or SIGTERM through ``tandem-collect``'s handler) always propagates: swallowed here, on the
+        path that discards a failed episode, it would let a collection go on after SIGTERM.
         """
         jobs, self._png_jobs = self._png_jobs, []
         first: Exception | None = None
@@ -614,7 +614,8 @@ class TandemDatasetWriter:
     def _drop_staged_images(self) -> None:
         try:
             self._wait_png_jobs(raise_errors=False)
-        finally:  # only one episode is ever staged, so the whole staging folder goes, interrupted or not
+        finally:  # only one episode is ever staged, so the whole staging folder goes (a PNG write still running
+            # after an interrupt may leave a file in it, which the next open removes)
             shutil.rmtree(self.root / TEMP_IMAGE_DIR, ignore_errors=True)
             self._last_image = {}
 
@@ -704,8 +705,10 @@ class TandemDatasetWriter:
         if self._closed:
             return
         try:
-            self.discard_episode()
-            self.commit()
+            try:
+                self.discard_episode()
+            finally:  # a second Ctrl-C while the unsaved episode's PNGs are dropped must not lose the saved ones
+                self.commit()
             if self._ds is not None:
                 self._ds.finalize()
                 self._ds = None

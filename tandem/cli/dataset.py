@@ -11,8 +11,9 @@ Examples::
 dataset, listing every problem), prints counts and per-subgoal statistics, and writes a contact sheet PNG of
 subgoal attempts with their goal images and keypoint traces drawn.
 
-``merge OUT SHARD SHARD...`` writes a new dataset of the shards' episodes, in order, each written again through the
-collector's writer (subgoal texts registered again, the collector's journal continued: :mod:`executor_vla.dataset_merge`).
+``merge OUT SHARD SHARD...`` writes a new dataset of the shards' episodes, in order: the first shard's committed
+files copied, each later episode written again through the collector's writer (subgoal texts registered again, the
+collector's journal continued: :mod:`executor_vla.dataset_merge`). Put the largest shard first.
 It refuses, before writing anything (exit status 2), shards of different schemas, a shard with a collection running in
 it, a seed in two shards, and an existing OUT or OUT.merging; a shard file that cannot be read is named.
 """

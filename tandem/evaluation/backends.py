@@ -60,7 +60,8 @@ def _run_local(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], No
         for f in inflight.glob("*.json"):
             f.unlink(missing_ok=True)
         broken: list[EpisodeJob] = []
-        with ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=worker_init) as pool:
+        pool = ProcessPoolExecutor(max_workers=n, mp_context=ctx, initializer=worker_init)
+        try:
             futs = {pool.submit(run_job, j, str(inflight)): j for j in batch}
             for fut in as_completed(futs):
                 j = futs[fut]
@@ -72,6 +73,10 @@ def _run_local(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], No
                 except Exception as e:  # noqa: BLE001 - e.g. a row that cannot be pickled
                     row = failed_row(j, "crash", f"worker error: {type(e).__name__}: {e}")
                 on_row(_stamp(row, "local"))
+        except BaseException:
+            _stop_pool(pool)  # Ctrl-C: `with pool` would wait for every queued episode, whose rows are then lost
+            raise
+        pool.shutdown(wait=True)
         if not broken:
             continue
         if isolated:
@@ -89,6 +94,16 @@ def _run_local(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], No
             pending = [j for j in pending if j not in broken]
             suspects = list(broken)
     return f"a local process pool of {max(1, min(workers, len(jobs)))} worker(s)"
+
+
+def _stop_pool(pool: Any) -> None:
+    """Start no queued episode and end the running ones (their rows are not written; a rerun with the same
+    ``out_dir`` resumes them). Python 3.12's ProcessPoolExecutor has no public way to end its workers."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    pool.shutdown(wait=False, cancel_futures=True)
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.terminate()
 
 
 def ray_init_kwargs(address: str | None, workers: int) -> tuple[dict[str, Any], str]:

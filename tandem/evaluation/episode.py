@@ -1,9 +1,10 @@
 """One episode in this process: build (or reuse) the variant's stack, run it, return its row.
 
 :func:`run_job` builds the stack through :func:`tandem.runtime.registry.build_stack` or a variant's ``builder``,
-keeps the last few built stacks per process, and never raises: a build error, an exception outside
-``run_episode``, a NaN action or an unstable simulation is a failed row whose ``failure_kind`` and ``failure``
-say why. Every backend (:mod:`tandem.evaluation.backends`) runs episodes through it.
+keeps the last few built stacks per process, and raises only on an interrupt: a build error, an exception
+outside ``run_episode``, a NaN action or an unstable simulation is a failed row whose ``failure_kind`` and
+``failure`` say why, while Ctrl-C or SIGTERM (also when ctypes hides it in an ``ArgumentError``,
+:mod:`tandem.core.interrupts`) stops the batch. Every backend (:mod:`tandem.evaluation.backends`) runs episodes through it.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def _inflight_path(inflight_dir: str | None) -> Path | None:
 
 
 def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None) -> dict[str, Any]:
-    """Run one episode in this process and return its row. Never raises (see module docstring).
+    """Run one episode in this process and return its row (see module docstring).
 
     Args:
         job: the episode (or its ``to_json`` dict).
@@ -86,6 +87,10 @@ def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None
 
     Returns:
         The row: identification columns, outcome columns and :data:`TIMING_COLUMNS`.
+
+    Raises:
+        KeyboardInterrupt: an interrupt while building or running, also one hidden in another exception; every
+            other error is a failed row.
     """
     if isinstance(job, Mapping):
         job = EpisodeJob(**job)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.core.interrupts import reraise_interrupt
 from tandem.core.lazy_images import materialize_images
 from tandem.core.privileged import observation_for
 from tandem.core.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier, require_protocol
@@ -266,6 +267,7 @@ class HierarchicalAgent:
         try:
             plan = self.planner.plan(observation_for(self.planner, observation, "planner"), self.memory)
         except TandemError as e:  # planners should fall back themselves; this is the last line of defence
+            reraise_interrupt(e)
             self.memory.record_event("planner_error", self._step, error=str(e))
             self._finish(False, f"planner failed: {e}")
             return

@@ -254,12 +254,17 @@ def presence_cameras(cfg: StackConfig) -> tuple[str, ...]:
     try:
         path = presence_checkpoint(cfg.planner, cfg.task.name)
         raw = json.loads((path / "config.json").read_text()) if path is not None else None
-        model = raw["model"] if isinstance(raw, dict) and isinstance(raw.get("model"), dict) else {}
-        cameras, objects = model.get("cameras", []), model.get("objects")
+    except (ConfigError, OSError, ValueError):
+        return ()
+    model = raw.get("model") if isinstance(raw, dict) else None
+    if path is None or not isinstance(model, dict):
+        return ()
+    cameras, objects = model.get("cameras", []), model.get("objects")
+    try:  # only a learned planner has a presence model (presence_checkpoint is None for the others)
         state = resolve_perception_checkpoint(cfg.planner.state_checkpoint, cfg.task.name, "state")
         state_objects = json.loads((state / "config.json").read_text())["model"]["objects"]
     except (ConfigError, OSError, ValueError, KeyError, TypeError):
-        return ()
+        state_objects = None  # loading the state model later raises the real error
     if isinstance(objects, list) and isinstance(state_objects, list) and sorted(objects) != sorted(state_objects):
         raise ConfigError(f"the presence model {path} knows the objects {objects}, but the state model of task "
                           f"{cfg.task.name!r} reads {state_objects}: it was trained for another task; train one with "

@@ -15,8 +15,9 @@ Artefacts written to ``out_dir`` (all optional):
 When the episode ends at the env's step limit, on termination or at the rollout's step cap, the active subgoal is
 verified on the last observation first, so its verdict is recorded.
 
-A failed episode (unstable simulation, NaN action, exhausted budgets) is returned as failed with its
-reason; it never raises, so a batch evaluation continues.
+A failed episode (unstable simulation, NaN action, exhausted budgets, a crash) is returned as failed with its
+reason, so a batch evaluation continues. An interrupt (Ctrl-C, SIGTERM) is raised as KeyboardInterrupt, also when
+ctypes hides it in an ``ArgumentError`` (:mod:`tandem.core.interrupts`), so the batch stops.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ def run_episode(
     Raises:
         MemoryStoreError / MemorySchemaError: ``memory_db`` is not a usable memory store (before the episode
             starts; the file is left untouched).
+        KeyboardInterrupt: Ctrl-C or SIGTERM during the episode, also one that a library raised as another
+            exception (see the module docstring).
 
     Returns:
         EpisodeResult. Never raises for episode-level failures: they are recorded as failed episodes

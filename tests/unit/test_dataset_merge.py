@@ -161,3 +161,33 @@ def test_cli_merges_and_refuses_with_exit_status_2(tmp_path, capsys):
     with pytest.raises(SystemExit) as refused:
         main(args)
     assert refused.value.code == 2 and "already exists" in capsys.readouterr().err
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_the_first_shard_is_copied_from_its_last_commit_and_left_as_it_was(tmp_path, monkeypatch):
+    a = shard(tmp_path / "a", [0, 1], ("pick a", "place a"))
+    b = shard(tmp_path / "b", [2], ("place a",))
+    (a / "images" / "stale").mkdir(parents=True)  # a killed episode's staging folder, and a user's notes
+    (a / "images" / "stale" / "frame.png").write_bytes(b"png")
+    (a / "notes.txt").write_text("mine")
+    before = _tree(a)
+    merge_datasets([a, b], tmp_path / "m", repo_id="tandem/test")
+    assert _tree(a) == before  # the shard is untouched
+    assert not (tmp_path / "m" / "images").exists() and not (tmp_path / "m" / "notes.txt").exists()
+    merged = _tree(tmp_path / "m")
+    for name in read_journal(a)["files"]:  # the first shard's committed parquet files are copied byte for byte
+        assert merged[name] == before[name], name
+    assert frame_texts(tmp_path / "m")[:12] == frame_texts(a)
+
+    import executor_vla.dataset_merge as dm
+
+    def full_disk(src, dst, *args, **kw):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(dm.shutil, "copyfile", full_disk)
+    with pytest.raises(dm.DatasetWriteError, match=r"copying .*a into .*m2\.merging: \[Errno 28\]"):
+        merge_datasets([a, b], tmp_path / "m2")
+    assert not (tmp_path / "m2").exists() and not (tmp_path / "m2.merging").exists()

@@ -141,6 +141,20 @@ def test_a_presence_checkpoint_of_another_task_is_named_before_the_env_is_built(
         presence_cameras(cfg)
 
 
+@pytest.mark.parametrize("planner, verifier, executor", [
+    ("instruction", "oracle_task", {"name": "diffusion", "checkpoint": "checkpoints/flat_state/stack_three"}),
+    ("oracle", "learned", {"name": "scripted"}),
+])
+def test_stacks_without_a_learned_planner_have_no_presence_cameras(planner, verifier, executor) -> None:
+    from tandem.runtime.config import StackConfig, load
+    from tandem.runtime.registry import perception_camera, presence_cameras
+
+    cfg = load(StackConfig, {"task": {"name": "stack_three"}, "goals": {"name": "none"}, "planner": {"name": planner},
+                             "verifier": {"name": verifier}, "executor": executor})
+    assert perception_camera(cfg) is not None  # the env builder asks for presence cameras of such stacks too
+    assert presence_cameras(cfg) == ()
+
+
 def test_without_a_support_surface_the_depth_check_stays_off_even_with_depth() -> None:
     obs = _obs()
     obs = Observation(images=obs.images, proprio=obs.proprio, step=0,
