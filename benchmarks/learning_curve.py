@@ -227,12 +227,30 @@ def main() -> None:
     args = ap.parse_args()
     if args.eval_workers < 1:
         ap.error(f"--eval-workers must be >= 1, got {args.eval_workers}")
+    if not all(m > 0 for m in args.minutes):
+        ap.error(f"--minutes must all be > 0, got {args.minutes}")
+    if not args.skip_train:  # every design's data before the first of many trainings starts, not hours into them
+        for design in args.designs:
+            kind = DESIGNS[design][1]
+            flag, root = ("--image-dataset", args.image_dataset) if kind == "image" else ("--dataset", args.dataset)
+            if root is None:
+                ap.error(f"design {design} needs {flag}")
+            if not (Path(root) / "meta" / "info.json").is_file():
+                ap.error(f"{flag} {root}: no meta/info.json (not a LeRobotDataset)")
+            if kind == "image":
+                dataset_cameras(root)
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
         if not args.skip_train:
-            list(pool.map(lambda d: train(d, args, out), args.designs))
+            trainings = [pool.submit(train, d, args, out) for d in args.designs]
+            try:
+                for t in trainings:
+                    t.result()
+            except BaseException:  # a failed training (or Ctrl-C) starts no queued one
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
         jobs = [(d, m, c) for d in args.designs for m, c in snapshots(d, out)]
         results = list(pool.map(lambda j: evaluate(*j, args, out), jobs))
     results.sort(key=lambda r: (args.designs.index(r["design"]), r["minutes"]))

@@ -17,10 +17,9 @@ SIGINT or SIGTERM (saved episodes are kept).
 from __future__ import annotations
 
 import json
-import signal
 import sys
 
-from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime
+from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime, stop_on_signals
 from tandem.core.errors import ConfigError
 
 prepare_runtime()
@@ -97,20 +96,6 @@ def run(cfg) -> dict:
         print(f"interrupted: {report.episodes_total} episodes are committed in {report.root}; "
               f"rerun the same command to resume", file=sys.stderr)
     return shown
-
-
-def stop_on_signals() -> None:
-    """Make SIGTERM (``kill``, a job scheduler's pre-emption) and SIGINT raise KeyboardInterrupt in the main thread,
-    so that a collection commits its saved episodes and stops as on Ctrl-C (exit status 130).
-
-    SIGINT is re-armed too: a non-interactive shell starts background jobs (``cmd &``) with SIGINT ignored, and
-    Python keeps that disposition, so ``kill -INT`` would otherwise do nothing.
-    """
-    def _interrupt(signum: int, _frame: object) -> None:
-        raise KeyboardInterrupt(signal.Signals(signum).name)
-
-    signal.signal(signal.SIGTERM, _interrupt)
-    signal.signal(signal.SIGINT, _interrupt)
 
 
 @hydra_main(config_name="collect")

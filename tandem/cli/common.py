@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -169,4 +170,21 @@ def hydra_main(config_name: str) -> Callable[[Callable[[Any], None]], Callable[[
     return deco
 
 
-__all__ = ["CONFIG_DIR", "compose_config", "fail", "hydra_main", "load_config", "prepare_runtime", "register_configs", "to_container"]
+
+def stop_on_signals() -> None:
+    """Make SIGTERM (``kill``, a job scheduler's pre-emption) and SIGINT raise KeyboardInterrupt in the main thread,
+    so that a collection, an evaluation or a merge keeps what it finished (or leaves nothing half-written) and stops
+    as on Ctrl-C (exit status 130).
+
+    SIGINT is re-armed too: a non-interactive shell starts background jobs (``cmd &``) with SIGINT ignored, and
+    Python keeps that disposition, so ``kill -INT`` would otherwise do nothing.
+    """
+    def _interrupt(signum: int, _frame: object) -> None:
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGINT, _interrupt)
+
+
+__all__ = ["CONFIG_DIR", "compose_config", "fail", "hydra_main", "load_config", "prepare_runtime", "register_configs",
+           "stop_on_signals", "to_container"]

@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from tandem.cli.common import prepare_runtime
+from tandem.cli.common import prepare_runtime, stop_on_signals
 
 prepare_runtime()
 
@@ -79,13 +79,17 @@ def _merge(out: Path, shards: list[Path]) -> None:
     from executor_vla.dataset_merge import merge_datasets
     from tandem.core.errors import TandemError
 
+    stop_on_signals()  # SIGTERM too: the half-written OUT.merging is removed, as on Ctrl-C
     try:
         report = merge_datasets(shards, out)
+    except KeyboardInterrupt:
+        print(f"interrupted: nothing was written to {out}", file=sys.stderr)
+        sys.exit(130)
     except TandemError as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(2)
     for shard, n, first in report.shard_episodes:
-        print(f"{shard}: {n} episodes -> {first}..{first + n - 1}")
+        print(f"{shard}: {n} episodes -> {first}..{first + n - 1}" if n else f"{shard}: no episodes")
     seeds = ", ".join(f"{t}: {n}" for t, n in report.seeds.items()) or "none recorded"
     print(f"{report.out}: {report.episodes} episodes, {report.frames} frames; distinct seeds {seeds}")
 

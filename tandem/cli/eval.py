@@ -18,7 +18,7 @@ import argparse
 import json
 import sys
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime
+from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, stop_on_signals
 
 prepare_runtime()
 
@@ -94,8 +94,13 @@ def compare_main(argv: list[str]) -> int:
 
 @hydra_main(config_name="eval")
 def _hydra_entry(cfg) -> None:
+    stop_on_signals()  # SIGTERM too: the local pool's workers are ended, and the finished rows are kept
     try:
         run(cfg)
+    except KeyboardInterrupt:
+        print(f"interrupted: the finished episodes are recorded in {cfg.get('out_dir') or 'the results folder'}; "
+              "rerun the same command to resume", file=sys.stderr)
+        sys.exit(130)
     except Exception as e:  # noqa: BLE001 - one clear line, not a traceback from inside a worker
         fail(e)
 

@@ -7,7 +7,7 @@ import signal
 
 import pytest
 
-from tandem.cli.collect import stop_on_signals
+from tandem.cli.common import stop_on_signals
 
 
 @pytest.fixture

@@ -191,3 +191,30 @@ def test_the_first_shard_is_copied_from_its_last_commit_and_left_as_it_was(tmp_p
     with pytest.raises(dm.DatasetWriteError, match=r"copying .*a into .*m2\.merging: \[Errno 28\]"):
         merge_datasets([a, b], tmp_path / "m2")
     assert not (tmp_path / "m2").exists() and not (tmp_path / "m2.merging").exists()
+
+
+def test_outputs_inside_a_shard_files_as_shards_and_empty_shards(tmp_path, capsys, monkeypatch):
+    """Found by a new user's trial: a merge written inside a shard's data/ (which a collection resuming there would
+    delete), a shard given as a file (a traceback), an empty later shard (a traceback)."""
+    a = shard(tmp_path / "a", [0], ("pick a",))
+    b = shard(tmp_path / "b", [1], ("pick a",))
+    for out in (a / "data" / "chunk-000" / "m", a / "sub"):  # inside a shard (one that holds a shard exists)
+        with pytest.raises(ConfigError, match="lies inside shard"):
+            merge_datasets([a, b], out)
+    assert not (a / "sub").exists() and not (a / "data" / "chunk-000" / "m.merging").exists()
+    with pytest.raises(DatasetSchemaError, match="info.json is not a directory"):
+        merge_datasets([a, a / "meta" / "info.json"], tmp_path / "m")
+    empty = writer(tmp_path / "empty")
+    empty.close()
+    report = merge_datasets([a, tmp_path / "empty", b], tmp_path / "m")
+    assert report.episodes == 2 and report.shard_episodes[1][1] == 0
+
+    from tandem.cli import dataset as cli
+
+    def interrupted(*_a, **_k):
+        raise KeyboardInterrupt("SIGTERM")
+
+    monkeypatch.setattr("executor_vla.dataset_merge.merge_datasets", interrupted)
+    with pytest.raises(SystemExit) as info:
+        cli.main(["merge", str(tmp_path / "m3"), str(a), str(b)])
+    assert info.value.code == 130 and "interrupted: nothing was written" in capsys.readouterr().err
