@@ -209,7 +209,7 @@ def plot(results: list[dict[str, Any]], path: Path, task: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", default="stack_three")
-    ap.add_argument("--dataset", default=None, help="low-dimensional dataset (tandem-collect env.render=false)")
+    ap.add_argument("--dataset", default=None, help="low-dimensional dataset (tandem-collect env.render=false goals.goal_image=false)")
     ap.add_argument("--image-dataset", default=None, help="image dataset for the image designs")
     ap.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
     ap.add_argument("--minutes", type=float, nargs="+", default=[5, 15, 30, 60])

@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import shutil
 import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -299,6 +301,7 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
         DatasetSchemaError: ``out`` holds a dataset with another schema, or a frame does not fit the schema.
         DatasetWriteError: a write failed (the dataset is rolled back to its last commit, which is intact).
         UnknownNameError / ConfigError: bad task, component or setting names.
+        Where this call created ``out`` and nothing was saved, ``out`` is removed again on any of these.
     """
     from tandem.runtime.registry import build_stack
 
@@ -309,6 +312,7 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
     target = cfg.episodes
     if label_vocabulary(cfg) is not None:
         check_label_camera(cfg)  # before the (slow) env is built
+    created = not Path(cfg.out).exists()
     writer = open_writer(cfg)  # schema check before the (slow) env is built
     report = CollectReport(root=str(writer.root), episodes_total=writer.num_episodes, recovered=list(writer.recovered))
     own_stack = stack is None
@@ -364,6 +368,8 @@ def collect(cfg: Any, *, on_episode: Callable[[EpisodeOutcome, Any], None] | Non
         # never let a failing close() hide the error that is propagating
         with contextlib.suppress(Exception) if failed else contextlib.nullcontext():
             writer.close()
+        if failed and created and writer.num_episodes == 0:  # e.g. a stack refused at build: leave no empty dataset
+            shutil.rmtree(writer.root, ignore_errors=True)
         if own_stack and stack is not None:
             stack.close()
     report.episodes_total = writer.num_episodes

@@ -159,6 +159,17 @@ def test_cli_schema_mismatch_fails_clearly_and_keeps_data(tmp_path):
     assert after == before
 
 
+def test_a_stack_refused_at_build_leaves_no_empty_dataset(tmp_path):
+    """Found by a new user's trial: env.render=false with goal images was refused, but left out/meta behind."""
+    from tandem.core.errors import TandemError
+    from tandem.runtime.collect import collect
+
+    out = tmp_path / "lowdim"
+    with pytest.raises(TandemError, match="render"):
+        collect(_cfg("stack_three", out, **{"env.render": "false"}))
+    assert not out.exists()
+
+
 def test_cli_reports_each_episode_to_a_log_that_is_not_a_terminal(tmp_path):
     """Run in the background with stderr to a file, the collector still says how far it is: one line per episode."""
     out = tmp_path / "lowdim"
