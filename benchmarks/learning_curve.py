@@ -102,9 +102,7 @@ def dataset_cameras(root: str | Path) -> list[str]:
 
 def train(design: str, args: argparse.Namespace, out: Path) -> None:
     overrides, kind, _ = DESIGNS[design]
-    dataset = args.dataset if kind == "lowdim" else args.image_dataset
-    if dataset is None:
-        raise SystemExit(f"design {design} needs --{'image-' if kind == 'image' else ''}dataset")
+    dataset = args.dataset if kind == "lowdim" else args.image_dataset  # both checked in main() before any training
     minutes = sorted(args.minutes)
     if kind == "image":  # the cameras the dataset has (pick_place_bins' image datasets record agentview only)
         overrides = [*overrides, f"executor.cameras=[{','.join(dataset_cameras(dataset))}]"]
@@ -209,7 +207,8 @@ def plot(results: list[dict[str, Any]], path: Path, task: str) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--task", default="stack_three")
-    ap.add_argument("--dataset", default=None, help="low-dimensional dataset (tandem-collect env.render=false goals.goal_image=false)")
+    ap.add_argument("--dataset", default=None,
+                    help="low-dimensional dataset (tandem-collect env.render=false goals.goal_image=false)")
     ap.add_argument("--image-dataset", default=None, help="image dataset for the image designs")
     ap.add_argument("--designs", nargs="+", default=list(DESIGNS), choices=list(DESIGNS))
     ap.add_argument("--minutes", type=float, nargs="+", default=[5, 15, 30, 60])

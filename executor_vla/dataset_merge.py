@@ -6,11 +6,11 @@ after them, in order, through :class:`~executor_vla.dataset_writer.TandemDataset
 ``tandem-collect`` resumes a collection (LeRobot's own recording API, crash-safe commits, every frame checked
 against the schema). So the merged dataset is what one collection would have written: LeRobot's metadata
 (episodes, tasks, statistics) built by LeRobot, the first shard's tasks table kept (with any subgoal text that only
-its discarded episodes registered) and each later frame's subgoal text registered again (``subgoal.task_index`` is an index into the tasks
-table, which each shard numbers in its own order), and the collector's journal continued: per-episode records with
-their shard and episode there (``shard``, ``shard_episode_index``), attempts' ``task_index`` renumbered, and
-``next_seed`` the largest of the shards', so that ``tandem-collect`` resumes into it and a checkpoint trained on it
-records its seeds.
+its discarded episodes registered) and each later frame's subgoal text registered again (``subgoal.task_index`` is
+an index into the tasks table, which each shard numbers in its own order), and the collector's journal continued:
+per-episode records with their shard and episode there (``shard``, ``shard_episode_index``), attempts' ``task_index``
+renumbered, and ``next_seed`` the largest of the shards', so that ``tandem-collect`` resumes into it and a checkpoint
+trained on it records its seeds.
 
 Not LeRobot's ``aggregate_datasets`` (0.6.1), which copies parquet files without reading frames: it remaps only
 ``task_index`` (a later shard's frames would name other subgoal texts), fails on datasets without images (pandas
@@ -76,9 +76,10 @@ def check_shards(shards: Sequence[Path]) -> list[dict[str, Any]]:
 
     Raises:
         DatasetSchemaError: a shard does not exist or is not a directory, is not a tandem dataset (no
-            ``meta/info.json`` or no ``tandem-collect`` journal), has uncommitted files (a collection is running in it, or was killed: rerun
-            ``tandem-collect`` on it to resume or roll back), differs from the first shard's features or fps (every
-            difference named, and the tasks where they differ), or shares a task's seed with another shard.
+            ``meta/info.json`` or no ``tandem-collect`` journal), has uncommitted files (a collection is running in
+            it, or was killed: rerun ``tandem-collect`` on it to resume or roll back), differs from the first
+            shard's features or fps (every difference named, and the tasks where they differ), or shares a task's
+            seed with another shard.
         ConfigError: fewer than two shards, or one named twice.
     """
     if len(shards) < 2:
@@ -236,15 +237,14 @@ def _copy_first_shard(shard: Path, journal: dict[str, Any], dest: Path) -> None:
         DatasetWriteError: a file cannot be read or written (named).
     """
     snapshot = f"{SNAPSHOT_DIR}/{journal.get('snapshot')}"
-    names = [*journal.get("files", []), *SNAPSHOT_FILES,
-             *(f"{snapshot}/{Path(f).name}" for f in SNAPSHOT_FILES if (shard / snapshot / Path(f).name).is_file())]
+    names = [*journal.get("files", []), *SNAPSHOT_FILES, *(f"{snapshot}/{Path(f).name}" for f in SNAPSHOT_FILES)]
     tagged = dict(journal, episodes=[_tag(dict(r), shard, int(r["episode_index"]))
                                      if isinstance(r.get("episode_index"), int) else r
                                      for r in journal.get("episodes", [])])
     try:
         for name in names:
             if not (shard / name).is_file():
-                continue  # stats.json of a dataset without frames, say: the writer rebuilds what LeRobot needs
+                continue  # e.g. stats.json of a dataset without frames: the writer rebuilds what LeRobot needs
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(shard / name, dest / name)
         (dest / JOURNAL_PATH).write_text(json.dumps(tagged, indent=1))

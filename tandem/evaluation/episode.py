@@ -4,7 +4,8 @@
 keeps the last few built stacks per process, and raises only on an interrupt: a build error, an exception
 outside ``run_episode``, a NaN action or an unstable simulation is a failed row whose ``failure_kind`` and
 ``failure`` say why, while Ctrl-C or SIGTERM (also when ctypes hides it in an ``ArgumentError``,
-:mod:`tandem.core.interrupts`) stops the batch. Every backend (:mod:`tandem.evaluation.backends`) runs episodes through it.
+:mod:`tandem.core.interrupts`) stops the batch. Every backend (:mod:`tandem.evaluation.backends`) runs episodes
+through it.
 """
 
 from __future__ import annotations
