@@ -215,6 +215,7 @@ def test_outputs_inside_a_shard_files_as_shards_and_empty_shards(tmp_path, capsy
         raise KeyboardInterrupt("SIGTERM")
 
     monkeypatch.setattr("executor_vla.dataset_merge.merge_datasets", interrupted)
+    monkeypatch.setattr("tandem.cli.dataset.stop_on_signals", lambda: None)  # keep pytest's own signal handlers
     with pytest.raises(SystemExit) as info:
         cli.main(["merge", str(tmp_path / "m3"), str(a), str(b)])
     assert info.value.code == 130 and "interrupted: nothing was written" in capsys.readouterr().err
