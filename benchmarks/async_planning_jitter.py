@@ -53,6 +53,7 @@ class SlowPlanner:
     def __init__(self, inner: Any, delay_s: float, kind: str):
         self.inner, self.delay_s, self.kind = inner, delay_s, kind
         self.source = inner.source
+        self.grounding = inner.grounding
         self.is_oracle = inner.is_oracle  # it hands the inner planner the observation it gets
 
     def reset(self, task: TaskSpec) -> None:
@@ -101,6 +102,7 @@ class ToyWorld:
 class ToyPlanner:
     source = "toy"
     is_oracle = False
+    grounding = None
 
     def __init__(self, world: ToyWorld):
         self.world = world

@@ -19,6 +19,7 @@ import yaml
 from bridge.joint_states import joint_freshness_keys
 from bridge.safety import SafetyLimits
 from tandem.core.errors import ConfigError
+from tandem.core.vocabulary import TaskVocabulary
 
 TRANSPORTS = ("dds", "rclpy", "inprocess")
 ACTION_SPACES = ("eef_delta", "joint_pos")
@@ -49,6 +50,8 @@ class Topics:
         estop: std_msgs/Bool in; ``true`` latches the stop.
         estop_reset: std_msgs/Bool in; ``true`` releases the latch (an explicit operator action).
         oracle_privileged: std_msgs/String in, JSON; SIM-ONLY oracle side channel (see README).
+        instruction: std_msgs/String in (RELIABLE): the user's instruction; each message received starts one episode
+            (queued in arrival order) where the bridge waits for one (``docs/ros2-bridge.md``).
     """
 
     cameras: dict[str, CameraTopic] = field(default_factory=dict)
@@ -60,6 +63,7 @@ class Topics:
     estop: str = "/tandem/estop"
     estop_reset: str = "/tandem/estop_reset"
     oracle_privileged: str | None = None
+    instruction: str = "/tandem/instruction"
 
 
 @dataclass(frozen=True)
@@ -157,14 +161,81 @@ class ActionMapping:
         return (float(width_m) - self.gripper_joint_offset) / self.gripper_joint_scale / max(len(self.gripper_joints), 1)
 
 
+#: The project root: relative cell-file paths not found from the working directory are looked up here.
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+
+
+def resolve_cell_path(path: str | Path) -> Path:
+    """A cell (vocabulary) file's path: absolute as given; relative, from the working directory if it is there, else
+    from :data:`PROJECT_ROOT` (so ``configs/bridge/cells/stack_three.yaml`` works from any directory).
+
+    Raises:
+        ConfigError: no such file (names both places looked in).
+    """
+    p = Path(path).expanduser()
+    if p.is_absolute():
+        candidates = [p]
+    else:
+        candidates = [Path.cwd() / p, PROJECT_ROOT / p]
+    for c in candidates:
+        if c.is_file():
+            return c
+    raise ConfigError(f"bridge.task.vocabulary: no cell file {str(path)!r} (looked in "
+                      f"{' and '.join(str(c.parent) for c in candidates)})")
+
+
+def load_cell_vocabulary(value: Any) -> TaskVocabulary | None:
+    """``task.vocabulary`` -> a :class:`TaskVocabulary`: a path to a YAML/JSON file in its form (a cell file,
+    ``configs/bridge/cells/*.yaml``), an inline mapping of the same keys, a vocabulary, or None (none declared).
+
+    Raises:
+        ConfigError: a missing or unreadable file, or an invalid vocabulary (one line naming the file and key).
+    """
+    if value is None or isinstance(value, TaskVocabulary):
+        return value
+    if isinstance(value, (str, Path)):
+        return TaskVocabulary.load(resolve_cell_path(value))
+    if isinstance(value, Mapping):
+        return TaskVocabulary.from_dict(value, where="bridge.task.vocabulary")
+    raise ConfigError(f"bridge.task.vocabulary: expected a cell file path or a mapping, got {type(value).__name__}")
+
+
 @dataclass(frozen=True)
 class TaskConfig:
-    """The task as the robot side knows it (no simulator): name, instruction, objects, step budget."""
+    """The task as the robot side knows it (no simulator, no judge).
+
+    Attributes:
+        name: the task's name (recorded; a learned model may be chosen by it).
+        instruction: the default instruction of the first episode (``tandem-bridge instruction=...`` overrides it;
+            empty: the bridge waits for one on ``topics.instruction``).
+        objects: object names the planner may refer to; default: the vocabulary's objects. With a vocabulary, each
+            must be one of its objects.
+        max_steps: control-step budget of one episode.
+        vocabulary: the cell's declared vocabulary (:class:`tandem.core.vocabulary.TaskVocabulary`): a path to a
+            cell file, an inline mapping, or None. After construction it holds the loaded vocabulary (or None).
+
+    Raises:
+        ConfigError: a bad cell file or vocabulary, an object outside it, or ``max_steps < 1`` (one named line).
+    """
 
     name: str = "robot_task"
     instruction: str = ""
     objects: tuple[str, ...] = ()
     max_steps: int = 400
+    vocabulary: Any = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.instruction, str):
+            raise ConfigError(f"task.instruction must be a string, got {self.instruction!r}")
+        if not isinstance(self.max_steps, int) or self.max_steps < 1:
+            raise ConfigError(f"task.max_steps must be an integer >= 1, got {self.max_steps!r}")
+        vocab = load_cell_vocabulary(self.vocabulary)
+        object.__setattr__(self, "vocabulary", vocab)
+        if vocab is not None:
+            unknown = [o for o in self.objects if o not in vocab.objects]
+            if unknown:
+                raise ConfigError(f"task.objects: {unknown[0]!r} is not an object of the cell vocabulary "
+                                  f"{vocab.task!r} (known: {sorted(vocab.objects)})")
 
 
 @dataclass(frozen=True)
@@ -238,7 +309,7 @@ def _build(cls, data: Mapping[str, Any] | None, where: str):
         raise ConfigError(f"unknown key(s) {unknown} in {where}; known: {sorted(known)}")
     kw = {}
     for name, value in data.items():
-        if isinstance(value, list):
+        if isinstance(value, list) and name != "vocabulary":
             value = tuple(value)
         kw[name] = value
     try:

@@ -9,7 +9,8 @@ Conventions followed (sources in the README section "DDS conventions"):
 * The DDS domain id is ``ROS_DOMAIN_ID``.
 * QoS: publishers are RELIABLE / KEEP_LAST(depth) / VOLATILE (the ROS 2 default profile); sensor
   subscriptions are BEST_EFFORT / KEEP_LAST(1), which match both reliable publishers and the
-  ``SensorDataQoS`` best-effort publishers of camera drivers; e-stop subscriptions are RELIABLE.
+  ``SensorDataQoS`` best-effort publishers of camera drivers; e-stop and instruction subscriptions are RELIABLE /
+  KEEP_LAST(10).
 
 ``loopback_only=True`` binds Cyclone to 127.0.0.1 with multicast off and 127.0.0.1 as the only
 discovery peer, so no packet leaves the machine (rehearsal and tests).
@@ -124,9 +125,12 @@ class DdsTransport:
         return publish
 
     def create_subscription(self, topic: str, type_name: str, callback: Callable[[Any], None],
-                            reliable: bool = False, depth: int = 1) -> None:
+                            reliable: bool = False, depth: int | None = None) -> None:
+        """Run ``callback`` on each sample; ``depth`` (KEEP_LAST) defaults to 1 for sensor data (only the newest
+        counts) and 10 for RELIABLE topics (e-stop, instructions, the oracle channel), where none may be lost."""
         from cyclonedds.sub import DataReader
 
+        depth = depth if depth is not None else (10 if reliable else 1)
         with self._lock:
             reader = DataReader(self.participant, self._topic(topic, type_name), qos=self._qos(reliable, depth))
             self._readers.append((reader, callback, topic))

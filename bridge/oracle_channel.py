@@ -4,8 +4,13 @@ A real robot has no ground truth, so ``RobotEnv`` never fills ``Observation.priv
 data. To rehearse a deployment with the oracle planner, verifier and scripted executor, the
 simulated robot publishes, on clearly named extra topics (JSON in ``std_msgs/String``):
 
-* ``/tandem/oracle/privileged``: ``{"stamp", "step", "privileged", "success", "spec"}`` every step:
-  the simulator's predicates/object poses, the task-success flag and the TaskSpec fields;
+* ``/tandem/oracle/privileged``: ``{"stamp", "step", "privileged", "success", "episode", "judge"}`` every step:
+  the simulator's predicates/object poses (no goals), the task-success flag, and the judge's reading of the
+  episode's instruction, ``judge = {"episode", "instruction", "goals", "refused"}``;
+* ``/tandem/oracle/episode``: the bridge's request ``{"episode": id, "instruction"}`` at each ``RobotEnv.reset``:
+  the simulated robot's judge reads the instruction the bridge runs (the task's reference reading), the scene is
+  reset, and ``privileged`` messages carry ``"episode": id`` from then on. The goals thus come from the user's
+  words, never from the channel's own draw; only the privileged oracle components plan or verify by them;
 * ``/tandem/oracle/waypoints``: the scripted expert's waypoints for a subgoal, answering a request
   ``{"seq", "subgoal"}`` on ``/tandem/oracle/subgoal``.
 
@@ -30,6 +35,7 @@ from tandem.core.types import to_jsonable
 PRIVILEGED_TOPIC = "/tandem/oracle/privileged"
 SUBGOAL_TOPIC = "/tandem/oracle/subgoal"
 WAYPOINTS_TOPIC = "/tandem/oracle/waypoints"
+EPISODE_TOPIC = "/tandem/oracle/episode"
 
 
 class OracleChannelServer:

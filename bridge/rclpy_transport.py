@@ -3,7 +3,7 @@
 ``rclpy`` is imported lazily, when the transport is created; the robot env, safety layer and message
 conversions are the same tested code as over DDS. QoS: publishers use the ROS 2 default profile
 (RELIABLE, KEEP_LAST 10); sensor subscriptions use ``qos_profile_sensor_data`` (BEST_EFFORT, which also
-receives from RELIABLE publishers); e-stop and oracle subscriptions are RELIABLE.
+receives from RELIABLE publishers); e-stop, instruction and oracle subscriptions are RELIABLE (KEEP_LAST 10).
 The gripper may be driven through the ``control_msgs/action/GripperCommand`` action (``gripper_mode: action``).
 """
 

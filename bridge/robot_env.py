@@ -19,13 +19,20 @@ A background watchdog also publishes stops while no ``step`` arrives within the 
 ``Observation.privileged`` is never set from robot data. Only the SIM-ONLY oracle side channel
 (``oracle_side_channel: true``, a JSON ``std_msgs/String`` published by the simulated robot) fills
 it, for rehearsals with oracle planners/verifiers/executors; never enable it on a real robot.
+
+The task is the user's words over the cell's vocabulary: :func:`task_spec` builds the TaskSpec from ``config.task``
+(its cell file: skills, objects, places; no goals, a robot has no judge); :meth:`RobotEnv.set_instruction` sets each
+episode's instruction, and :meth:`RobotEnv.next_instruction` takes the next one received on ``topics.instruction``
+(``std_msgs/String``). In a rehearsal the simulated robot's judge reads that instruction at each reset.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +43,7 @@ from bridge.action_mapping import action_dim, action_to_command
 from bridge.config import BridgeConfig
 from bridge.errors import MalformedMessageError, MissingTopicError
 from bridge.joint_states import JointStateCache
+from bridge.oracle_channel import EPISODE_TOPIC
 from bridge.safety import Command, SafetyLayer
 from bridge.transport import Transport
 from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
@@ -70,13 +78,30 @@ def crop_resize(img: np.ndarray, size: tuple[int, int]) -> np.ndarray:
     return np.ascontiguousarray(cv2.resize(img, (w, h), interpolation=cv2.INTER_AREA))
 
 
+def task_spec(config: BridgeConfig) -> TaskSpec:
+    """The TaskSpec of a robot cell from ``config.task``: its name, instruction, step budget and, where the cell
+    declares a vocabulary, the vocabulary with its skills (predicate templates), skill texts, objects (all of them
+    unless ``task.objects`` lists some) and places (``targets``); the cameras, image size and control period of
+    ``config``. ``goals`` are empty: a robot has no judge.
+    """
+    task, vocab = config.task, config.task.vocabulary
+    objects = tuple(task.objects) or (tuple(vocab.objects) if vocab is not None else ())
+    extra: dict[str, Any] = {}
+    if vocab is not None:
+        extra = {"skills": dict(vocab.skills), "skill_texts": dict(vocab.skill_texts),
+                 "targets": tuple(vocab.places), "vocabulary": vocab}
+    return TaskSpec(name=task.name, instruction=" ".join(task.instruction.split()), objects=objects,
+                    max_steps=task.max_steps, goals=(), cameras=tuple(config.topics.cameras),
+                    image_size=tuple(config.image_size), control_dt=config.dt, **extra)
+
+
 class RobotEnv:
     """The Env protocol over ROS 2 topics (see module docstring).
 
     Args:
         config: the bridge config.
         transport: a :class:`bridge.transport.Transport` (DDS, rclpy, in-process, or dry-run wrapper).
-        spec: the TaskSpec; default built from ``config.task``.
+        spec: the TaskSpec; default :func:`task_spec` of ``config`` (the cell's vocabulary, no goals).
 
     Attributes:
         events: every safety/bad-input event as JSON-safe dicts ``{"kind", "t", "detail", "stopped"}``.
@@ -88,9 +113,7 @@ class RobotEnv:
     def __init__(self, config: BridgeConfig, transport: Transport, spec: TaskSpec | None = None):
         self.config, self.transport = config, transport
         c, t = config, config.topics
-        self.spec = spec or TaskSpec(name=c.task.name, instruction=c.task.instruction, objects=tuple(c.task.objects),
-                                     max_steps=c.task.max_steps, cameras=tuple(t.cameras),
-                                     image_size=tuple(c.image_size), control_dt=c.dt)
+        self.spec = spec or task_spec(c)
         self.action_dim = action_dim(c.action)
         self.action_low = -np.ones(self.action_dim, np.float32)
         self.action_high = np.ones(self.action_dim, np.float32)
@@ -104,6 +127,9 @@ class RobotEnv:
         self._latest: dict[str, Sample] = {}
         self._joints = JointStateCache(t.joint_states, c.read_joints)
         self._privileged: Sample | None = None
+        self._instructions: list[str] = []
+        self._instruction_cond = threading.Condition()
+        self.judge: dict[str, Any] | None = None
         self._last_gripper_sent: tuple[float, float] | None = None
         self._last_obs_time: float | None = None
         self._next_tick: float | None = None
@@ -127,10 +153,13 @@ class RobotEnv:
                                           lambda m: self._on_msg(t.eef_pose, m, cv.msg_to_pose))
         transport.create_subscription(t.estop, "std_msgs/msg/Bool", self._on_estop, reliable=True)
         transport.create_subscription(t.estop_reset, "std_msgs/msg/Bool", self._on_estop_reset, reliable=True)
+        transport.create_subscription(t.instruction, "std_msgs/msg/String", self._on_instruction, reliable=True)
+        self._pub_episode = None
         if c.oracle_side_channel:
             log.warning("ORACLE SIDE CHANNEL ENABLED (%s): simulation rehearsal only, never on a real robot",
                         t.oracle_privileged)
             transport.create_subscription(t.oracle_privileged, "std_msgs/msg/String", self._on_privileged)
+            self._pub_episode = transport.create_publisher(EPISODE_TOPIC, "std_msgs/msg/String")
         if self.joint_mode:
             self._pub_cmd = transport.create_publisher(t.joint_trajectory_cmd, "trajectory_msgs/msg/JointTrajectory")
         else:
@@ -206,6 +235,17 @@ class RobotEnv:
         if bool(getattr(msg, "data", False)):
             self.safety.reset_estop(self.transport.now(), f"{self.config.topics.estop_reset} = true")
 
+    def _on_instruction(self, msg: Any) -> None:
+        text = " ".join(str(getattr(msg, "data", "")).split())
+        if not text:
+            self.safety.record("malformed_message", self.transport.now(),
+                               f"{self.config.topics.instruction}: an empty instruction (ignored)")
+            return
+        with self._instruction_cond:
+            self._instructions.append(text)
+            self._instruction_cond.notify_all()
+        log.info("instruction received on %s: %r", self.config.topics.instruction, text)
+
     def _on_privileged(self, msg: Any) -> None:
         now = self.transport.now()
         try:
@@ -248,16 +288,61 @@ class RobotEnv:
                                         f"{timeout_s} s: " + "; ".join(d for _, d in problems))
             time.sleep(0.01)
 
+    # ---- instructions ----------------------------------------------------------------------------------
+    @property
+    def pending_instructions(self) -> tuple[str, ...]:
+        """Instructions received on ``topics.instruction`` and not yet taken, oldest first."""
+        with self._instruction_cond:
+            return tuple(self._instructions)
+
+    def next_instruction(self, timeout_s: float | None = None) -> str:
+        """Take the oldest instruction received on ``topics.instruction`` (``std_msgs/String``), waiting for one.
+
+        Args:
+            timeout_s: how long to wait (s); None waits until one arrives (Ctrl-C ends the wait).
+
+        Raises:
+            MissingTopicError: none arrived within ``timeout_s`` (names the topic).
+        """
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
+        with self._instruction_cond:
+            while not self._instructions:
+                left = None if deadline is None else deadline - time.monotonic()
+                if left is not None and left <= 0:
+                    raise MissingTopicError(f"no instruction on {self.config.topics.instruction} within {timeout_s} s "
+                                            "(publish one: ros2 topic pub --once "
+                                            f"{self.config.topics.instruction} std_msgs/msg/String \"{{data: '...'}}\")")
+                self._instruction_cond.wait(0.1 if left is None else min(0.1, left))
+            return self._instructions.pop(0)
+
+    def set_instruction(self, instruction: str) -> None:
+        """Make ``instruction`` the task of the next episode (``spec.instruction``; the planner grounds it at reset).
+
+        Raises:
+            ConfigError: an empty instruction.
+        """
+        text = " ".join(str(instruction).split())
+        if not text:
+            raise ConfigError("the instruction is empty: give one (instruction=... or a message on "
+                              f"{self.config.topics.instruction})")
+        self.spec = dataclasses.replace(self.spec, instruction=text)
+
+    # ---- episodes ---------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
         """Wait for every required topic, send a stop, and return the first observation.
 
-        A real robot is not re-positioned: ``seed`` is recorded only. Returns ``(obs, info)``.
+        A real robot is not re-positioned: ``seed`` is recorded only. The episode's task is :attr:`spec`, whose
+        instruction :meth:`set_instruction` sets. SIM-ONLY, with the oracle side channel: the simulated robot is
+        asked to start an episode of that instruction (:meth:`_start_oracle_episode`): its judge reads the words, and
+        they become the spec's goals (the privileged oracle components plan and verify by them; every other component
+        has them withheld by the runtime). Returns ``(obs, info)``, with ``info["judge"]`` in a rehearsal.
 
         Raises:
-            MissingTopicError: if a required topic publishes nothing fresh within ``startup_timeout_s``.
+            MissingTopicError: if a required topic publishes nothing fresh within ``startup_timeout_s``, or the
+                simulated robot does not start the episode within it.
         """
         self.wait_for_topics()
-        self._adopt_oracle_spec()
+        self._start_oracle_episode()
         self._publish(Command.stop_command(self.joint_mode))
         self._t0 = self.transport.now()
         self._step = 0
@@ -265,7 +350,10 @@ class RobotEnv:
         self._stale_since = None
         obs = self._observe()
         self._last_obs_time = self._last_step_call = self.transport.now()
-        return obs, {"seed": seed, **self._oracle_info()}
+        info = {"seed": seed, "instruction": self.spec.instruction, **self._oracle_info()}
+        if self.judge is not None:
+            info["judge"] = dict(self.judge)
+        return obs, info
 
     def step(self, action: np.ndarray) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
         """Send one safe command for ``action`` ``(A,)``, wait for the next tick, observe.
@@ -405,16 +493,44 @@ class RobotEnv:
         return Observation(images=images, proprio=proprio, t=self.transport.now() - self._t0,
                            privileged=privileged, step=self._step, joints=joints)
 
-    def _adopt_oracle_spec(self) -> None:
-        """SIM-ONLY: take the TaskSpec (goals, skills) the simulated robot sends on the oracle channel."""
-        if not self.config.oracle_side_channel or self._privileged is None:
+    def _start_oracle_episode(self) -> None:
+        """SIM-ONLY: ask the simulated robot for an episode of :attr:`spec`'s instruction and wait until its judge
+        answers; :attr:`spec`'s goals become the judge's reading (none when the judge refused, with the reason in
+        :attr:`judge`).
+
+        The request ``{"episode": id, "instruction"}`` goes on :data:`bridge.oracle_channel.EPISODE_TOPIC`, re-sent
+        until a ``privileged`` message carries ``"episode": id`` (a fresh random id, so a stale answer of an earlier
+        run never counts).
+
+        Raises:
+            MissingTopicError: no answer within ``startup_timeout_s`` (names the topic).
+        """
+        if self._pub_episode is None:
             return
-        d = self._privileged.value.get("spec")
-        if not isinstance(d, dict):
-            return
-        tup = {k: tuple(v) for k, v in d.items() if k in ("objects", "goals", "targets") and v is not None}
-        self.spec = TaskSpec(**{**d, **tup, "cameras": tuple(self.config.topics.cameras),
-                                "image_size": tuple(self.config.image_size), "control_dt": self.config.dt})
+        episode = uuid.uuid4().hex[:12]
+        request = cv.json_to_msg(self._types, {"episode": episode, "instruction": self.spec.instruction})
+        timeout_s = self.config.startup_timeout_s
+        deadline, resend = time.monotonic() + timeout_s, 0.0
+        while True:
+            with self._lock:
+                priv = self._privileged
+            if priv is not None and priv.value.get("episode") == episode:
+                break
+            now = time.monotonic()
+            if now > deadline:
+                raise MissingTopicError(f"the simulated robot did not start the episode on {EPISODE_TOPIC} within "
+                                        f"{timeout_s} s (is tandem-sim-robot running this version?)")
+            if now >= resend:
+                self._pub_episode(request)
+                resend = now + 0.5
+            time.sleep(0.01)
+        judge = priv.value.get("judge")
+        judge = dict(judge) if isinstance(judge, dict) else {"refused": "the simulated robot sent no judge"}
+        self.judge = judge
+        goals = tuple(str(g) for g in judge.get("goals") or ()) if not judge.get("refused") else ()
+        self.spec = dataclasses.replace(self.spec, goals=goals)
+        if judge.get("refused"):
+            log.warning("the simulated robot's judge refused %r: %s", self.spec.instruction, judge["refused"])
 
     def _oracle_info(self) -> dict[str, Any]:
         if not self.config.oracle_side_channel or self._privileged is None:

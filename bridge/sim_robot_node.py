@@ -10,7 +10,10 @@ It plays the robot-PC side of a deployment so the whole bridge can be rehearsed 
   them back to an env action (:func:`bridge.action_mapping.twist_to_action`), like MoveIt Servo it
   holds still when no command arrived within ``command_timeout_s`` (Servo's
   ``incoming_command_timeout``);
-* optionally publishes the SIM-ONLY oracle side channel (:mod:`bridge.oracle_channel`).
+* optionally publishes the SIM-ONLY oracle side channel (:mod:`bridge.oracle_channel`): the privileged state and
+  the judge's verdict. The judge is the env's reference reading of the instruction the *bridge* runs (sent on
+  ``/tandem/oracle/episode`` at each bridge episode, :meth:`SimRobotNode.start_episode`); the channel never
+  publishes goals of its own (no seed's draw, no ``spec``): success is judged on the user's words.
 
 The env is stepped only while fresh commands arrive; when idle, the last observation is republished
 with new stamps (a real robot keeps publishing while it stands still).
@@ -21,7 +24,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import asdict
 from typing import Any
 
 import numpy as np
@@ -30,8 +32,9 @@ from bridge import conversions as cv
 from bridge.action_mapping import twist_to_action
 from bridge.config import BridgeConfig
 from bridge.errors import MalformedMessageError
-from bridge.oracle_channel import PRIVILEGED_TOPIC, OracleChannelServer
+from bridge.oracle_channel import EPISODE_TOPIC, PRIVILEGED_TOPIC, OracleChannelServer
 from bridge.transport import Transport
+from tandem.core.errors import TandemError
 from tandem.core.protocols import Env
 from tandem.core.types import Observation, to_jsonable
 
@@ -47,10 +50,16 @@ class SimRobotNode:
         config: the same bridge config the bridge uses (topics, frames, rate, action mapping).
         command_timeout_s: hold still when the latest twist is older than this (s).
         camera_intrinsics: camera name -> ``K (3, 3)`` (px) to publish ``CameraInfo``; optional.
-        oracle: publish the sim-only oracle side channel (privileged state, success, TaskSpec).
+        oracle: publish the sim-only oracle side channel (privileged state without goals, success, the judge's
+            reading) and serve episode requests.
         waypoints_fn: sim-only: subgoal JSON -> ``{"waypoints": [...], ...}`` for the oracle channel.
-        goals_limit: sim-only: keep only the first ``goals_limit`` task goals in the oracle channel (a
-            shortened task for quick rehearsals and tests); None keeps all.
+        goals_limit: sim-only: the judge keeps only the first ``goals_limit`` goals of its reading (a shortened
+            task for quick rehearsals and tests); None keeps all. A shorter instruction does the same honestly.
+
+    Attributes:
+        judge: the judge's reading of the current episode's instruction, ``{"episode", "instruction", "goals",
+            "refused"}``, or None before the bridge started an episode (success is then False).
+        episodes_started: how many bridge episodes were served.
     """
 
     def __init__(self, env: Env, transport: Transport, config: BridgeConfig, command_timeout_s: float = 0.25,
@@ -62,6 +71,10 @@ class SimRobotNode:
         self.command_timeout_s = command_timeout_s
         self.camera_intrinsics = camera_intrinsics or {}
         self.goals_limit = goals_limit
+        self.judge: dict[str, Any] | None = None
+        self.episodes_started = 0
+        self.first_seed: int | None = None
+        self._episode_requests: list[dict] = []
         t = config.topics
         self._lock = threading.Lock()
         self._twist: tuple[np.ndarray, np.ndarray, float] | None = None
@@ -82,6 +95,8 @@ class SimRobotNode:
         if t.gripper_cmd:
             tp.create_subscription(t.gripper_cmd, "control_msgs/msg/GripperCommand", self._on_gripper, reliable=True)
         self.oracle_server = OracleChannelServer(tp, waypoints_fn) if (oracle and waypoints_fn) else None
+        if oracle:
+            tp.create_subscription(EPISODE_TOPIC, "std_msgs/msg/String", self._on_episode, reliable=True)
 
     # ---- commands in ---------------------------------------------------------------------------------
     def _on_twist(self, msg: Any) -> None:
@@ -102,6 +117,64 @@ class SimRobotNode:
         width = self.config.action.gripper_width_from_command(position)  # the driver's units -> metres
         with self._lock:
             self._gripper_width = width
+
+    def _on_episode(self, msg: Any) -> None:
+        try:
+            req = cv.msg_to_json(msg)
+        except MalformedMessageError as e:
+            log.warning("dropping a malformed episode request: %s", e)
+            return
+        if isinstance(req.get("episode"), str) and isinstance(req.get("instruction"), str):
+            with self._lock:
+                self._episode_requests.append(req)
+
+    # ---- episodes --------------------------------------------------------------------------------------
+    def start_episode(self, instruction: str, episode: str | None = None) -> dict[str, Any]:
+        """Start a bridge episode of ``instruction``: the env's judge reads it (``env.set_instruction``, the task's
+        reference reading), the scene is reset (seed ``first_seed + episodes_started``) and :attr:`judge` becomes
+        ``{"episode", "instruction", "goals", "refused"}``. A refused instruction (or an env without a reference
+        reading) leaves the scene as it is, with no goals and success False; the reason is in ``judge["refused"]``.
+        Publishes at once and returns the judge.
+        """
+        judge: dict[str, Any] = {"episode": episode, "instruction": instruction, "goals": [], "refused": None}
+        set_instruction = getattr(self.env, "set_instruction", None)
+        try:
+            if set_instruction is None:
+                raise TandemError(f"{type(self.env).__name__} has no reference reading (set_instruction) to judge "
+                                  "an instruction")
+            set_instruction(instruction)
+        except TandemError as e:
+            judge["refused"] = str(e)
+            log.warning("the judge refused %r: %s", instruction, e)
+        else:
+            self.reset(seed=(self.first_seed or 0) + self.episodes_started)
+            judge["goals"] = list(self.env.spec.goals)[: self.goals_limit]
+        self.episodes_started += 1
+        self.judge = judge
+        if self.last_obs is not None:
+            self.publish(self.last_obs, self.last_info)
+        return judge
+
+    def serve_episode_requests(self) -> bool:
+        """Start an episode for the newest request not served yet (older ones were superseded); True if one was."""
+        with self._lock:
+            reqs, self._episode_requests = self._episode_requests, []
+        current = self.judge.get("episode") if self.judge else None
+        new = [r for r in reqs if r["episode"] != current]
+        if not new:
+            return False
+        self.start_episode(new[-1]["instruction"], new[-1]["episode"])
+        return True
+
+    def judged_success(self, obs: Observation | None = None) -> bool:
+        """Whether every goal of the judge's reading holds in ``obs`` (default the last observation); False before
+        an episode was started or when the judge refused the instruction."""
+        obs = self.last_obs if obs is None else obs
+        judge = self.judge
+        if obs is None or obs.privileged is None or judge is None or judge["refused"]:
+            return False
+        preds = obs.privileged.get("predicates") or {}
+        return all(bool(preds.get(g, False)) for g in judge["goals"])
 
     # ---- state out ---------------------------------------------------------------------------------------
     def publish(self, obs: Observation, info: dict[str, Any]) -> None:
@@ -125,30 +198,30 @@ class SimRobotNode:
         self._pub_js(cv.joint_state_to_msg(types, names, positions, now))
         self._pub_pose(cv.pose_to_msg(types, obs.proprio[:3], obs.proprio[3:7], now, c.base_frame))
         if self._pub_oracle is not None and obs.privileged is not None:
-            priv = dict(obs.privileged)
-            spec = asdict(self.env.spec)
-            success = bool(info.get("success", priv.get("success", False)))
-            if self.goals_limit is not None:
-                goals = list(self.env.spec.goals)[: self.goals_limit]
-                preds = priv.get("predicates", {})
-                success = all(bool(preds.get(g, False)) for g in goals)
-                priv["goals"], priv["success"], spec["goals"] = goals, success, goals
-            self._pub_oracle(cv.json_to_msg(types, {"stamp": now, "step": self.steps, "privileged": to_jsonable(priv),
-                                                    "success": success, "spec": to_jsonable(spec)}))
+            priv = {k: v for k, v in obs.privileged.items() if k != "goals"}  # the judge's goals go in "judge"
+            judge, success = self.judge, self.judged_success(obs)
+            priv["success"] = success
+            self._pub_oracle(cv.json_to_msg(types, {
+                "stamp": now, "step": self.steps, "privileged": to_jsonable(priv), "success": success,
+                "episode": None if judge is None else judge["episode"], "judge": judge}))
 
     # ---- loop -------------------------------------------------------------------------------------------
     def reset(self, seed: int | None = None) -> Observation:
-        """Reset the env and publish its first observation."""
+        """Reset the env and publish its first observation (the first seed given is :attr:`first_seed`)."""
+        if self.first_seed is None and seed is not None:
+            self.first_seed = int(seed)
         obs, info = self.env.reset(seed=seed)
         self.last_obs, self.last_info, self.steps = obs, info, 0
         self.publish(obs, info)
         return obs
 
     def step_once(self) -> bool:
-        """Serve oracle requests; step the env with the latest fresh command (else hold); publish.
+        """Serve episode and oracle requests; step the env with the latest fresh command (else hold); publish.
 
         Returns True if the env was stepped.
         """
+        if self._pub_oracle is not None:
+            self.serve_episode_requests()
         if self.oracle_server is not None:
             self.oracle_server.serve_pending()
         now = self.transport.now()

@@ -35,7 +35,9 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, ClassVar
 
+from tandem.core.privileged import goals_withheld
 from tandem.core.types import Plan, Subgoal, TaskSpec, Verdict, to_jsonable
+from tandem.core.vocabulary import TaskVocabulary
 
 
 class RecordError(ValueError):
@@ -67,14 +69,26 @@ def signature_of(subgoal_json: Mapping[str, Any]) -> str:
 
 
 def task_to_json(task: TaskSpec) -> dict[str, Any]:
-    """JSON-safe dict of a TaskSpec (tuples become lists)."""
-    return to_jsonable(dataclasses.asdict(task))
+    """JSON-safe dict of a TaskSpec (tuples become lists). Goals withheld from the memory (the judge's: it is not an
+    oracle) are written as ``"goals": null``; the vocabulary as its file form."""
+    withheld = goals_withheld(task)
+    if withheld:
+        task = dataclasses.replace(task, goals=())
+    out = to_jsonable(dataclasses.asdict(task))
+    if withheld:
+        out["goals"] = None
+    return out
 
 
 def task_from_json(d: Mapping[str, Any]) -> TaskSpec:
-    """Rebuild a TaskSpec from :func:`task_to_json` output (lists back to tuples; unknown keys ignored)."""
+    """Rebuild a TaskSpec from :func:`task_to_json` output (lists back to tuples; unknown keys ignored; withheld
+    goals come back empty)."""
     names = {f.name for f in dataclasses.fields(TaskSpec)}
     kwargs = {k: (tuple(v) if isinstance(v, list) else v) for k, v in d.items() if k in names}
+    if kwargs.get("goals") is None:
+        kwargs["goals"] = ()
+    if isinstance(kwargs.get("vocabulary"), Mapping):
+        kwargs["vocabulary"] = TaskVocabulary.from_dict(kwargs["vocabulary"])
     return TaskSpec(**kwargs)
 
 

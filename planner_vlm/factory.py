@@ -97,8 +97,10 @@ def make_vlm_client(cfg: Any) -> VLMClient:
     raise UnknownNameError("VLM backend", str(backend), BACKENDS)
 
 
-def make_vlm_planner(cfg: Any, task: TaskSpec | None = None, client: VLMClient | None = None) -> VLMPlanner:
-    """A :class:`~planner_vlm.vlm_planner.VLMPlanner` from ``cfg`` (``client`` overrides the configured backend)."""
+def make_vlm_planner(cfg: Any, task: TaskSpec | None = None, client: VLMClient | None = None,
+                     grounder: Any = None) -> VLMPlanner:
+    """A :class:`~planner_vlm.vlm_planner.VLMPlanner` from ``cfg`` (``client`` overrides the configured backend;
+    ``grounder``: a learned instruction grounder its first plan's goals are checked against)."""
     c = _to_dict(cfg)
     client = client if client is not None else make_vlm_client(c)
     return VLMPlanner(
@@ -113,6 +115,7 @@ def make_vlm_planner(cfg: Any, task: TaskSpec | None = None, client: VLMClient |
         use_schema=bool(c.get("use_json_schema", True)),
         max_new_tokens=_opt_int(c.get("max_new_tokens")),
         temperature=_opt_float(c.get("temperature")),
+        grounder=grounder,
     )
 
 

@@ -122,9 +122,15 @@ class GoalRegressionPlanner:
         if not isinstance(task, TaskSpec):
             raise ConfigError(f"{type(self).__name__}.reset needs a TaskSpec, got {type(task).__name__}")
         self.task = task
-        self._steps = [self._invert(task, g) for g in task.goals]
+        self._steps = [self._invert(task, g) for g in self.goals_of(task)]
         self._counter = 0
         self._ids, self._latest_id, self._prev_done, self._done_ids = {}, {}, set(), set()
+
+    def goals_of(self, task: TaskSpec) -> tuple[str, ...]:
+        """The ordered goal predicates this planner pursues in ``task``: here ``task.goals``, the judge's, which the
+        runtime gives only to an oracle. A planner that is not an oracle overrides it to ground ``task.instruction``
+        (the learned planner); reading ``task.goals`` there raises ``PrivilegedAccessError``."""
+        return tuple(task.goals)
 
     def _invert(self, task: TaskSpec, goal: str) -> _GoalSteps:
         """Find the skill and args whose predicate is ``goal`` (see the module docstring, step 1)."""

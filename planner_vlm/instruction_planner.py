@@ -38,6 +38,7 @@ class InstructionPlanner:
 
     is_oracle: ClassVar[bool] = False
     source: ClassVar[str] = "instruction"
+    grounding: ClassVar[None] = None  # it grounds no goals: the flat policy reads the words itself
 
     def __init__(self) -> None:
         self.task: TaskSpec | None = None

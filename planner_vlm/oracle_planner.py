@@ -15,8 +15,9 @@ from typing import Any, ClassVar
 
 from planner_vlm.goal_regression import GoalRegressionPlanner
 from tandem.core.errors import ConfigError
+from tandem.core.grounding import Grounding
 from tandem.core.protocols import TaskMemory
-from tandem.core.types import Observation, Plan
+from tandem.core.types import Observation, Plan, TaskSpec
 
 
 class OraclePlanner(GoalRegressionPlanner):
@@ -38,6 +39,14 @@ class OraclePlanner(GoalRegressionPlanner):
 
     is_oracle: ClassVar[bool] = True
     source: ClassVar[str] = "oracle"
+    grounding: Grounding | None = None
+
+    def goals_of(self, task: TaskSpec) -> tuple[str, ...]:
+        """``task.goals``, the judge's reading of the instruction (privileged), recorded as grounded by the oracle."""
+        goals = tuple(task.goals)
+        self.grounding = Grounding(instruction=task.instruction, goals=goals, ordered=True, confidence=1.0,
+                                   grounded_by="oracle")
+        return goals
 
     def plan(self, observation: Observation, memory: TaskMemory) -> Plan:
         """Return the done/remaining plan for the current ground-truth predicates.

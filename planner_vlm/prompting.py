@@ -30,6 +30,19 @@ def skills_block(task: TaskSpec) -> str:
     return "\n".join(lines) or "(none)"
 
 
+def names_block(task: TaskSpec, places: bool = False) -> str:
+    """The task's object (or, with ``places``, target) names for the prompt, each with the words the task's vocabulary
+    declares for it: ``red (red cube, red block)``; the bare names where the task declares no vocabulary."""
+    names = task.targets if places else task.objects
+    vocab = task.vocabulary
+    words = {} if vocab is None else (vocab.places if places else vocab.objects)
+    shown = []
+    for name in names:
+        said = [w for w in words.get(name, ()) if w != name]
+        shown.append(f"{name} ({', '.join(said)})" if said else name)
+    return ", ".join(shown) or "(none)"
+
+
 def compact_memory(view: dict[str, Any], max_failures: int = 5, max_chars: int = 4000) -> str:
     """JSON of the memory view for the prompt: the keys in :data:`MEMORY_KEYS`, the last
     ``max_failures`` failures, cut to ``max_chars`` characters (with a marker) if still longer."""

@@ -28,11 +28,13 @@ from planner_vlm.exchange_log import exchange_record
 from planner_vlm.plan_parser import DEFAULT_MAX_CHARS, parse_plan
 from planner_vlm.plan_schema import plan_json_schema
 from planner_vlm.point_frames import PointFrame
-from planner_vlm.prompting import compact_memory, failure_note, observation_images, skills_block
+from planner_vlm.prompting import compact_memory, failure_note, names_block, observation_images, skills_block
 from planner_vlm.prompts import load_prompt
 from tandem.core.errors import ConfigError, PlanParseError
+from tandem.core.grounding import Grounding
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Plan, TaskSpec
+from tandem.core.vocabulary import goals_equal
 
 #: Characters of a bad reply echoed back to the model in a repair round.
 REPAIR_ECHO_CHARS = 4000
@@ -72,6 +74,7 @@ class VLMPlanner:
     #: False: it sees camera images, proprio and memory only, never ``Observation.privileged``.
     is_oracle: ClassVar[bool] = False
     source: ClassVar[str] = "vlm"
+    grounding: Grounding | None = None
 
     def __init__(
         self,
@@ -88,8 +91,12 @@ class VLMPlanner:
         temperature: float | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
         point_frame: PointFrame | None = None,
+        grounder: Any = None,
     ):
         self.client = client
+        self.grounder = grounder
+        self.reference: Grounding | None = None  # the grounder's reading of the instruction, that plans are checked by
+        self._read_goals = False
         self.point_frame = point_frame or client.point_frame
         self.prompt = load_prompt("plan", prompt_version)
         self.repair_prompt = load_prompt("repair", prompt_version)
@@ -121,6 +128,12 @@ class VLMPlanner:
                               f"{task.name!r}; cameras: {list(task.cameras)}")
         self.task = task
         self.current = None
+        self.reference = self.grounder.ground(task.instruction) if self.grounder is not None else None
+        self.grounding = Grounding(  # until a plan is parsed: the VLM has read no goals yet
+            instruction=task.instruction, goals=(), ordered=True, confidence=0.0, grounded_by="vlm",
+            details={"plan": "none parsed yet",
+                     **({"grounder": self.reference.to_json()} if self.reference is not None else {})})
+        self._read_goals = False
         self.exchanges = []
         self.fallbacks = 0
         self.last_fallback = False
@@ -140,8 +153,8 @@ class VLMPlanner:
         system, user = self.prompt.render(
             instruction=task.instruction,
             skills=skills_block(task),
-            objects=", ".join(task.objects) or "(none)",
-            targets=", ".join(task.targets) or "(none)",
+            objects=names_block(task),
+            targets=names_block(task, places=True),
             n_images=len(images),
             camera_list=", ".join(cams),
             width=W,
@@ -207,10 +220,34 @@ class VLMPlanner:
                 continue
             self._assign_ids(plan)
             self._log(memory, step, rnd, messages, reply, {"ok": True}, plan)
+            self._check_goals(plan, memory, step)
             self.current = plan
             self.last_fallback = False
             return plan
         return self._fallback(memory, step, reason)
+
+    def _check_goals(self, plan: Plan, memory: TaskMemory | None, step: int) -> None:
+        """Read the goals the first parsed plan pursues (its goal skills' predicates, in order) as the VLM's grounding
+        of the instruction; where a grounder read the words too (:attr:`reference`), record whether they agree and,
+        when they do not, a ``grounding_disagreement`` event naming both readings."""
+        if self._read_goals:
+            return
+        self._read_goals = True
+        task = self._task()
+        vocab = task.vocabulary
+        goal_skills = vocab.goal_skills if vocab is not None else tuple(s for s in task.skills if s != "pick")
+        goals = tuple(dict.fromkeys(task.predicate_for(sg.skill, sg.args) for sg in [*plan.done, *plan.remaining]
+                                    if sg.skill in goal_skills))
+        details: dict[str, Any] = {}
+        if self.reference is not None:
+            ref = self.reference
+            agrees = ref.ok and (goals_equal(vocab, goals, ref.goals, ref.ordered) if vocab is not None
+                                 else goals == tuple(ref.goals))
+            details = {"checked_against": ref.grounded_by, "agrees": bool(agrees)}
+            if not agrees and memory is not None:
+                memory.record_event("grounding_disagreement", step, vlm=list(goals), grounder=ref.to_json())
+        self.grounding = Grounding(instruction=task.instruction, goals=goals, ordered=True, confidence=1.0,
+                                   grounded_by="vlm", details=details)
 
     def _fallback(self, memory: TaskMemory | None, step: int, reason: str) -> Plan:
         self.fallbacks += 1

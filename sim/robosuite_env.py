@@ -40,9 +40,12 @@ from tandem.core.errors import (
     TandemError,
     UnknownNameError,
 )
+from tandem.core.grounding import Grounding, InstructionRefused
 from tandem.core.lazy_images import LazyImages
 from tandem.core.types import Observation, TaskSpec, check_depth
 
+#: How each seed's instruction is worded without a user's (``RobosuiteEnv(instructions=...)``).
+INSTRUCTION_STYLES: tuple[str, ...] = ("seed", "paraphrase")
 #: User-facing camera name -> robosuite/MuJoCo camera name.
 CAMERA_ALIASES: dict[str, str] = {"agentview": "agentview", "wrist": "robot0_eye_in_hand"}
 
@@ -104,6 +107,12 @@ class RobosuiteEnv:
             says by how much: the budget stays what the task allows for the work asked. False: the task's budget.
         depth_cameras: cameras (among ``cameras``) whose depth images ``Observation.depth`` carries (an RGB-D
             camera: :meth:`render_depth`, lazy as the images are); empty: none.
+        instruction: the user's instruction for every episode; None: each seed's own. The scene is still drawn per
+            seed; the goals the env judges success by are the task's reference reading of these words
+            (:meth:`TaskDefinition.read_instruction`), checked here, before the simulator is built.
+        instructions: without ``instruction``, how each seed's instruction is worded: ``"seed"`` (the task's
+            template, as drawn) or ``"paraphrase"`` (the seed's goals worded by the held-out part of the phrasing
+            grammar, :func:`tandem.core.phrasing.phrase`, drawn from the seed; the judge reads them back).
 
     Attributes:
         spec: TaskSpec of the current episode (after ``reset``).
@@ -121,6 +130,8 @@ class RobosuiteEnv:
         UnknownTaskError: unknown task name.
         UnknownNameError: unknown camera name.
         ConfigError: the controller is not a delta OSC_POSE controller, or bad sizes.
+        InstructionRefused: the task's reference reading refuses ``instruction`` (the scene cannot satisfy it, or
+            it names what the task lacks; one line naming the word or goal at fault).
     """
 
     def __init__(
@@ -135,8 +146,20 @@ class RobosuiteEnv:
         lazy_images: bool = True,
         perturbation_budget: bool = True,
         depth_cameras: tuple[str, ...] | list[str] = (),
+        instruction: str | None = None,
+        instructions: str = "seed",
     ) -> None:
         self.task_def: TaskDefinition = make_task(task)
+        if instructions not in INSTRUCTION_STYLES:
+            raise ConfigError(f"instructions must be one of {list(INSTRUCTION_STYLES)}, got {instructions!r}")
+        self.instruction = instruction
+        self.instructions = instructions
+        self._reading: Grounding | None = None
+        if instruction is not None:
+            self._reading = self.task_def.read_instruction(str(instruction))
+            if not self._reading.ok:
+                raise InstructionRefused(f"instruction refused by the reference reading of task {task!r}: "
+                                         f"{self._reading.refused}")
         if perturbation is not None:
             Perturber.validate(perturbation, self.task_def)  # raises UnknownNameError before the slow build
         self.task_name = task
@@ -389,6 +412,9 @@ class RobosuiteEnv:
         self.seed = int(seed)
         rng = np.random.default_rng(self.seed)
         self.episode = self.task_def.sample_spec(rng)
+        reading = self._reading if self._reading is not None else self._paraphrased(self.episode)
+        if reading is not None:
+            self.episode = self.task_def.episode_for_reading(self.episode, reading)
         max_steps = self._max_steps_override or self.episode.spec.max_steps or self.task_def.max_steps
         self.spec = dataclasses.replace(
             self.episode.spec,
@@ -431,6 +457,43 @@ class RobosuiteEnv:
             "predicates": preds,
         }
         return obs, info
+
+    def set_instruction(self, instruction: str | None) -> Grounding | None:
+        """Judge episodes from the next :meth:`reset` on by the task's reference reading of ``instruction`` (as the
+        ``instruction`` argument does); None: each seed's own again. Returns the reading (None for None).
+
+        Raises:
+            InstructionRefused: the reference reading refuses ``instruction`` (one line; the env is unchanged).
+        """
+        reading = None
+        if instruction is not None:
+            reading = self.task_def.read_instruction(str(instruction))
+            if not reading.ok:
+                raise InstructionRefused(f"instruction refused by task {self.task_name!r}'s reference reading: "
+                                         f"{reading.refused}")
+        self.instruction, self._reading = instruction, reading
+        return reading
+
+    def _paraphrased(self, drawn: TaskEpisode) -> Grounding | None:
+        """With ``instructions="paraphrase"``: the seed's goals worded by the phrasing grammar's held-out part (its own
+        random stream, so the scene stays the seed's), as the judge reads them; None otherwise.
+
+        Raises:
+            ConfigError: the judge reads the paraphrase as other goals than the seed's (a grammar fault, named).
+        """
+        if self.instructions != "paraphrase":
+            return None
+        from tandem.core.phrasing import phrase
+        from tandem.core.vocabulary import goals_equal
+
+        vocab = self.task_def.vocabulary
+        text, ordered = phrase(vocab, tuple(drawn.spec.goals), np.random.default_rng([self.seed, 61]), "heldout")
+        reading = self.task_def.read_instruction(text)
+        if not reading.ok or not goals_equal(vocab, reading.goals, drawn.spec.goals, ordered):
+            raise ConfigError(f"task {self.task_name!r} seed {self.seed}: the reference reading of the paraphrase "
+                              f"{text!r} is {reading.refused or list(reading.goals)}, not the seed's goals "
+                              f"{list(drawn.spec.goals)}")
+        return reading
 
     def _require_episode(self) -> None:
         if self.episode is None:

@@ -64,6 +64,7 @@ class FakeEnv:
 class FakePlanner:
     is_oracle = True
     source = "oracle"
+    grounding = None
 
     def __init__(self, env):
         self.env, self.n = env, 0

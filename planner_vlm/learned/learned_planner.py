@@ -126,6 +126,7 @@ from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import quat_yaw_mul, wrap_angle
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
+from tandem.core.grounding import Grounding
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Trace3D
 from tandem.core.waypoints import waypoint_trace_3d
@@ -212,8 +213,10 @@ class LearnedPlanner(GoalRegressionPlanner):
                  grasp_skill: str = "pick", id_prefix: str = "sg", use_depth: bool = True,
                  hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY, grasp_prior_m: float | None = GRASP_PRIOR_M,
                  grasp_prior_deg: float = GRASP_PRIOR_DEG, use_absent_thresholds: bool = True,
-                 geometric_picks: bool = True, presence_model: Any = None):
+                 geometric_picks: bool = True, presence_model: Any = None, grounder: Any = None):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
+        self.grounder = grounder
+        self.grounding: Grounding | None = None
         self.presence_model = presence_model
         self.geometric_picks = bool(geometric_picks)
         self.use_absent_thresholds = bool(use_absent_thresholds)
@@ -264,6 +267,24 @@ class LearnedPlanner(GoalRegressionPlanner):
         self._pick_geometry = pick_geometry_from_dict(geometry) if geometry not in (None, {}) else None
 
     # ------------------------------------------------------------------ setup
+    def goals_of(self, task: TaskSpec) -> tuple[str, ...]:
+        """The goals the instruction's words ask for, as the learned grounder reads them (:attr:`grounding`; a refused
+        reading gives none, and the agent ends the episode before anything moves).
+
+        Raises:
+            ConfigError: no grounder, or a grounder trained for another vocabulary than the task's.
+        """
+        if self.grounder is None:
+            raise ConfigError("the learned planner has no instruction grounder: it plans from the instruction's words "
+                              "(planner.grounder_checkpoint, or a shipped checkpoints/grounder/<task>)")
+        vocab = task.vocabulary
+        mine = self.grounder.vocabulary
+        if vocab is not None and (set(mine.names) != set(vocab.names) or mine.goal_skills != vocab.goal_skills):
+            raise ConfigError(f"the instruction grounder was trained for the vocabulary of {mine.task!r} (names "
+                              f"{sorted(mine.names)}), not that of task {task.name!r} ({sorted(vocab.names)})")
+        self.grounding = self.grounder.ground(task.instruction)
+        return tuple(self.grounding.goals) if self.grounding.ok else ()
+
     def reset(self, task: TaskSpec) -> None:
         """Prepare for ``task``: invert its goals, check the models' vocabularies.
 
@@ -294,6 +315,14 @@ class LearnedPlanner(GoalRegressionPlanner):
                              f"know (its objects: {', '.join(self.state_model.cfg.objects)})")
             return
         lacking = [p for p in self.predicates_needed() if p not in self.state_model.cfg.predicates]
+        goals = [step.goal for step in self._steps]
+        unreadable = [p for p in lacking if p in goals]
+        if unreadable and self.grounding is not None:  # words that ask for a goal this model cannot read: refused
+            self.grounding = replace(
+                self.grounding, refused=f"{unreadable[0]}: the learned state model cannot read this goal (it reads "
+                                        f"{len(self.state_model.cfg.predicates)} predicates of "
+                                        f"{', '.join(self.state_model.cfg.objects)})")
+            return
         if lacking:
             raise ConfigError(f"the learned state model does not predict {lacking} needed by task {task.name!r} "
                               "(a checkpoint trained on another task?)")
@@ -402,8 +431,11 @@ class LearnedPlanner(GoalRegressionPlanner):
 
     def _localization_order(self, state: SceneState, truth: dict[str, bool], memory: TaskMemory) -> list[str] | None:
         """The goals in the order to plan them (see the module docstring, step 3), or None for the task's order
-        (``best_localized_first`` off, goals that depend on each other, or a state without uncertainties)."""
+        (``best_localized_first`` off, goals that depend on each other, an instruction that states their order, or a
+        state without uncertainties)."""
         if not self.best_localized_first or state.object_uncertainty is None or not self.goals_order_free():
+            return None
+        if self.grounding is not None and self.grounding.ordered:  # "first the milk, then the can": as told
             return None
         task = self._require_task()
         outcomes = (memory.view() or {}).get("last_outcome") or {}

@@ -22,6 +22,7 @@ Conventions: positions in m, world frame; quaternions wxyz; yaw in rad about wor
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +31,8 @@ import numpy as np
 from sim.tasks.roles import TaskExpert, TaskPerturbations, TaskPredicates, TaskScene
 from sim.tasks.types import SKILL_PREDICATES, TaskEpisode, Waypoint
 from tandem.core.errors import ConfigError
+from tandem.core.grounding import Grounding
+from tandem.core.vocabulary import TaskVocabulary
 
 __all__ = [
     "SKILL_PREDICATES",
@@ -111,6 +114,33 @@ class TaskDefinition:
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
         """See :meth:`TaskScene.sample_spec`."""
         return self.parts.scene.sample_spec(rng)
+
+    @property
+    def vocabulary(self) -> TaskVocabulary:
+        """The task's declared vocabulary (:meth:`TaskScene.vocabulary`)."""
+        return self.parts.scene.vocabulary()
+
+    def read_instruction(self, instruction: str) -> Grounding:
+        """The judge's reference reading of ``instruction`` over :attr:`vocabulary`
+        (:func:`sim.reference_reading.read_instruction`): the goals the env judges success by, or a refusal."""
+        from sim.reference_reading import read_instruction
+
+        return read_instruction(self.vocabulary, instruction)
+
+    def episode_for_reading(self, drawn: TaskEpisode, reading: Grounding) -> TaskEpisode:
+        """The episode ``drawn`` for a seed, asked instead for ``reading``'s goals in ``reading``'s words: the scene
+        stays the seed's; the spec is :meth:`TaskScene.spec_for_goals`'s, with ``drawn``'s cameras, image size and
+        control period.
+
+        Raises:
+            ConfigError: ``reading`` is a refusal (its reason).
+        """
+        if not reading.ok:
+            raise ConfigError(f"instruction {reading.instruction!r}: {reading.refused}")
+        spec = self.parts.scene.spec_for_goals(tuple(reading.goals), reading.instruction)
+        spec = dataclasses.replace(spec, cameras=drawn.spec.cameras, image_size=drawn.spec.image_size,
+                                   control_dt=drawn.spec.control_dt)
+        return TaskEpisode(spec=spec, choices={**drawn.choices, "instruction_from": reading.grounded_by})
 
     def make_robosuite_env(self, **env_kwargs: Any) -> Any:
         """See :meth:`TaskScene.make_robosuite_env`."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 
 from sim.tasks.base import TaskDefinition
 from tandem.core.errors import UnknownTaskError
+from tandem.core.vocabulary import TaskVocabulary
 
 #: task name -> "module:ClassName"
 _TASKS: dict[str, str] = {
@@ -30,3 +32,17 @@ def make_task(name: str) -> TaskDefinition:
         raise UnknownTaskError(name, task_names())
     module, cls = _TASKS[name].split(":")
     return getattr(importlib.import_module(module), cls)()
+
+
+def task_vocabulary(name: str) -> TaskVocabulary:
+    """The declared vocabulary of task ``name`` (``sim/tasks/<name>/vocabulary.yaml``), read without building the
+    simulator.
+
+    Raises:
+        UnknownTaskError: ``name`` is not registered. ConfigError: the file is not a valid vocabulary.
+    """
+    from sim.tasks.roles import VOCABULARY_FILE, vocabulary_from_file
+
+    if name not in _TASKS:
+        raise UnknownTaskError(name, task_names())
+    return vocabulary_from_file(Path(__file__).parent / name / VOCABULARY_FILE)

@@ -19,11 +19,25 @@ only oracles reach it). Conventions: positions in m, world frame; quaternions wx
 from __future__ import annotations
 
 import abc
+import functools
+import sys
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sim.tasks.types import TaskEpisode, Waypoint
+from tandem.core.types import TaskSpec
+from tandem.core.vocabulary import TaskVocabulary
+
+#: The file beside a task's ``scene.py`` that declares its vocabulary (:class:`TaskVocabulary`).
+VOCABULARY_FILE = "vocabulary.yaml"
+
+
+@functools.cache
+def vocabulary_from_file(path: Path) -> TaskVocabulary:
+    """The vocabulary declared in ``path``, read once per path (raises ConfigError naming a bad file)."""
+    return TaskVocabulary.load(path)
 
 
 class TaskScene(abc.ABC):
@@ -45,6 +59,20 @@ class TaskScene(abc.ABC):
     @abc.abstractmethod
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
         """Draw the episode's goal (instruction + ordered goal predicates) for a seed's rng."""
+
+    @abc.abstractmethod
+    def spec_for_goals(self, goals: tuple[str, ...], instruction: str) -> TaskSpec:
+        """The episode's spec when the judge reads ``goals`` (ordered goal predicates) from ``instruction``: the
+        objects, targets and step budget those goals need, with :meth:`vocabulary` attached. ``sample_spec`` builds
+        its drawn spec with it too."""
+
+    def vocabulary(self) -> TaskVocabulary:
+        """The task's declared vocabulary, :data:`VOCABULARY_FILE` in the scene's package (read once).
+
+        Raises:
+            ConfigError: the file is missing or not a valid vocabulary (names the file).
+        """
+        return vocabulary_from_file(Path(sys.modules[type(self).__module__].__file__).parent / VOCABULARY_FILE)
 
     @abc.abstractmethod
     def make_robosuite_env(self, **env_kwargs: Any) -> Any:

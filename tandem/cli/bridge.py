@@ -5,6 +5,13 @@ Examples::
     tandem-bridge --config-name bridge/sim_loopback                    # rehearsal beside tandem-sim-robot
     tandem-bridge --config-name bridge/sim_loopback bridge.dry_run=true   # log commands, send nothing
     tandem-bridge --config-name bridge/franka_moveit_servo executor.checkpoint=ckpt/
+    tandem-bridge --config-name bridge/sim_loopback instruction="put the red cube on the blue cube"
+    tandem-bridge --config-name bridge/franka_moveit_servo wait_for_instruction=true episodes=5   # from the topic
+
+The task is the user's instruction: ``instruction=`` (else ``bridge.task.instruction``) for the first episode, and one
+episode per ``std_msgs/String`` message on ``bridge.topics.instruction`` (``/tandem/instruction``) for each later one
+(every one with ``wait_for_instruction=true``), over the cell vocabulary ``bridge.task.vocabulary`` names
+(``configs/bridge/cells/*.yaml``; docs/ros2-bridge.md).
 
 The config's ``bridge`` section (``bridge.config.BridgeConfig``) sets the transport, topics, frames, rate,
 action mapping and safety limits; ``planner``, ``verifier`` and ``executor`` pick the agent's parts, built by the

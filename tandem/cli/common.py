@@ -134,6 +134,24 @@ def compose_config(config_name: str, overrides: list[str] | tuple[str, ...] = ()
         return compose(config_name=config_name, overrides=list(overrides))
 
 
+#: Keys whose values are free text (an instruction): quoted for Hydra, so that commas, brackets or quotes in the words
+#: are read as words, not as Hydra's list or sweep syntax.
+FREE_TEXT_KEYS: tuple[str, ...] = ("instruction",)
+
+
+def quote_free_text(arg: str) -> str:
+    """``instruction=put a, then b`` -> ``instruction="put a, then b"`` (Hydra's quoted string: ``"`` escaped, and the
+    backslashes before a quote or the end doubled, as Hydra reads them); any other argument, or a value already quoted,
+    is returned as it is."""
+    import re
+
+    key, sep, value = arg.partition("=")
+    if not sep or key.lstrip("+~") not in FREE_TEXT_KEYS or value[:1] in ("'", '"'):
+        return arg
+    value = re.sub(r'(\\+)(?="|$)', lambda m: m.group(1) * 2, value)
+    return f'{key}="' + value.replace('"', '\\"') + '"'
+
+
 def hydra_main(config_name: str) -> Callable[[Callable[[Any], None]], Callable[[], None]]:
     """``hydra.main`` bound to the repository's ``configs/`` folder, over the registered schemas.
 
@@ -158,6 +176,7 @@ def hydra_main(config_name: str) -> Callable[[Callable[[Any], None]], Callable[[
 
         @functools.wraps(fn)
         def main() -> None:
+            sys.argv[1:] = [quote_free_text(a) for a in sys.argv[1:]]
             try:
                 hydra_task()
             except SystemExit as e:

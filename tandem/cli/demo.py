@@ -6,6 +6,8 @@ Examples::
     tandem-demo task=stack_three perturb=knock_top_cube
     tandem-demo task=pick_place_bins perturb=pull_from_bin
     tandem-demo task=nut_assembly video=false
+    tandem-demo task=stack_three planner=learned verifier=learned executor=diffusion \
+        instruction="put the red cube on the blue cube, then the green one on the red one"
 
 Every component is chosen by a Hydra config group (``configs/``): ``task``, ``planner``, ``verifier``,
 ``executor``, ``goals``, ``perturb``.
@@ -64,6 +66,10 @@ def run(cfg) -> dict:
     s = result.summary
     shown = {k: s.get(k) for k in ("task", "seed", "instruction", "success", "failure", "subgoals_done", "attempts",
                                    "replans", "steps", "wall_time_s", "recovered", "privileged")}
+    g = s.get("grounding") or {}
+    shown["grounded_goals"] = g.get("goals") if g else None  # the planner's own reading of the words
+    shown["grounded_by"] = g.get("grounded_by") if g else None
+    shown["judge_goals"] = s.get("judge_goals")  # the env's reference reading, that success is judged by
     print(json.dumps(shown, indent=2))
     print("wrote:")
     for name, path in result.paths.items():
@@ -77,7 +83,9 @@ def main(cfg) -> None:
         summary = run(cfg)
     except Exception as e:  # noqa: BLE001 - print one clear line, not a traceback from inside robosuite
         fail(e)
-    # 0: task achieved; 3: the episode ran and was recorded, but failed; 2: bad input (see `fail`).
+    # 0: task achieved; 3: the episode ran and was recorded, but failed (a planner's refusal of the instruction
+    # included: recorded in memory, nothing moved); 2: bad input (see `fail`), an instruction the task's reference
+    # reading refuses among it.
     sys.exit(0 if summary["success"] else 3)
 
 

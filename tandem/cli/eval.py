@@ -53,7 +53,8 @@ def run(cfg) -> dict:
         rec = g["recovery"]
         rec_txt = f"  recovery {rec['successes']}/{rec['n']}" if rec else ""
         print(f"  {g['variant']:>14s} {g['setting']:>16s}  success {s['successes']}/{s['n']} = {s['rate']:.3f} "
-              f"[{lo:.3f}, {hi:.3f}]  progress {g['mean_progress']:.3f}{rec_txt}")
+              f"[{lo:.3f}, {hi:.3f}]  progress {g['mean_progress']:.3f}{rec_txt}  "
+              f"false success claims {g.get('false_success_claims', 0)}")
     if outcome.n_video:
         print(f"re-ran {outcome.n_video} failed episode(s) with video under {outcome.out_dir}/videos")
     return outcome.metrics

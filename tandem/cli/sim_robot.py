@@ -2,11 +2,14 @@
 
 It publishes the env's cameras, gripper joints and end-effector pose as ROS 2-typed messages, executes
 received ``TwistStamped``/``GripperCommand`` messages, and serves the SIM-ONLY oracle side channel
-(privileged state, success, scripted-expert waypoints). Run it beside ``tandem-bridge`` with the same config::
+(privileged state, success, scripted-expert waypoints). Its judge is the task's reference reading of the
+instruction the *bridge* runs, sent at each bridge episode on ``/tandem/oracle/episode``: it never supplies goals
+of its own. Run it beside ``tandem-bridge`` with the same config::
 
     tandem-sim-robot --config-name bridge/sim_loopback                      # terminal 1
     tandem-bridge    --config-name bridge/sim_loopback                      # terminal 2
-    tandem-sim-robot --config-name bridge/sim_loopback sim_robot.goals_limit=1   # a short task
+    tandem-bridge    --config-name bridge/sim_loopback instruction="put the red cube on the green cube"  # short
+    tandem-sim-robot --config-name bridge/sim_loopback sim_robot.goals_limit=1   # the judge keeps its first goal
 
 The env is built by :func:`tandem.runtime.registry.build_sim_env` (:mod:`tandem.runtime.bridge_session`).
 """

@@ -9,7 +9,12 @@ Every component that receives observations (planner, verifier, executor, goal pr
 True when it reads the simulator's truth (``Observation.privileged``). The runtime hands a component whose
 ``is_oracle`` is False observations with ``privileged`` removed (:mod:`tandem.core.privileged`).
 
-This module imports nothing from the project but :mod:`tandem.core.types` and :mod:`tandem.core.errors`.
+A component that is not an oracle also gets the task with its goals withheld (:func:`tandem.core.privileged.task_for`):
+it plans from ``TaskSpec.instruction`` and ``TaskSpec.vocabulary``, and says how it read the words
+(``Planner.grounding``).
+
+This module imports nothing from the project but :mod:`tandem.core.types`, :mod:`tandem.core.grounding` and
+:mod:`tandem.core.errors`.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from tandem.core.errors import ConfigError
+from tandem.core.grounding import Grounding
 from tandem.core.types import Observation, Plan, RetryPolicy, Subgoal, TaskSpec, Verdict
 
 
@@ -125,12 +131,18 @@ class Planner(Protocol):
     Attributes:
         is_oracle: whether it reads ``Observation.privileged`` (simulator truth), e.g. the symbolic oracle planner.
         source: what memory records as the plan's source, e.g. ``"oracle"``, ``"vlm"``, ``"instruction"``.
+        grounding: after ``reset``, the planner's reading of ``task.instruction`` (the goals it pursues and who
+            grounded them), or None for a planner that grounds no goals (the flat ``instruction`` planner). A
+            refused reading (``Grounding.refused``) ends the episode before anything moves.
     """
 
     is_oracle: bool
     source: str
+    grounding: Grounding | None
 
-    def reset(self, task: TaskSpec) -> None: ...
+    def reset(self, task: TaskSpec) -> None:
+        """Start an episode of ``task`` (goals withheld unless the planner is an oracle) and read its instruction."""
+        ...
 
     def plan(self, observation: Observation, memory: TaskMemory) -> Plan:
         """Return the current done/remaining plan. ``memory.view()`` holds failures to replan around.

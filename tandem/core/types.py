@@ -18,9 +18,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from tandem.core.vocabulary import TaskVocabulary
 
 #: Layout of ``Observation.proprio`` in simulation and in datasets (D = 8).
 PROPRIO_LAYOUT: tuple[str, ...] = ("eef_x", "eef_y", "eef_z", "eef_qw", "eef_qx", "eef_qy", "eef_qz", "gripper_m")
@@ -113,13 +116,17 @@ class TaskSpec:
         skills: skill name -> predicate template that is true once the skill succeeded,
             with ``{0}``, ``{1}`` standing for the subgoal's args, e.g. ``{"stack": "on({0},{1})"}``.
         goals: ordered goal predicates whose conjunction is task success, e.g.
-            ``("on(red,green)", "on(blue,red)")``. Derived from the instruction.
+            ``("on(red,green)", "on(blue,red)")``: the judge's reading of the instruction. They belong to the judge
+            (the env's success check and oracle components): the runtime withholds them from every other component
+            (:func:`tandem.core.privileged.task_for`), which must ground the instruction itself.
         targets: non-graspable places the planner may refer to (bins, pegs).
         skill_texts: skill name -> text template with ``{0}``, ``{1}`` for the args, e.g.
             ``{"stack": "stack the {0} cube on the {1} cube"}``; used to word subgoals.
         cameras: camera names the env renders, e.g. ``("agentview", "wrist")``.
         image_size: ``(H, W)`` in px of every camera.
         control_dt: seconds per control step.
+        vocabulary: the task's declared vocabulary (:class:`tandem.core.vocabulary.TaskVocabulary`): what the
+            instruction may name, the skills, places and impossibility rules; None where none is declared.
     """
 
     name: str
@@ -133,6 +140,7 @@ class TaskSpec:
     cameras: tuple[str, ...] = ("agentview", "wrist")
     image_size: tuple[int, int] = (128, 128)
     control_dt: float = 0.05
+    vocabulary: TaskVocabulary | None = None
 
     def predicate_for(self, skill: str, args: tuple[str, ...] | list[str]) -> str:
         """Ground predicate string that is true once ``skill(*args)`` succeeded.

@@ -27,6 +27,8 @@ class SuiteConfig(Schema):
         max_steps: cap on control steps per episode (None: each task's own budget).
         tasks: task names, or ``{name, perturb}`` entries (``perturb``: a name, or ``{name, at_step,
             after_success}`` where ``after_success`` may be a list drawn per (task, seed)).
+        instructions: ``template`` (each seed's own instruction) or ``paraphrase`` (the seed's goals worded by the
+            held-out part of the phrasing grammar; :class:`tandem.evaluation.suite.Suite`).
     """
 
     name: str = "suite"
@@ -34,6 +36,7 @@ class SuiteConfig(Schema):
     seed_start: int = 0
     max_steps: int | None = None
     tasks: list[Any] = field(default_factory=list)
+    instructions: str = "template"
 
     def check(self) -> None:
         seeds = self.seeds
@@ -50,6 +53,8 @@ class SuiteConfig(Schema):
             raise FieldError("max_steps", f"must be >= 1 or null, got {self.max_steps}")
         if not self.tasks:
             raise FieldError("tasks", "must list at least one task")
+        if self.instructions not in ("template", "paraphrase"):
+            raise FieldError("instructions", f"must be template or paraphrase, got {self.instructions!r}")
 
 
 @dataclass

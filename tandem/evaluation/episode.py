@@ -119,7 +119,7 @@ def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None
             reraise_interrupt(e)
             return failed_row(job, "crash", f"crash outside run_episode: {type(e).__name__}: {e}",
                               traceback=traceback.format_exc(limit=6), worker=os.getpid())
-        row = row_from_result(job, result.summary, result.log.meta.get("goals") or [])
+        row = row_from_result(job, result.summary, result.log.meta.get("judge_goals") or [])
         row["build_time_s"] = round(build_time, 3)
         row["worker"] = os.getpid()
         if job.video_dir is not None:

@@ -167,7 +167,8 @@ def markdown_table(metrics: dict[str, Any]) -> str:
     """One row per variant x setting x task, then the setting's pooled ``all`` row, then (with several settings)
     each variant's row pooled over everything, from :func:`compute_metrics`."""
     head = ("| variant | setting | task | success | 95% CI (%) | mean progress | recovered / perturbed "
-            "| mean steps | mean replans | main failure cause |\n|---|---|---|---|---|---|---|---|---|---|\n")
+            "| mean steps | mean replans | false success claims | main failure cause |\n"
+            "|---|---|---|---|---|---|---|---|---|---|---|\n")
     lines = []
     entries = [e for g in metrics.get("groups", []) for e in [*g["per_task"], g]]
     if len(metrics.get("groups", [])) > len(metrics.get("variants", [])):  # several settings: add pooled rows
@@ -181,7 +182,8 @@ def markdown_table(metrics: dict[str, Any]) -> str:
         task = f"**{e['task']}**" if e["task"] == "all" else e["task"]
         setting = f"**{e['setting']}**" if e["setting"] == "all" else e["setting"]
         lines.append(f"| {e['variant']} | {setting} | {task} | {succ} | {ci} | {e['mean_progress']:.3f} "
-                     f"| {rec_txt} | {e['mean_steps']:.0f} | {e['mean_replans']:.2f} | {cause} |")
+                     f"| {rec_txt} | {e['mean_steps']:.0f} | {e['mean_replans']:.2f} "
+                     f"| {e.get('false_success_claims', 0)} | {cause} |")
     return head + "\n".join(lines) + "\n"
 
 

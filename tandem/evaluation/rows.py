@@ -2,7 +2,9 @@
 
 Rows are deterministic given (task, seed, perturbation, variant) except for :data:`TIMING_COLUMNS`. The boolean
 ``privileged`` column says whether the stack that ran read the simulator's truth (any oracle component); it is
-null for a row whose stack was never built (``build_error``, ``worker_crash``).
+null for a row whose stack was never built (``build_error``, ``worker_crash``). Each row records the ``instruction``
+given, the ``judge_goals`` the env judged success by, the planner's ``grounding`` of the words (who grounded which
+goals, or its refusal), and ``false_success_claim``: the agent claimed success and the simulator says the task failed.
 """
 
 from __future__ import annotations
@@ -20,8 +22,8 @@ TIMING_COLUMNS: tuple[str, ...] = (
 )
 #: Failure kinds a row can carry (``failure_kind``); None on success.
 FAILURE_KINDS: tuple[str, ...] = (
-    "task_not_achieved", "gave_up", "step_cap", "planner_error", "sim_unstable", "nan_action", "placement",
-    "tandem_error", "crash", "build_error", "worker_crash",
+    "task_not_achieved", "gave_up", "step_cap", "planner_error", "instruction_refused", "sim_unstable", "nan_action",
+    "placement", "tandem_error", "crash", "build_error", "worker_crash",
 )
 #: Failure kinds that ``resume.retry_errors=true`` runs again (infrastructure, not the policy).
 RETRYABLE_KINDS: tuple[str, ...] = ("build_error", "worker_crash")
@@ -36,7 +38,8 @@ def classify_failure(failure: str | None, success: bool) -> str | None:
     f = failure or ""
     for prefix, kind in (("SimUnstableError", "sim_unstable"), ("NonFiniteActionError", "nan_action"),
                          ("PlacementError", "placement"), ("crash:", "crash"), ("gave up", "gave_up"),
-                         ("planner failed", "planner_error"), ("rollout step cap", "step_cap"),
+                         ("planner failed", "planner_error"), ("instruction refused", "instruction_refused"),
+                         ("rollout step cap", "step_cap"),
                          ("env step limit", "step_cap")):
         if f.startswith(prefix):
             return kind
@@ -65,8 +68,8 @@ def failed_row(job: EpisodeJob, kind: str, reason: str, **extra: Any) -> dict[st
     row = {**_base_row(job), "success": False, "privileged": None, "failure_kind": kind, "failure": reason,
            "steps": 0, "subgoals_done": 0, "n_subgoals_ref": None, "progress": 0.0, "attempts": 0, "replans": 0, "plans": 0,
            "skill_results": {}, "perturbed": False, "perturb_step": None, "recovered": False,
-           "agent_claims_success": False,
-           "instruction": None}
+           "agent_claims_success": False, "false_success_claim": False,
+           "instruction": None, "judge_goals": None, "grounding": None}
     row.update({c: None for c in TIMING_COLUMNS})
     row.update(extra)
     return row
@@ -116,6 +119,9 @@ def row_from_result(job: EpisodeJob, summary: Mapping[str, Any], goals: Sequence
         "recovered": bool(summary.get("recovered", False)),
         "agent_claims_success": bool(summary.get("agent_claims_success", False)),
         "instruction": summary.get("instruction"),
+        "judge_goals": list(goals),
+        "grounding": summary.get("grounding"),
+        "false_success_claim": bool(summary.get("agent_claims_success", False)) and not success,
         "wall_time_s": summary.get("wall_time_s"),
         "build_time_s": None,
         "plan_latency_p50_ms": pl.get("p50_ms"), "plan_latency_p90_ms": pl.get("p90_ms"),

@@ -87,6 +87,8 @@ def _group_metrics(df: Any) -> dict[str, Any]:
         "mean_replans": float(df["replans"].mean()) if len(df) else math.nan,
         "recovery": _rate(int(pert["success"].sum()), len(pert)) if len(pert) else None,
         "perturbation_fired": int(len(pert)),
+        "false_success_claims": int((df["agent_claims_success"].astype(bool) & ~df["success"].astype(bool)).sum())
+        if "agent_claims_success" in df else 0,
         "failure_causes": {str(k): int(v) for k, v in causes.items()},
         "latency_ms": {
             "plan_p50_per_episode": _pct(df.get("plan_latency_p50_ms", [])),
@@ -107,6 +109,7 @@ def compute_metrics(df: Any) -> dict[str, Any]:
     * ``recovery``: success rate among episodes where the perturbation fired (Wilson 95%), None if none fired.
     * ``latency_ms``: percentiles over episodes of each episode's own p50/p90/p99 planner and executor latency.
     * ``failure_causes``: failure kind -> count.
+    * ``false_success_claims``: episodes where the agent claimed success and the simulator says the task failed.
     """
     out: dict[str, Any] = {"n_episodes": int(len(df)), "variants": [], "groups": []}
     if df.empty:

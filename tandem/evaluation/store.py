@@ -124,6 +124,12 @@ def rows_to_frame(rows: Sequence[Mapping[str, Any]]) -> Any:
         df["privileged"] = df["privileged"].astype("boolean")
     if "traceback" in df:
         df["traceback"] = df["traceback"].astype("string")
+    for c in ("grounding", "judge_goals"):  # nested, or null for rows never run: JSON text keeps the schema fixed
+        if c in df:
+            df[c] = df[c].map(lambda v: v if isinstance(v, str) or v is None else json.dumps(v, sort_keys=True)
+                              ).astype("string")
+    if "false_success_claim" in df:
+        df["false_success_claim"] = df["false_success_claim"].fillna(False).astype(bool)
     if "skill_results" in df:  # {skill: [ok, n]} with varying skills: JSON text keeps parquet's schema fixed
         df["skill_results"] = df["skill_results"].map(
             lambda d: d if isinstance(d, str) else json.dumps(d or {}, sort_keys=True)).astype("string")

@@ -21,6 +21,9 @@ import numpy as np
 from tandem.core.errors import ConfigError, UnknownNameError
 from tandem.runtime.config import to_dict
 
+#: ``suite.instructions`` -> the stack's ``instructions`` (:class:`tandem.runtime.config.StackConfig`).
+SUITE_INSTRUCTIONS: dict[str, str] = {"template": "seed", "paraphrase": "paraphrase"}
+
 
 def merge_config(base: Mapping[str, Any] | None, over: Mapping[str, Any] | None) -> dict[str, Any]:
     """Recursive dict merge; ``over`` wins."""
@@ -190,12 +193,16 @@ class Suite:
         tasks: one entry per (task, perturbation setting); a task may appear with several settings.
         seeds: the episode seeds.
         max_steps: optional cap on control steps per episode (None: the task's own budget).
+        instructions: how each episode's instruction is worded: ``template`` (the task's own, as each seed draws
+            it) or ``paraphrase`` (the seed's goals worded by the held-out part of the phrasing grammar,
+            :func:`tandem.core.phrasing.phrase`; the judge reads its goals back from the words).
     """
 
     name: str
     tasks: tuple[SuiteTask, ...]
     seeds: tuple[int, ...]
     max_steps: int | None = None
+    instructions: str = "template"
 
     @classmethod
     def from_config(cls, cfg: Any) -> Suite:
@@ -223,8 +230,11 @@ class Suite:
         if not tasks or not seeds:
             raise ConfigError(f"suite {c.get('name')!r} needs at least one task and one seed")
         ms = c.get("max_steps")
+        instructions = str(c.get("instructions") or "template")
+        if instructions not in SUITE_INSTRUCTIONS:
+            raise ConfigError(f"suite.instructions must be one of {list(SUITE_INSTRUCTIONS)}, got {instructions!r}")
         return cls(name=str(c.get("name", "suite")), tasks=tuple(tasks), seeds=seeds,
-                   max_steps=None if ms is None else int(ms))
+                   max_steps=None if ms is None else int(ms), instructions=instructions)
 
     def validate(self) -> None:
         """Check task and perturbation names against ``sim`` (task registry, each task's perturbations).
@@ -310,8 +320,12 @@ def expand_suite(suite: Suite, variants: Sequence[Variant], env: Mapping[str, An
                     "perturb": p or {"name": "none"},
                     "env": merge_config(env, v.env), "agent": merge_config(agent, v.agent),
                 }
+                words = ""
+                if suite.instructions != "template":  # templated jobs keep their keys and hashes from before
+                    build["instructions"] = SUITE_INSTRUCTIONS[suite.instructions]
+                    words = f"~{suite.instructions}"
                 chash = config_hash({"build": build, "builder": v.builder, "max_steps": suite.max_steps, "seed": seed})
-                key = f"{v.name}/{t.name}/{perturb_label(p)}/seed{seed:04d}"
+                key = f"{v.name}/{t.name}/{perturb_label(p)}{words}/seed{seed:04d}"
                 jobs.append(EpisodeJob(key=key, task=t.name, seed=int(seed), variant=v.name, setting=t.perturb.name,
                                        perturb=p, build=build, builder=v.builder, max_steps=suite.max_steps,
                                        config_hash=chash, labels=v.label()))

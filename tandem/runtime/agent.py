@@ -38,9 +38,10 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.core.grounding import Grounding
 from tandem.core.interrupts import reraise_interrupt
 from tandem.core.lazy_images import materialize_images
-from tandem.core.privileged import observation_for
+from tandem.core.privileged import observation_for, task_for, withhold_goals
 from tandem.core.protocols import Executor, GoalProducer, Planner, TaskMemory, Verifier, require_protocol
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
 from tandem.runtime.config import AgentConfig
@@ -68,6 +69,7 @@ class AgentStatus:
     plans_discarded: int = 0
     plan_latency_s: list[float] = field(default_factory=list)
     action_latency_s: list[float] = field(default_factory=list)
+    grounding: dict[str, Any] | None = None  # the planner's reading of the instruction (Grounding.to_json)
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k not in ("plan_latency_s", "action_latency_s")}
@@ -160,18 +162,35 @@ class HierarchicalAgent:
         self.plan, self.subgoal, self._before = Plan(), None, None
         self._steps_in_subgoal, self._step = 0, observation.step
         self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
-        self.memory.start_episode(task, meta)
+        self.memory.start_episode(withhold_goals(task, "memory"), meta)
         self._pending_plan, self._version, self._speed = None, 0, 1.0
+        planner_task = task_for(self.planner, task, "planner")
         if self._worker is not None:
-            self._worker.reset(task)  # between episodes: waits for a running request, drops queued ones
+            self._worker.reset(planner_task)  # between episodes: waits for a running request, drops queued ones
         else:
-            self.planner.reset(task)
-        self.verifier.reset(task, self.memory)  # model verifiers log their exchanges to memory
+            self.planner.reset(planner_task)
+        self.verifier.reset(task_for(self.verifier, task, "verifier"), self.memory)  # model verifiers log to memory
         self.executor.reset()
+        if self._record_grounding(self.planner.grounding):
+            return
         if self._worker is not None:
             self._request_plan(observation)
         else:
             self._replan(observation, after_failure=False)
+
+    def _record_grounding(self, grounding: Grounding | None) -> bool:
+        """Record the planner's reading of the instruction in memory and the status; True when it refused the
+        instruction, which ends the episode before anything moves (the refusal's one line is the end reason)."""
+        if grounding is None:
+            return False
+        self.status.grounding = grounding.to_json()
+        self.memory.record_event("grounding", self._step, **grounding.to_json())
+        if grounding.refused is None:
+            return False
+        self.memory.record_event("instruction_refused", self._step, reason=grounding.refused,
+                                 grounded_by=grounding.grounded_by)
+        self._finish(False, f"instruction refused: {grounding.refused}")
+        return True
 
     def act(self, observation: Observation) -> np.ndarray | None:
         """One control step. Returns the ``float32 (A,)`` action to apply, or None once finished.
@@ -317,7 +336,7 @@ class HierarchicalAgent:
         self._speed = float(policy.speed_scale)
         attempt = self.memory.record_attempt(subgoal, self._step, policy)
         self.status.attempts += 1
-        self.executor.set_subgoal(subgoal, self.task)
+        self.executor.set_subgoal(subgoal, task_for(self.executor, self.task, "executor"))
         self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
 
     def _verify_active(self, observation: Observation, at_episode_end: bool = False,
@@ -449,6 +468,8 @@ class HierarchicalAgent:
             self._try_start(nxt, observation)
 
     def _finish(self, claims_success: bool, reason: str) -> None:
+        if self.planner.grounding is not None:  # a VLM reads its goals from its first plan, after reset
+            self.status.grounding = self.planner.grounding.to_json()
         self.status.finished = True
         self.status.claims_success = claims_success
         self.status.end_reason = reason

@@ -20,19 +20,27 @@ def run_bridge(cfg: Any, transport: Any = None) -> dict[str, Any]:
     """Build the robot env and agent, run ``cfg.episodes`` guarded episodes (the robot is stopped after each and on
     any error), write ``<out_dir>/episodeNNN/`` artefacts, ``safety_events.jsonl`` and ``bridge_summary.json``.
 
+    Each episode's task is the user's instruction: the first one's is ``cfg.instruction`` (else
+    ``bridge.task.instruction``) unless ``cfg.wait_for_instruction`` is set or it is empty; every other episode waits
+    for the next message on ``bridge.topics.instruction`` (``std_msgs/String``, queued in arrival order). A wait that
+    outlasts ``cfg.instruction_timeout_s`` ends the run (``summary["ended"]``); so do Ctrl-C during a wait and a latched
+    e-stop.
+
     Args:
         cfg: a :class:`~tandem.runtime.config.BridgeRunConfig` (or a dict / OmegaConf node of one).
         transport: the transport to use (tests); None makes the one ``cfg.bridge`` names. With
             ``bridge.dry_run=true`` it is wrapped so that commands are logged, never sent.
 
     Returns:
-        A JSON-safe summary: per-episode success/steps/failure, whether the stack was
-        privileged (``privileged``, ``oracle_components``), commands sent, safety events by kind.
+        A JSON-safe summary: per-episode instruction/success/steps/failure/grounding (and the rehearsal judge's
+        goals), whether the stack was privileged (``privileged``, ``oracle_components``), commands sent, safety
+        events by kind, why the run ended early (``ended``, or None).
 
     Raises:
         ConfigError / UnknownNameError / CheckpointError: a bad config (validated before the robot is touched).
     """
     from bridge.config import bridge_config_from_dict
+    from bridge.errors import MissingTopicError
     from bridge.runner import run_guarded
     from bridge.transport import DryRunTransport, make_transport
     from tandem.runtime.rollout import run_episode
@@ -48,17 +56,37 @@ def run_bridge(cfg: Any, transport: Any = None) -> dict[str, Any]:
     stack = build_bridge_stack(cfg, transport)
     env, agent = stack.env, stack.agent
     episodes = []
+    ended = None
+    first = " ".join((cfg.instruction if cfg.instruction is not None else bcfg.task.instruction).split())
+    topic = bcfg.topics.instruction
     try:
         for i in range(cfg.episodes):
+            if i == 0 and first and not cfg.wait_for_instruction:
+                text = first
+            else:
+                print(f"tandem-bridge: waiting for an instruction on {topic} (std_msgs/msg/String), episode {i}",
+                      file=sys.stderr)
+                try:
+                    text = env.next_instruction(cfg.instruction_timeout_s)
+                except MissingTopicError as e:
+                    ended = str(e)
+                    break
+                except KeyboardInterrupt:  # Ctrl-C while idle ends the run; the summary is still written
+                    ended = "interrupted while waiting for an instruction"
+                    break
+            env.set_instruction(text)
+            print(f"tandem-bridge: episode {i}: {text!r}", file=sys.stderr)
             seed = cfg.seed + i
             ep_dir = out_dir / f"episode{i:03d}"
             result = run_guarded(env, lambda seed=seed, ep_dir=ep_dir: run_episode(
                 env, agent, seed=seed, out_dir=ep_dir, record_video=False,
                 meta={"bridge": {"transport": bcfg.transport, "dry_run": bcfg.dry_run}}))
             s = result.summary
-            episodes.append({k: s.get(k) for k in ("seed", "success", "failure", "steps", "subgoals_done", "attempts",
-                                                  "replans", "wall_time_s", "privileged")})
+            episodes.append({k: s.get(k) for k in ("seed", "instruction", "success", "failure", "steps",
+                                                  "subgoals_done", "attempts", "replans", "wall_time_s", "privileged",
+                                                  "grounding", "judge_goals")})
             if env.safety.estopped:
+                ended = "e-stop latched"
                 break
     finally:
         stack.close()
@@ -74,7 +102,7 @@ def run_bridge(cfg: Any, transport: Any = None) -> dict[str, Any]:
                "privileged": agent.privileged, "oracle_components": agent.oracle_components,
                "commands_sent": env.sent, "dry_run": bcfg.dry_run,
                "dry_run_logged": len(transport.sent) if isinstance(transport, DryRunTransport) else 0,
-               "safety_events": kinds}
+               "safety_events": kinds, "instruction_topic": topic, "ended": ended}
     (out_dir / "bridge_summary.json").write_text(json.dumps(summary, indent=2))
     return summary
 
@@ -97,7 +125,8 @@ def oracle_waypoints_fn(env: Any):
 def build_sim_robot(cfg: Any, transport: Any = None):
     """The simulated robot of a rehearsal: the robosuite env of ``cfg.sim_robot.task`` (built by the registry, with
     the bridge's cameras, image size and rate) served by :class:`bridge.sim_robot_node.SimRobotNode`, reset to
-    ``cfg.sim_robot.seed``.
+    ``cfg.sim_robot.seed``. It judges nothing until the bridge starts an episode: then its env reads the bridge's
+    instruction with the task's reference reading and resets (seeds ``sim_robot.seed``, ``+1``, ...).
 
     Raises:
         ConfigError / UnknownTaskError: a bad config.
@@ -145,8 +174,8 @@ def serve_sim_robot(cfg: Any) -> dict[str, Any]:
     finally:
         node.env.close()
         node.transport.close()
-    return {"steps": node.steps, "commands_received": node.commands_received,
-            "success": bool(node.last_info.get("success", False))}
+    return {"steps": node.steps, "commands_received": node.commands_received, "episodes": node.episodes_started,
+            "judge": node.judge, "success": node.judged_success()}
 
 
 __all__ = ["build_sim_robot", "oracle_waypoints_fn", "run_bridge", "serve_sim_robot"]

@@ -101,6 +101,10 @@ class Schema:
         """Raise :class:`FieldError` for a value this schema refuses (the default accepts every value)."""
 
 
+#: How each seed's instruction is worded without a user's (``sim.robosuite_env.INSTRUCTION_STYLES``).
+INSTRUCTION_STYLES: tuple[str, ...] = ("seed", "paraphrase")
+
+
 # ------------------------------------------------------------------------------------------- plain sections
 @dataclass
 class TaskConfig(Schema):
@@ -417,10 +421,16 @@ class VLMPlannerConfig(VLMClientConfig):
             resized image, 128 px -> 140 px; Qwen2-VL / Qwen3-VL a 0-1000 grid; scripted camera pixels; any other
             model 0-1), or ``pixels``, ``resized_pixels``, ``grid1000``, ``unit``.
         point_frame_resize: ``resized_pixels`` only: the server's ``{factor, min_pixels, max_pixels}``.
+        check_grounding: where a learned instruction grounder exists for the task (``grounder_checkpoint``, or the
+            shipped ``checkpoints/grounder/<task>``), read the instruction with it too and record in memory where
+            the VLM's first plan pursues other goals (``grounding_disagreement``); the VLM still decides.
+        grounder_checkpoint: that grounder's checkpoint directory (None: the shipped one, where there is one).
     """
 
     name: str = "vlm"
     prompt_version: str = "v2"  # plan_v2 asks for the trace points in point_frame
+    check_grounding: bool = True
+    grounder_checkpoint: str | None = None
     trace_camera: str = "agentview"
     canonical_text: bool = True
     point_frame: str = "auto"
@@ -496,6 +506,9 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
 
     Attributes:
         trace_checkpoint: a ``tandem-train-trace`` checkpoint directory (None: the shipped ``checkpoints/trace/<task>``).
+        grounder_checkpoint: a ``tandem-train-grounder`` checkpoint directory (None: the shipped
+            ``checkpoints/grounder/<task>``): the learned instruction grounder that turns the instruction's words into
+            the goals this planner pursues (``planner_vlm.learned.grounder``).
         threshold: a predicate holds when its calibrated probability is at least this, in (0, 1).
         completion_confidence: the task is reported complete only when every goal predicate's probability is at least
             this, in [threshold, 1); goals that read true below it are planned again.
@@ -545,6 +558,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
 
     name: str = "learned"
     trace_checkpoint: str | None = None
+    grounder_checkpoint: str | None = None
     threshold: float = 0.5
     completion_confidence: float = 0.9
     min_object_confidence: float = 0.05
@@ -792,8 +806,18 @@ def component(kind: str, default: str) -> Any:
 @dataclass
 class StackConfig(Schema):
     """A whole stack: what :func:`tandem.runtime.registry.build_stack` builds. Component sections hold the schema
-    their ``name`` selects (:func:`load` resolves them)."""
+    their ``name`` selects (:func:`load` resolves them).
 
+    Attributes:
+        instruction: the user's instruction (``instruction="put the red cube on the blue cube"``); None: each seed's
+            own. The scene is still drawn per seed; the judge reads its goals from these words, and refuses words
+            the scene cannot satisfy before anything is built. Non-oracle planners ground the words themselves.
+        instructions: without ``instruction``, how each seed's instruction is worded: ``seed`` (the task's template)
+            or ``paraphrase`` (the held-out part of the phrasing grammar, drawn from the seed).
+    """
+
+    instruction: str | None = None
+    instructions: str = "seed"
     task: TaskConfig = field(default_factory=TaskConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     planner: Any = component("planner", "oracle")
@@ -803,6 +827,12 @@ class StackConfig(Schema):
     perturb: PerturbConfig = field(default_factory=PerturbConfig)
     agent: AgentConfig = field(default_factory=AgentConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
+
+    def check(self) -> None:
+        if self.instructions not in INSTRUCTION_STYLES:
+            raise FieldError("instructions", f"must be one of {list(INSTRUCTION_STYLES)}, got {self.instructions!r}")
+        if self.instruction is not None and not isinstance(self.instruction, str):
+            raise FieldError("instruction", f"must be text, got {self.instruction!r}")
 
 
 @dataclass
@@ -821,6 +851,7 @@ class DemoConfig(StackConfig):
     out_dir: str = "outputs/demo"
 
     def check(self) -> None:
+        super().check()
         if self.seed < 0:
             raise FieldError("seed", f"must be >= 0, got {self.seed}")
 
@@ -902,6 +933,7 @@ class CollectConfig(StackConfig):
     dataset: DatasetWriteConfig = field(default_factory=DatasetWriteConfig)
 
     def check(self) -> None:
+        super().check()
         if self.episodes < 1:
             raise FieldError("episodes", f"must be >= 1, got {self.episodes}")
         if not self.out:
@@ -924,7 +956,8 @@ class SimRobotConfig(Schema):
 
     Attributes:
         task: the task it simulates. seed: its episode seed, >= 0.
-        goals_limit: only the first n goals count (a short rehearsal); None: all.
+        goals_limit: the judge keeps only the first n goals of its reading of the bridge's instruction (a short
+            rehearsal; a shorter instruction does the same); None: all.
         command_timeout_s: hold still when no twist came for this long (s).
         duration_s: stop after this long (s); None: until Ctrl-C.
         publish_for_s: stop publishing after this long (s; rehearses a dead driver); None: never.
@@ -956,9 +989,15 @@ class BridgeRunConfig(Schema):
             config option that selects it (``planner=learned`` selects ``goals=none``) composes here too.
         agent: the loop's budgets. memory: the task memory's lessons and retry rules.
         episodes: episodes to run, >= 1. seed: first episode seed, >= 0. out_dir: artefacts.
-        bridge: the robot side (``bridge.config.BridgeConfig``: transport, topics, action mapping, safety),
-            validated by ``bridge.config.bridge_config_from_dict``.
+        bridge: the robot side (``bridge.config.BridgeConfig``: transport, topics, action mapping, safety, the task
+            and its cell vocabulary), validated by ``bridge.config.bridge_config_from_dict``.
         sim_robot: the simulated robot of a rehearsal.
+        instruction: the first episode's instruction (``tandem-bridge instruction="..."``); None:
+            ``bridge.task.instruction``. An empty one waits for a message on ``bridge.topics.instruction``.
+        wait_for_instruction: every episode waits for its instruction on ``bridge.topics.instruction``
+            (``std_msgs/String``), one episode per message; False: the first episode runs ``instruction`` and each
+            later one (``episodes`` > 1) waits for a message.
+        instruction_timeout_s: how long (s) to wait for an instruction message; None: until one arrives (Ctrl-C).
     """
 
     planner: Any = component("planner", "oracle")
@@ -972,10 +1011,16 @@ class BridgeRunConfig(Schema):
     out_dir: str = "outputs/bridge"
     bridge: dict[str, Any] = field(default_factory=dict)
     sim_robot: SimRobotConfig = field(default_factory=SimRobotConfig)
+    instruction: str | None = None
+    wait_for_instruction: bool = False
+    instruction_timeout_s: float | None = None
 
     def check(self) -> None:
+        super().check()
         if self.episodes < 1:
             raise FieldError("episodes", f"must be >= 1, got {self.episodes}")
+        if self.instruction_timeout_s is not None and not self.instruction_timeout_s > 0:
+            raise FieldError("instruction_timeout_s", f"must be > 0 s or null, got {self.instruction_timeout_s}")
         if self.seed < 0:
             raise FieldError("seed", f"must be >= 0, got {self.seed}")
         from bridge.config import bridge_config_from_dict

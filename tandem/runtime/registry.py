@@ -182,7 +182,16 @@ def _vlm_planner(spec: VLMPlannerConfig, ctx: BuildContext) -> Planner:
     """A VLM behind an OpenAI-compatible server or a local transformers model (ConfigError for a bad backend)."""
     from planner_vlm.factory import make_vlm_planner
 
-    return make_vlm_planner(asdict(spec))
+    grounder = None
+    if spec.check_grounding:
+        path = (resolve_perception_checkpoint(spec.grounder_checkpoint, ctx.task, "grounder")
+                if spec.grounder_checkpoint or (SHIPPED_CHECKPOINTS / "grounder" / ctx.task / "config.json").is_file()
+                else None)
+        if path is not None:
+            from planner_vlm.learned.grounder import InstructionGrounder
+
+            grounder = InstructionGrounder.load(path)
+    return make_vlm_planner(asdict(spec), grounder=grounder)
 
 
 # ------------------------------------------------------------------------------------------- learned perception
@@ -191,6 +200,7 @@ PERCEPTION_TRAIN_COMMANDS: dict[str, str] = {
     "state": "tandem-train-state dataset.root=<an image dataset of the task, e.g. datasets/{task}_84>",
     "trace": "tandem-train-trace dataset.root=<a dataset of the task, e.g. datasets/{task}_lowdim>",
     "presence": "python scripts/train_presence.py --train <scenes.npz> --val <scenes.npz> --out <dir>",
+    "grounder": "tandem-train-grounder task={task} out=checkpoints/grounder/{task}",
 }
 
 
@@ -364,11 +374,13 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
     Raises:
         ConfigError: a missing checkpoint (names the training command). CheckpointError: a bad checkpoint.
     """
+    from planner_vlm.learned.grounder import InstructionGrounder
     from planner_vlm.learned.learned_planner import LearnedPlanner
     from planner_vlm.learned.trace_model import TraceModel
 
     state = _state_model(spec, ctx)
     trace = TraceModel.from_checkpoint(resolve_perception_checkpoint(spec.trace_checkpoint, ctx.task, "trace"))
+    grounder = InstructionGrounder.load(resolve_perception_checkpoint(spec.grounder_checkpoint, ctx.task, "grounder"))
     presence_path = presence_checkpoint(spec, ctx.task)
     presence = None
     if presence_path is not None:
@@ -383,7 +395,7 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
                           wrist_limit_rad=spec.wrist_limit_rad, use_depth=spec.use_depth,
                           hidden_uncertainty=spec.hidden_uncertainty, grasp_prior_m=spec.grasp_prior_m,
                           grasp_prior_deg=spec.grasp_prior_deg, use_absent_thresholds=spec.use_absent_thresholds,
-                          geometric_picks=spec.geometric_picks, presence_model=presence)
+                          geometric_picks=spec.geometric_picks, presence_model=presence, grounder=grounder)
 
 
 # ------------------------------------------------------------------------------------------- verifiers
@@ -649,11 +661,14 @@ class Stack:
         self.env.close()
 
 
-def build_sim_env(task: TaskConfig, env: EnvConfig, perturb: PerturbConfig | None = None) -> Env:
-    """The robosuite env of ``task`` with ``env``'s cameras, image size (H, W px), control rate and rendering.
+def build_sim_env(task: TaskConfig, env: EnvConfig, perturb: PerturbConfig | None = None,
+                  instruction: str | None = None, instructions: str = "seed") -> Env:
+    """The robosuite env of ``task`` with ``env``'s cameras, image size (H, W px), control rate and rendering, for
+    the user's ``instruction`` (None: each seed's own, worded as ``instructions`` says: ``seed`` or ``paraphrase``).
 
     Raises:
         UnknownTaskError / UnknownNameError: an unknown task or perturbation.
+        InstructionRefused: the task's reference reading refuses ``instruction`` (before the simulator is built).
     """
     from sim.perturbations import PerturbationSpec
     from sim.robosuite_env import RobosuiteEnv
@@ -664,7 +679,7 @@ def build_sim_env(task: TaskConfig, env: EnvConfig, perturb: PerturbConfig | Non
     return RobosuiteEnv(task.name, cameras=tuple(env.cameras), image_size=tuple(env.image_size),
                         control_freq=int(env.control_freq), render=bool(env.render), perturbation=spec,
                         lazy_images=bool(env.lazy_images), perturbation_budget=bool(env.perturbation_budget),
-                        depth_cameras=tuple(env.depth_cameras))
+                        depth_cameras=tuple(env.depth_cameras), instruction=instruction, instructions=instructions)
 
 
 def build_memory(spec: MemoryConfig | None = None) -> TaskMemory:
@@ -740,7 +755,7 @@ def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
         if perception_depth(cfg) and camera not in env_cfg.depth_cameras:
             logger.info("env renders %s's depth for the learned state model", camera)
             env_cfg = replace(env_cfg, depth_cameras=(*env_cfg.depth_cameras, camera))
-    env = build_sim_env(cfg.task, env_cfg, cfg.perturb)
+    env = build_sim_env(cfg.task, env_cfg, cfg.perturb, instruction=cfg.instruction, instructions=cfg.instructions)
     try:
         ctx = BuildContext(env=env, simulated=True, task=cfg.task.name, planner=cfg.planner.name)
         # OSC delta action zeros: no motion, and robosuite's gripper command 0 keeps the fingers where they are

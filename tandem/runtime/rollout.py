@@ -8,9 +8,11 @@ Artefacts written to ``out_dir`` (all optional):
 * ``memory.jsonl``: the task memory, loadable with ``memory.task_memory.TaskMemoryV1.load``;
 * ``memory.sqlite``: the memory store (``memory.store``): every record committed as it was made, every control
   step, the goal images; ``tandem-replay <out_dir>`` reads it (written as the episode runs, so it survives a crash);
-* ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies, and
+* ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies,
   ``privileged`` (bool: whether any component of the stack read the simulator's truth; ``oracle_components``
-  names them).
+  names them), the ``instruction`` given, the ``judge_goals`` the env judges success by (its task's reference
+  reading), and ``grounding``: the planner's own reading of the words (goals, ordered, confidence, refused,
+  ``grounded_by``), None for a planner that grounds no goals.
 
 When the episode ends at the env's step limit, on termination or at the rollout's step cap, the active subgoal is
 verified on the last observation first, so its verdict is recorded.
@@ -145,8 +147,8 @@ def run_episode(
     try:
         obs, _info = env.reset(seed=seed)
         spec = env.spec
-        log.meta.update(task=spec.name, instruction=spec.instruction, goals=list(spec.goals))
-        summary.update(task=spec.name, instruction=spec.instruction)
+        log.meta.update(task=spec.name, instruction=spec.instruction, judge_goals=list(spec.goals))
+        summary.update(task=spec.name, instruction=spec.instruction, judge_goals=list(spec.goals))
         limit = max_steps if max_steps is not None else spec.max_steps
         fixed_cap = max_steps is not None
         agent.reset(spec, obs, meta=log.meta)
@@ -221,6 +223,7 @@ def run_episode(
         action_latency=_percentiles(status.action_latency_s),
         verdicts=status.verdicts,
         hold_steps=status.hold_steps,
+        grounding=status.grounding,
     )
     agent.memory.finish_episode(bool(success), {k: summary[k] for k in (
         "seed", "success", "failure", "steps", "subgoals_done", "attempts", "replans", "plans", "wall_time_s")})

@@ -54,6 +54,7 @@ class ToyPlanner:
 
     is_oracle = True
     source = "toy"
+    grounding = None
 
     def __init__(self, env):
         self.env, self.n = env, 0

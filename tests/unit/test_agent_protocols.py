@@ -18,6 +18,7 @@ class EmptyFallbackPlanner:
     """A new planner whose model failed: it falls back to an empty plan (the case that used to claim success)."""
 
     is_oracle, source = False, "new"
+    grounding = None
 
     def __init__(self, flag: bool):
         self.flag = flag

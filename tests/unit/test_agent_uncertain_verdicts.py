@@ -24,6 +24,7 @@ class OnePlanner:
 
     is_oracle = False
     source = "fake"
+    grounding = None
 
     def reset(self, task):
         self.done = False

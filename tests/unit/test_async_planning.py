@@ -43,6 +43,7 @@ class GatedPlanner:
     """Plans the reference order (or ``order``) of what is not achieved; blocks in ``plan`` until released."""
 
     source = "gated"
+    grounding = None
     is_oracle = False
 
     def __init__(self, world, gated=True):

@@ -8,10 +8,11 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from grounding_fakes import ListedGrounder
 
 from memory import TaskMemoryV1
 from planner_vlm.goal_regression import GoalRegressionPlanner
-from planner_vlm.learned.learned_planner import LearnedPlanner
+from planner_vlm.learned.learned_planner import LearnedPlanner as _LearnedPlanner
 from planner_vlm.learned.scene_state import SceneState
 from planner_vlm.learned.state_model import keypoint_uncertainty
 from tandem.core.errors import ConfigError
@@ -28,6 +29,11 @@ BINS = TaskSpec(
 #: a tower: b goes onto a once a is on the base, so the order is fixed
 TOWER = TaskSpec(name="tower", instruction="a on base, then b on a", objects=("a", "b", "base"), max_steps=500,
                  skills={"pick": "grasped({0})", "stack": "on({0},{1})"}, goals=("on(a,base)", "on(b,a)"))
+
+
+def LearnedPlanner(*args, **kwargs):  # noqa: N802 - the planner under test, reading the tests' instructions
+    kwargs.setdefault("grounder", ListedGrounder(BINS, TOWER))
+    return _LearnedPlanner(*args, **kwargs)
 
 
 class UncertainStateModel:
@@ -122,3 +128,9 @@ def test_keypoint_uncertainty_is_the_entropy_in_training_spreads():
     np.testing.assert_allclose(keypoint_uncertainty(np.array([1.5, 2.2]), p50, p99), [1.0, 2.0])
     np.testing.assert_allclose(keypoint_uncertainty(np.array([0.5, 2.0]), p50, p99), [-1.0, 0.0])
     assert np.isnan(keypoint_uncertainty(np.array([1.0]), np.zeros(1), np.full(1, np.inf))).all()
+
+
+def test_an_instruction_that_states_the_order_is_followed_as_told():
+    _, _, plan = _plan(UncertainStateModel([0.4, 3.0, -0.2]), grounder=ListedGrounder(BINS, ordered=True))
+    assert [s.signature for s in plan.remaining][::2] == ["pick(milk)", "pick(bread)", "pick(can)"]
+    assert "best-localized" not in plan.rationale

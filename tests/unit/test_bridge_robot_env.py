@@ -342,6 +342,7 @@ def test_planner_exception_inside_the_agent_loop_stops_the_robot(rig):
 
     class CrashingPlanner:
         is_oracle, source = False, "crashing"
+        grounding = None
 
         def reset(self, task):
             pass

@@ -67,6 +67,7 @@ class RecordingEnv:
 
 class ToyPlanner:
     is_oracle, source = True, "toy"  # reads the toy world's truth
+    grounding = None
 
     def __init__(self, env):
         self.env = env

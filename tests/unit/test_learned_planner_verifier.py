@@ -4,13 +4,15 @@ facts with confidence, refusals of absent objects, calibrated and uncertain verd
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
+from grounding_fakes import ListedGrounder
 
 from memory import TaskMemoryV1
-from planner_vlm.learned.learned_planner import HIDDEN_UNCERTAINTY, LearnedPlanner
+from planner_vlm.learned.learned_planner import HIDDEN_UNCERTAINTY
+from planner_vlm.learned.learned_planner import LearnedPlanner as _LearnedPlanner
 from planner_vlm.learned.learned_verifier import LearnedVerifier
 from planner_vlm.learned.proprio import gripper_yaw
 from planner_vlm.learned.scene_state import SceneState
@@ -30,6 +32,11 @@ STACK = TaskSpec(
     skills={"pick": "grasped({0})", "stack": "on({0},{1})"}, goals=("on(red,green)", "on(blue,red)"),
     skill_texts={"pick": "pick up the {0} cube", "stack": "stack the {0} cube on the {1} cube"},
 )
+
+
+def LearnedPlanner(*args, **kwargs):  # noqa: N802 - the planner under test, reading the tests' instructions
+    kwargs.setdefault("grounder", ListedGrounder(STACK, readings={"stack purple on green": ("on(purple,green)",)}))
+    return _LearnedPlanner(*args, **kwargs)
 
 
 @dataclass(frozen=True)
@@ -714,3 +721,32 @@ def test_a_bin_pick_gets_the_experts_geometry_over_the_object_as_read_unless_it_
     # a record naming neither nuts nor objects is refused, naming what it must hold
     with pytest.raises(ConfigError, match="naming nuts .* or objects"):
         LearnedPlanner(sm, type("T", (), {"cfg": _TraceCfg(pick_geometry={"base_pos": [0, 0, 0]})})())
+
+
+def test_the_planner_pursues_the_goals_its_grounder_reads_from_the_words_not_the_judges():
+    from sim.tasks.registry import task_vocabulary
+    from tandem.core.privileged import withhold_goals
+
+    vocab = task_vocabulary("stack_three")
+    task = withhold_goals(replace(STACK, vocabulary=vocab), "planner LearnedPlanner")  # as the runtime hands it
+    words = ListedGrounder(readings={STACK.instruction: ("on(blue,green)",)}, vocabulary=vocab)
+    planner = _LearnedPlanner(ScriptedStateModel(), StraightDownTraceModel(), grounder=words)
+    planner.reset(task)
+    assert [g for g, _, _, _ in planner.goal_steps()] == ["on(blue,green)"]
+    assert planner.grounding.goals == ("on(blue,green)",) and planner.grounding.grounded_by == "listed (test)"
+
+
+def test_a_grounder_of_another_vocabulary_is_refused_at_reset():
+    from sim.tasks.registry import task_vocabulary
+
+    class OtherGrounder(ListedGrounder):
+        vocabulary = task_vocabulary("nut_assembly")
+
+    planner = _LearnedPlanner(ScriptedStateModel(), StraightDownTraceModel(), grounder=OtherGrounder(STACK))
+    with pytest.raises(ConfigError, match="trained for the vocabulary of 'nut_assembly'"):
+        planner.reset(replace(STACK, vocabulary=task_vocabulary("stack_three")))
+
+
+def test_a_planner_without_a_grounder_is_a_build_error():
+    with pytest.raises(ConfigError, match="no instruction grounder"):
+        _LearnedPlanner(ScriptedStateModel(), StraightDownTraceModel()).reset(STACK)

@@ -48,6 +48,7 @@ class SlipWorld:
 
 class Planner:
     source = "oracle"
+    grounding = None
     is_oracle = False
 
     def __init__(self, world):

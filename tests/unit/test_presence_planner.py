@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from grounding_fakes import ListedGrounder
 
 from memory import TaskMemoryV1
-from planner_vlm.learned.learned_planner import LearnedPlanner
+from planner_vlm.learned.learned_planner import LearnedPlanner as _LearnedPlanner
 from planner_vlm.learned.presence_model import PresenceModel, PresenceModelConfig
 from planner_vlm.learned.scene_state import SceneState
 from planner_vlm.learned.synthetic import synthetic_calibration
@@ -25,6 +26,11 @@ BINS = TaskSpec(name="pick_place_bins", instruction="put the milk, the can and t
                 objects=OBJECTS, max_steps=1150, skills={"pick": "grasped({0})", "place": "in_bin({0})"},
                 goals=tuple(f"in_bin({o})" for o in OBJECTS),
                 skill_texts={"pick": "pick up the {0}", "place": "place the {0} into its bin"})
+
+
+def LearnedPlanner(*args, **kwargs):  # noqa: N802 - the planner under test, reading the tests' instructions
+    kwargs.setdefault("grounder", ListedGrounder(BINS))
+    return _LearnedPlanner(*args, **kwargs)
 
 
 @dataclass(frozen=True)

@@ -168,3 +168,30 @@ def test_factory_builds_from_config_dicts():
     c = make_vlm_client(OmegaConf.create({"backend": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m",
                                           "timeout_s": 5, "max_retries": 0}))
     assert c.timeout_s == 5 and c.max_retries == 0
+
+
+def test_the_vlm_gets_the_vocabulary_and_its_goals_are_checked_against_a_grounder():
+    from grounding_fakes import ListedGrounder
+
+    from sim.tasks.registry import task_vocabulary
+    from tandem.core.privileged import withhold_goals
+
+    task = withhold_goals(replace_vocab(TASK, task_vocabulary("stack_three")), "planner VLMPlanner")
+    grounder = ListedGrounder(readings={TASK.instruction: ("on(blue,green)", "on(red,blue)")})
+    client = ScriptedVLMClient([GOOD])
+    planner = VLMPlanner(client, task, grounder=grounder)
+    memory = FakeMemory()
+    assert planner.grounding.grounded_by == "vlm" and planner.grounding.goals == ()
+    planner.plan(obs(), memory)
+    user = " ".join(p.text for p in client.requests[0]["messages"][1].parts if isinstance(p, TextPart))
+    assert "red (red cube, red block" in user  # the vocabulary's words for each object
+    assert planner.grounding.goals == ("on(red,green)", "on(blue,red)")
+    assert planner.grounding.details == {"checked_against": "listed (test)", "agrees": False}
+    [event] = [e for e in memory.events if e["kind"] == "grounding_disagreement"]
+    assert event["vlm"] == ["on(red,green)", "on(blue,red)"] and event["grounder"]["goals"][0] == "on(blue,green)"
+
+
+def replace_vocab(task, vocab):
+    import dataclasses
+
+    return dataclasses.replace(task, vocabulary=vocab)

@@ -113,17 +113,23 @@ class NutAssemblyScene(TaskScene):
         nuts = list(NUTS)
         order = tuple(nuts[i] for i in rng.permutation(len(nuts)))
         parts = [f"the {NUTS[n].label} on the {PEGS[NUTS[n].peg].label}" for n in order]
-        spec = TaskSpec(
+        spec = self.spec_for_goals(tuple(SKILL_PREDICATES["insert"].format(n, NUTS[n].peg) for n in order),
+                                   f"put {parts[0]}, then {parts[1]}")
+        return TaskEpisode(spec=spec, choices={"order": order})
+
+    def spec_for_goals(self, goals: tuple[str, ...], instruction: str) -> TaskSpec:
+        """The spec of an episode whose judge reads ``goals`` (``on_peg(nut,peg)``, in order) from ``instruction``."""
+        return TaskSpec(
             name=self.name,
-            instruction=f"put {parts[0]}, then {parts[1]}",
-            objects=tuple(nuts),
+            instruction=instruction,
+            objects=tuple(NUTS),
             max_steps=self.max_steps,
             skills={s: SKILL_PREDICATES[s] for s in self.skills},
-            goals=tuple(SKILL_PREDICATES["insert"].format(n, NUTS[n].peg) for n in order),
+            goals=tuple(goals),
             targets=tuple(PEGS),
             skill_texts=dict(SKILL_TEXTS),
+            vocabulary=self.vocabulary(),
         )
-        return TaskEpisode(spec=spec, choices={"order": order})
 
     def subgoal_text(self, skill: str, args: tuple[str, ...]) -> str:
         """``"pick up the square_nut"`` / ``"put the square_nut on the square_peg"`` (the spec's ``skill_texts``).

@@ -99,17 +99,25 @@ class PickPlaceBinsScene(TaskScene):
         named = tuple(str(OBJECTS[i]) for i in rng.permutation(len(OBJECTS))[:n])
         phrases = [f"the {o}" for o in named]
         listed = ", ".join(phrases[:-1]) + " and " + phrases[-1]
-        spec = TaskSpec(
+        spec = self.spec_for_goals(tuple(SKILL_PREDICATES["place"].format(o) for o in named),
+                                   f"put {listed} into their bins")
+        return TaskEpisode(spec=spec, choices={"objects": named})
+
+    def spec_for_goals(self, goals: tuple[str, ...], instruction: str) -> TaskSpec:
+        """The spec of an episode whose judge reads ``goals`` (``in_bin(x)``, in order) from ``instruction``: the
+        objects are the goals' objects, the targets their bins, the budget :attr:`steps_per_object` each + 100."""
+        named = tuple(g[g.index("(") + 1:g.index(")")] for g in goals)
+        return TaskSpec(
             name=self.name,
-            instruction=f"put {listed} into their bins",
+            instruction=instruction,
             objects=named,
-            max_steps=self.steps_per_object * n + 100,
+            max_steps=self.steps_per_object * len(named) + 100,
             skills={s: SKILL_PREDICATES[s] for s in self.skills},
-            goals=tuple(SKILL_PREDICATES["place"].format(o) for o in named),
+            goals=tuple(goals),
             targets=tuple(f"{o}_bin" for o in named),
             skill_texts=dict(SKILL_TEXTS),
+            vocabulary=self.vocabulary(),
         )
-        return TaskEpisode(spec=spec, choices={"objects": named})
 
     def subgoal_text(self, skill: str, args: tuple[str, ...]) -> str:
         """``"pick up the milk"`` / ``"put the milk into its bin"``.

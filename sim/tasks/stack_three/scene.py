@@ -103,15 +103,19 @@ class StackThreeScene(TaskScene):
 
     # ---------------------------------------------------------------- episode
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
+        """Draw the tower's order (one ``rng.permutation(3)``) and word it (see the module docstring)."""
         bottom, middle, top = (COLORS[i] for i in rng.permutation(3))
         instruction = f"stack the {middle} cube on the {bottom} cube, then the {top} cube on the {middle} cube"
-        spec = TaskSpec(
-            name=self.name, instruction=instruction, objects=COLORS, max_steps=self.max_steps,
-            skills={s: SKILL_PREDICATES[s] for s in self.skills},
-            goals=(f"on({middle},{bottom})", f"on({top},{middle})"),
-            skill_texts=dict(SKILL_TEXTS),
-        )
+        spec = self.spec_for_goals((f"on({middle},{bottom})", f"on({top},{middle})"), instruction)
         return TaskEpisode(spec=spec, choices={"bottom": bottom, "middle": middle, "top": top})
+
+    def spec_for_goals(self, goals: tuple[str, ...], instruction: str) -> TaskSpec:
+        """The spec of an episode whose judge reads ``goals`` (``on(x,y)``, bottom first) from ``instruction``."""
+        return TaskSpec(
+            name=self.name, instruction=instruction, objects=COLORS, max_steps=self.max_steps,
+            skills={s: SKILL_PREDICATES[s] for s in self.skills}, goals=tuple(goals),
+            skill_texts=dict(SKILL_TEXTS), vocabulary=self.vocabulary(),
+        )
 
     def make_robosuite_env(self, **env_kwargs: Any) -> StackThreeEnv:
         """Build :class:`StackThreeEnv` with a Panda and robosuite's default Panda OSC_POSE (delta) controller.
