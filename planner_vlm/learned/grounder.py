@@ -124,8 +124,16 @@ class TokenEncoder:
         path = Path(path) if path is not None else minilm_dir()
         if not path.is_dir():
             raise ConfigError(f"text encoder path {path} is not a directory of HF weights")
+        from transformers.utils import logging as hf_logging
+
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
-        model = AutoModel.from_pretrained(str(path), local_files_only=True)
+        bar = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # no "Loading weights" bar on every tandem-ground call
+        try:
+            model = AutoModel.from_pretrained(str(path), local_files_only=True)
+        finally:
+            if bar:
+                hf_logging.enable_progress_bar()
         if not 1 <= int(layers) <= len(model.encoder.layer):
             raise ConfigError(f"grounder encoder_layers must be in 1..{len(model.encoder.layer)}, got {layers}")
         model.encoder.layer = model.encoder.layer[: int(layers)]
