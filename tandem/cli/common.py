@@ -134,6 +134,35 @@ def compose_config(config_name: str, overrides: list[str] | tuple[str, ...] = ()
         return compose(config_name=config_name, overrides=list(overrides))
 
 
+def quiet_broken_pipe(main: Callable[..., None]) -> Callable[..., None]:
+    """Wrap a command's ``main`` so that a reader closing its standard output early (``tandem-dataset inspect ... |
+    head -1``) ends it quietly with status 0, as Unix tools do, instead of a ``BrokenPipeError`` traceback (the
+    recipe of Python's ``signal`` docs: stdout is pointed at ``/dev/null`` so that the final flush cannot fail)."""
+    import functools
+    import os
+
+    def flushed() -> None:
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
+
+    @functools.wraps(main)
+    def wrapped(*args: Any, **kwargs: Any) -> None:
+        try:
+            main(*args, **kwargs)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            sys.exit(0)
+        except SystemExit:
+            flushed()  # the exit status stands; only a closed reader's flush is quieted
+            raise
+        flushed()
+
+    return wrapped
+
+
 #: Keys whose values are free text (an instruction): quoted for Hydra, so that commas, brackets or quotes in the words
 #: are read as words, not as Hydra's list or sweep syntax.
 FREE_TEXT_KEYS: tuple[str, ...] = ("instruction",)

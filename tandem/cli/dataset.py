@@ -25,7 +25,7 @@ import json
 import sys
 from pathlib import Path
 
-from tandem.cli.common import prepare_runtime, stop_on_signals
+from tandem.cli.common import prepare_runtime, quiet_broken_pipe, stop_on_signals
 
 prepare_runtime()
 
@@ -48,6 +48,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+@quiet_broken_pipe
 def main(argv: list[str] | None = None) -> None:
     import logging
 

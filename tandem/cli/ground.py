@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import prepare_runtime
+from tandem.cli.common import prepare_runtime, quiet_broken_pipe
 
 prepare_runtime()
 
@@ -141,6 +141,7 @@ def run(argv: Sequence[str]) -> int:
     return 0 if out[0].ok else EXIT_REFUSED
 
 
+@quiet_broken_pipe
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point (``sys.argv[1:]`` by default); exits with the status of :func:`run` (2 on bad input)."""
     from tandem.cli.common import fail
