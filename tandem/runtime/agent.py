@@ -128,6 +128,7 @@ class HierarchicalAgent:
         self._version = 0
         self._speed = 1.0
         self.task: TaskSpec | None = None
+        self._executor_task: TaskSpec | None = None  # the task as the executor may see it (goals withheld if not oracle)
         self.plan: Plan = Plan()
         self.subgoal: Subgoal | None = None
         self.status = AgentStatus()
@@ -171,6 +172,7 @@ class HierarchicalAgent:
             self.planner.reset(planner_task)
         self.verifier.reset(task_for(self.verifier, task, "verifier"), self.memory)  # model verifiers log to memory
         self.executor.reset()
+        self._executor_task = task_for(self.executor, task, "executor")  # once per episode, not per subgoal
         if self._record_grounding(self.planner.grounding):
             return
         if self._worker is not None:
@@ -336,7 +338,7 @@ class HierarchicalAgent:
         self._speed = float(policy.speed_scale)
         attempt = self.memory.record_attempt(subgoal, self._step, policy)
         self.status.attempts += 1
-        self.executor.set_subgoal(subgoal, task_for(self.executor, self.task, "executor"))
+        self.executor.set_subgoal(subgoal, self._executor_task)
         self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
 
     def _verify_active(self, observation: Observation, at_episode_end: bool = False,
