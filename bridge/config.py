@@ -19,6 +19,7 @@ import yaml
 from bridge.joint_states import joint_freshness_keys
 from bridge.safety import SafetyLimits
 from tandem.core.errors import ConfigError
+from tandem.core.number_fields import field_faults, in_range
 from tandem.core.vocabulary import TaskVocabulary
 
 TRANSPORTS = ("dds", "rclpy", "inprocess")
@@ -263,15 +264,15 @@ class BridgeConfig:
     """
 
     transport: str = "dds"
-    domain_id: int = 0
+    domain_id: int = in_range(0, ge=0, le=232)
     loopback_only: bool = True
-    rate_hz: float = 20.0
+    rate_hz: float = in_range(20.0, gt=0, unit="Hz")
     base_frame: str = "base_link"
     image_size: tuple[int, int] = (128, 128)
     image_resize: bool = False
-    startup_timeout_s: float = 10.0
+    startup_timeout_s: float = in_range(10.0, gt=0, unit="s")
     watchdog: bool = True
-    abort_after_stale_s: float = 2.0
+    abort_after_stale_s: float = in_range(2.0, gt=0, unit="s")
     dry_run: bool = False
     oracle_side_channel: bool = False
     gripper_mode: str = "topic"
@@ -302,6 +303,13 @@ class BridgeConfig:
 
 
 def _build(cls, data: Mapping[str, Any] | None, where: str):
+    """``cls`` built from the section ``data`` (named ``where`` in messages; the bridge's own keys are named as they
+    are, a sub-section's as ``<where>.<key>``).
+
+    Raises:
+        ConfigError: an unknown key; a number field holding a non-number, NaN, infinity or a value outside its
+            declared range (one line naming the key, before ``cls`` is built); ``cls``'s own refusals.
+    """
     data = dict(data or {})
     known = {f.name: f for f in fields(cls)}
     unknown = sorted(set(data) - set(known))
@@ -312,6 +320,8 @@ def _build(cls, data: Mapping[str, Any] | None, where: str):
         if isinstance(value, list) and name != "vocabulary":
             value = tuple(value)
         kw[name] = value
+    for key, message in field_faults(cls, kw, "" if where == "bridge" else where):
+        raise ConfigError(f"{key} {message}")
     try:
         return cls(**kw)
     except TypeError as e:
@@ -322,7 +332,9 @@ def bridge_config_from_dict(d: Mapping[str, Any]) -> BridgeConfig:
     """Validate a plain dict (from YAML or ``OmegaConf.to_container``) into a :class:`BridgeConfig`.
 
     Raises:
-        ConfigError: on unknown keys, bad enum values or inconsistent topics (message names the key).
+        ConfigError: on unknown keys, bad enum values, inconsistent topics, or a number that is not one, not finite or
+            outside its field's range (``domain_id`` 0..232, ``rate_hz``, ``startup_timeout_s`` and
+            ``abort_after_stale_s`` > 0); the message names the key.
     """
     d = dict(d)
     topics = dict(d.pop("topics", {}) or {})
@@ -343,10 +355,6 @@ def bridge_config_from_dict(d: Mapping[str, Any]) -> BridgeConfig:
     if cfg.gripper_mode == "action" and cfg.transport != "rclpy":
         raise ConfigError("gripper_mode=action needs transport=rclpy (an action over raw DDS is not implemented; "
                           "use gripper_mode=topic)")
-    if not 0 <= int(cfg.domain_id) <= 232:
-        raise ConfigError(f"domain_id={cfg.domain_id} outside 0..232")
-    if not cfg.rate_hz > 0:
-        raise ConfigError(f"rate_hz must be > 0, got {cfg.rate_hz}")
     if not topics_cfg.cameras:
         raise ConfigError("topics.cameras is empty: the bridge needs at least one camera")
     if action.space == "eef_delta" and not (topics_cfg.twist_cmd and topics_cfg.eef_pose):

@@ -35,6 +35,7 @@ from executor_vla.checkpoint import check_weights, load_weights_strict, save_che
 from executor_vla.data import batch_to_device, cycle
 from executor_vla.policy import DiffusionExecutor
 from tandem.core.errors import CheckpointError, ConfigError
+from tandem.core.number_fields import in_range
 from tandem.core.types import to_jsonable
 
 EvalFn = Callable[[DiffusionExecutor], dict]
@@ -68,12 +69,12 @@ class TrainConfig:
 
     steps: int = 100_000
     batch_size: int = 64
-    lr: float = 1e-4
+    lr: float = in_range(1e-4, gt=0)
     betas: tuple[float, float] = (0.95, 0.999)
-    weight_decay: float = 1e-6
+    weight_decay: float = in_range(1e-6, ge=0)
     warmup_steps: int = 500
     ema_max_decay: float = 0.9999
-    grad_clip: float = 1.0
+    grad_clip: float = in_range(1.0, ge=0)
     num_workers: int = 2
     log_every: int = 50
     save_every: int = 5000
@@ -81,7 +82,7 @@ class TrainConfig:
     seed: int = 0
     device: str = "auto"
     mixed_precision: str = "no"
-    max_minutes: float | None = None
+    max_minutes: float | None = in_range(None, gt=0, unit="min")
     snapshot_minutes: tuple[float, ...] = ()
     clock: str = "wall"
     val_every: int = 0

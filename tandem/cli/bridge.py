@@ -37,7 +37,18 @@ def run(cfg, transport=None) -> dict:
     return run_bridge(load_config(BridgeRunConfig, cfg), transport=transport)
 
 
-@hydra_main(config_name="bridge/sim_loopback")
+def check_config(cfg):
+    """``cfg`` as a checked ``BridgeRunConfig`` (the check before Hydra writes anything).
+
+    Raises:
+        ConfigError / UnknownNameError: bad input, naming the key.
+    """
+    from tandem.runtime.config import BridgeRunConfig
+
+    return load_config(BridgeRunConfig, cfg)
+
+
+@hydra_main(config_name="bridge/sim_loopback", check=check_config)
 def main(cfg) -> None:
     try:
         summary = run(cfg)

@@ -98,7 +98,18 @@ def run(cfg) -> dict:
     return shown
 
 
-@hydra_main(config_name="collect")
+def check_config(cfg):
+    """``cfg`` as a checked ``CollectConfig`` (the check before Hydra writes anything).
+
+    Raises:
+        ConfigError / UnknownNameError: bad input, naming the key.
+    """
+    from tandem.runtime.config import CollectConfig
+
+    return load_config(CollectConfig, cfg)
+
+
+@hydra_main(config_name="collect", check=check_config)
 def main(cfg) -> None:
     stop_on_signals()
     try:

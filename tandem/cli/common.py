@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tandem.core.errors import ConfigError, TandemError, did_you_mean
 from tandem.runtime.environment import prepare_runtime
 
 #: The Hydra config tree shipped with the repository (``configs/``).
@@ -181,11 +182,163 @@ def quote_free_text(arg: str) -> str:
     return f'{key}="' + value.replace('"', '\\"') + '"'
 
 
-def hydra_main(config_name: str) -> Callable[[Callable[[Any], None]], Callable[[], None]]:
+#: The suffix of the config-group entries that hold a schema (``planner/vlm_schema``): internal, never an option.
+SCHEMA_SUFFIX = "_schema"
+
+
+def group_options(group: str) -> list[str]:
+    """The options of config group ``group`` (``planner`` -> ``instruction, learned, oracle, vlm``): its YAML files
+    under ``configs/`` and its ConfigStore entries, without the internal ``*_schema`` entries; empty for a name that
+    is no group."""
+    from hydra.core.config_store import ConfigStore
+
+    folder = Path(CONFIG_DIR) / group
+    files = {f.stem for f in folder.glob("*.yaml")} if folder.is_dir() else set()
+    node: Any = ConfigStore.instance().repo
+    for part in group.split("/"):
+        node = node.get(part) if isinstance(node, dict) else None
+    stored = {name.removesuffix(".yaml") for name, v in node.items() if not isinstance(v, dict)} if isinstance(
+        node, dict) else set()
+    return sorted(o for o in files | stored if not o.endswith(SCHEMA_SUFFIX))
+
+
+def unknown_option(group: str, option: str) -> ConfigError:
+    """The one-line error for ``<group>=<option>`` where ``option`` is not one of the group's options (a schema
+    entry such as ``learned_schema`` included)."""
+    options = group_options(group)
+    return ConfigError(f"{group}={option}: no such {group} option; options: {', '.join(options)}"
+                       f"{did_you_mean(option, options)}")
+
+
+def refuse_schema_options(overrides: list[str]) -> None:
+    """Refuse a command line that picks an internal schema entry as a group option (``planner=learned_schema``):
+    it would compose, and run a component with none of its option file's settings.
+
+    Raises:
+        ConfigError: naming the group, the option, the group's options and the closest one.
+    """
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    for override in OverridesParser.create().parse_overrides(overrides):
+        value = override.value()
+        if isinstance(value, str) and value.endswith(SCHEMA_SUFFIX) and group_options(override.key_or_group):
+            raise unknown_option(override.key_or_group, value)
+
+
+def config_keys(node: Any, prefix: str = "") -> list[str]:
+    """Every dotted key of an OmegaConf config (sections and leaves), e.g. ``["dart", "dart.sigma", ...]``."""
+    from omegaconf import DictConfig
+
+    keys = []
+    if isinstance(node, DictConfig):
+        for k in node:
+            key = f"{prefix}.{k}" if prefix else str(k)
+            keys.append(key)
+            keys.extend(config_keys(node._get_node(k), key))
+    return keys
+
+
+def unknown_key(config_name: str, overrides: list[str], key: str) -> ConfigError:
+    """The one-line error for an override of ``key``, which the config has not, with the closest key it has (of the
+    config composed with the other overrides, else the bare config)."""
+    from hydra.errors import HydraException
+
+    others = [o for o in overrides if o.partition("=")[0].lstrip("+~") != key]
+    try:
+        known = config_keys(compose_config(config_name, others))
+    except HydraException:
+        known = config_keys(compose_config(config_name))
+    parent, _, leaf = key.rpartition(".")
+    if parent in known:  # a section the config has: the closest of its own keys
+        siblings = [k.rpartition(".")[2] for k in known if k.rpartition(".")[0] == parent]
+        return ConfigError(f"unknown config key {key}; known keys of {parent}: {', '.join(siblings)}"
+                           f"{did_you_mean(leaf, siblings)}")
+    return ConfigError(f"unknown config key {key}{did_you_mean(key, known)}")
+
+
+def unreadable_override(overrides: list[str], error: Exception) -> ConfigError:
+    """The one-line error for a command line Hydra's override grammar cannot read, naming the first override it
+    cannot read (``seed=[1``) and why."""
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.errors import OverrideParseException
+
+    parser = OverridesParser.create()
+    for arg in overrides:
+        try:
+            parser.parse_overrides([arg])
+        except OverrideParseException as e:
+            return ConfigError(f"cannot read {arg!r} (key=value): {str(e).strip().splitlines()[0]}")
+    return ConfigError(str(error).strip().splitlines()[0])
+
+
+def composition_error(config_name: str, overrides: list[str], error: Exception) -> ConfigError:
+    """Hydra's composition error for ``overrides`` as one line: an unknown group option (the group, the option,
+    the options and the closest one), an unknown key (the closest key), or the key and what was wrong with it."""
+    import re
+
+    from hydra.errors import MissingConfigException, OverrideParseException
+
+    if isinstance(error, OverrideParseException):
+        return unreadable_override(overrides, error)
+    if isinstance(error, MissingConfigException) and error.missing_cfg_file and "/" in error.missing_cfg_file:
+        group, _, option = error.missing_cfg_file.rpartition("/")
+        return unknown_option(group, option)
+    missing = re.match(r"Could not override '([^']+)'|Could not delete from config\. '([^']+)' does not exist",
+                       str(error))
+    if missing:
+        return unknown_key(config_name, overrides, missing.group(1) or missing.group(2))
+    inner = error.__cause__ if error.__cause__ is not None else error
+    key = getattr(inner, "full_key", None)
+    message = (str(inner).strip().splitlines() or [type(inner).__name__])[0]
+    return ConfigError(f"config key {key}: {message}" if key else message)
+
+
+def compose_command_line(config_name: str, overrides: list[str]) -> Any:
+    """:func:`compose_config`, with every reason Hydra cannot compose a command line as one line.
+
+    Raises:
+        ConfigError: an internal schema picked as an option, an unknown group option or key (with the closest one),
+            a value of the wrong type, an override Hydra cannot parse.
+    """
+    from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    try:
+        refuse_schema_options(overrides)
+        return compose_config(config_name, overrides)
+    except (HydraException, OmegaConfBaseException) as e:
+        raise composition_error(config_name, overrides, e) from None
+
+
+def refuse_bad_command_line(config_name: str, overrides: list[str], check: Callable[[Any], Any] | None) -> None:
+    """Compose and check the command line's config before Hydra runs the command (Hydra creates the run's output
+    folder, its ``.hydra`` copy of the config and its log before the command starts): bad input exits with status 2
+    and one line naming the key, and nothing is written. Command lines with Hydra's own flags (``--help``, ``--cfg``,
+    ``-m``) are left to Hydra."""
+    if any(a.startswith("-") for a in overrides):
+        return
+    try:
+        cfg = compose_command_line(config_name, overrides)
+        if check is not None:
+            check(cfg)
+    except TandemError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
+
+
+def hydra_main(config_name: str, check: Callable[[Any], Any] | None = None
+               ) -> Callable[[Callable[[Any], None]], Callable[[], None]]:
     """``hydra.main`` bound to the repository's ``configs/`` folder, over the registered schemas.
 
+    Args:
+        config_name: the primary config (``demo``, ``bridge/sim_loopback``).
+        check: validates the composed config as the command does (e.g. ``load_config`` with its schema), raising
+            a :class:`~tandem.core.errors.TandemError` on bad input; None: composition alone is checked.
+
     A command line that Hydra cannot compose (an unknown key, a value of the wrong type, an unknown config group
-    option) is bad input: the entry point exits with status 2 after Hydra's message, as for every other bad input.
+    option or an internal ``*_schema`` entry), or whose config ``check`` refuses, is bad input: the entry point
+    prints one line (``error: ...``, with the closest key or option), exits with status 2 and writes nothing
+    (:func:`refuse_bad_command_line`).
     """
     import functools
 
@@ -206,6 +359,7 @@ def hydra_main(config_name: str) -> Callable[[Callable[[Any], None]], Callable[[
         @functools.wraps(fn)
         def main() -> None:
             sys.argv[1:] = [quote_free_text(a) for a in sys.argv[1:]]
+            refuse_bad_command_line(config_name, sys.argv[1:], check)
             try:
                 hydra_task()
             except SystemExit as e:
@@ -216,7 +370,6 @@ def hydra_main(config_name: str) -> Callable[[Callable[[Any], None]], Callable[[
         return main
 
     return deco
-
 
 
 def stop_on_signals() -> None:
@@ -234,5 +387,5 @@ def stop_on_signals() -> None:
     signal.signal(signal.SIGINT, _interrupt)
 
 
-__all__ = ["CONFIG_DIR", "compose_config", "fail", "hydra_main", "load_config", "prepare_runtime", "register_configs",
-           "stop_on_signals", "to_container"]
+__all__ = ["CONFIG_DIR", "compose_command_line", "compose_config", "fail", "hydra_main", "load_config",
+           "prepare_runtime", "refuse_bad_command_line", "register_configs", "stop_on_signals", "to_container"]

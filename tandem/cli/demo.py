@@ -77,7 +77,18 @@ def run(cfg) -> dict:
     return s
 
 
-@hydra_main(config_name="demo")
+def check_config(cfg):
+    """``cfg`` as a checked ``DemoConfig`` (the check before Hydra writes anything).
+
+    Raises:
+        ConfigError / UnknownNameError: bad input, naming the key.
+    """
+    from tandem.runtime.config import DemoConfig
+
+    return load_config(DemoConfig, cfg)
+
+
+@hydra_main(config_name="demo", check=check_config)
 def main(cfg) -> None:
     try:
         summary = run(cfg)

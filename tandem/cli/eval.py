@@ -93,7 +93,18 @@ def compare_main(argv: list[str]) -> int:
     return 0
 
 
-@hydra_main(config_name="eval")
+def check_config(cfg):
+    """``cfg`` as a checked ``EvalConfig`` (the check before Hydra writes anything).
+
+    Raises:
+        ConfigError / UnknownNameError: bad input, naming the key.
+    """
+    from tandem.evaluation.config import EvalConfig
+
+    return load_config(EvalConfig, cfg)
+
+
+@hydra_main(config_name="eval", check=check_config)
 def _hydra_entry(cfg) -> None:
     stop_on_signals()  # SIGTERM too: the local pool's workers are ended, and the finished rows are kept
     try:

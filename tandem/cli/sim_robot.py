@@ -29,7 +29,18 @@ def run(cfg) -> dict:
     return serve_sim_robot(load_config(BridgeRunConfig, cfg))
 
 
-@hydra_main(config_name="bridge/sim_loopback")
+def check_config(cfg):
+    """``cfg`` as a checked ``BridgeRunConfig`` (the check before Hydra writes anything).
+
+    Raises:
+        ConfigError / UnknownNameError: bad input, naming the key.
+    """
+    from tandem.runtime.config import BridgeRunConfig
+
+    return load_config(BridgeRunConfig, cfg)
+
+
+@hydra_main(config_name="bridge/sim_loopback", check=check_config)
 def main(cfg) -> None:
     try:
         out = run(cfg)

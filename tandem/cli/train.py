@@ -450,7 +450,7 @@ def _run(cfg) -> None:
 def main() -> None:
     """Entry point: compose ``tandem_train`` (exit status 2 on a command line Hydra cannot compose), then train."""
     _register_primary_config()
-    hydra_main(config_name="tandem_train")(_run)()
+    hydra_main(config_name="tandem_train", check=lambda cfg: executor_config(load_train_config(cfg)))(_run)()
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from tandem.cli.common import (
     synthetic_dataset,
     synthetic_on,
 )
+from tandem.core.number_fields import in_range
 from tandem.runtime.config import FieldError, Schema, deferred_checks
 
 prepare_runtime()
@@ -117,9 +118,9 @@ class StateTrainSection(Schema):
     """``train``: the fields of ``planner_vlm.learned.state_config.StateTrainConfig`` (validated by it)."""
 
     batch_size: int = 32
-    lr: float = 2e-3
-    weight_decay: float = 1e-4
-    max_minutes: float = 30.0
+    lr: float = in_range(2e-3, gt=0)
+    weight_decay: float = in_range(1e-4, ge=0)
+    max_minutes: float = in_range(30.0, gt=0, unit="min")
     max_steps: int | None = None
     clock: str = "wall"
     eval_every: int = 500
@@ -135,7 +136,7 @@ class StateTrainSection(Schema):
     contrast: float = 0.15
     val_frames: int = 2000
     init_from: str | None = None
-    gripper_jitter: float = 0.0
+    gripper_jitter: float = in_range(0.0, ge=0, le=1)
 
     def check(self) -> None:
         from planner_vlm.learned.state_config import StateTrainConfig
@@ -284,7 +285,7 @@ def _run(cfg: Any) -> None:
 def main() -> None:
     """Entry point: compose ``configs/train_state.yaml`` (exit status 2 on bad input), then train."""
     _register()
-    hydra_main(config_name="train_state")(_run)()
+    hydra_main(config_name="train_state", check=lambda cfg: load_config(TrainStateRunConfig, cfg))(_run)()
 
 
 if __name__ == "__main__":

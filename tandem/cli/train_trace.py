@@ -28,6 +28,7 @@ from tandem.cli.train_state import (
     task_symmetries,
     task_workcell,
 )
+from tandem.core.number_fields import in_range
 from tandem.runtime.config import FieldError, Schema, deferred_checks
 
 prepare_runtime()
@@ -76,16 +77,16 @@ class TraceTrainSection(Schema):
     """``train``: the fields of ``planner_vlm.learned.trace_config.TraceTrainConfig`` (validated by it)."""
 
     batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
+    lr: float = in_range(1e-3, gt=0)
+    weight_decay: float = in_range(1e-4, ge=0)
     steps: int = 6000
-    max_minutes: float = 10.0
+    max_minutes: float = in_range(10.0, gt=0, unit="min")
     keypoint_noise_m: float = 0.004
     carry_height_jitter_m: float = 0.0
     carry_offset_jitter_m: float = 0.0
-    carry_flip_fraction: float = 0.0
+    carry_flip_fraction: float = in_range(0.0, ge=0, le=1)
     start_jitter_m: float = 0.0
-    repick_fraction: float = 0.0
+    repick_fraction: float = in_range(0.0, ge=0, le=1)
     repick_radius_m: float = 0.05
     repick_height_m: float = 0.15
     seed: int = 0
@@ -183,7 +184,7 @@ def _run(cfg: Any) -> None:
 def main() -> None:
     """Entry point: compose ``configs/train_trace.yaml`` (exit status 2 on bad input), then train."""
     _register()
-    hydra_main(config_name="train_trace")(_run)()
+    hydra_main(config_name="train_trace", check=lambda cfg: load_config(TrainTraceRunConfig, cfg))(_run)()
 
 
 if __name__ == "__main__":

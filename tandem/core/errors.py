@@ -17,6 +17,15 @@ class ConfigError(TandemError, ValueError):
     """A configuration value is invalid (bad Hydra override, inconsistent sizes, ...)."""
 
 
+def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:
+    """The suggestion that ends a message about an unknown ``name``: ``"; did you mean 'seed'?"`` for the closest of
+    ``known`` (difflib's ratio at least 0.6), else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 class UnknownNameError(ConfigError, KeyError):
     """A name (task, skill, object, camera, perturbation, variant) is not registered.
 

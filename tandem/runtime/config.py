@@ -52,9 +52,9 @@ from typing import Any
 
 from memory.lessons import RetryRules
 from tandem.core.dataset_schema import DEFAULT_LABEL_CAMERA
-from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.errors import ConfigError, UnknownNameError, did_you_mean
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
-from tandem.core.number_fields import non_numbers
+from tandem.core.number_fields import check_numbers, in_range, non_numbers
 from tandem.core.types import TaskSpec
 from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD
 
@@ -87,7 +87,8 @@ class FieldError(ConfigError):
 
 @dataclass
 class Schema:
-    """Base of every config schema. Types are checked by OmegaConf; :meth:`check` checks values.
+    """Base of every config schema. Types are checked by OmegaConf; :meth:`check` checks values, after the numbers
+    (finite, and inside the range a field declares with :func:`tandem.core.number_fields.in_range`).
 
     Constructing a schema directly checks it at once (``__post_init__``); :func:`load` checks the whole tree after
     construction so that the error names the full key.
@@ -95,6 +96,7 @@ class Schema:
 
     def __post_init__(self) -> None:
         if not _DEFER_CHECKS.get():
+            check_numbers(self)
             self.check()
 
     def check(self) -> None:
@@ -381,7 +383,7 @@ class VLMClientConfig(ComponentConfig):
     api_key_env: str = "OPENAI_API_KEY"
     timeout_s: float = 60.0
     max_retries: int = 3
-    backoff_s: float = 1.0
+    backoff_s: float = in_range(1.0, ge=0, unit="s")
     use_json_schema: bool = True
     model_path: str | None = None
     device: str = "auto"
@@ -865,12 +867,8 @@ class DartConfig(Schema):
         gripper: also perturb the gripper command.
     """
 
-    sigma: float = 0.0
+    sigma: float = in_range(0.0, ge=0)
     gripper: bool = False
-
-    def check(self) -> None:
-        if self.sigma < 0:
-            raise FieldError("sigma", f"must be >= 0, got {self.sigma}")
 
 
 @dataclass
@@ -967,8 +965,8 @@ class SimRobotConfig(Schema):
     seed: int = 0
     goals_limit: int | None = None
     command_timeout_s: float = 0.25
-    duration_s: float | None = None
-    publish_for_s: float | None = None
+    duration_s: float | None = in_range(None, gt=0, unit="s")
+    publish_for_s: float | None = in_range(None, gt=0, unit="s")
 
     def check(self) -> None:
         if self.seed < 0:
@@ -1082,10 +1080,10 @@ def _merge_typed(schema: type[Schema], data: Any, path: str) -> Any:
         msg = str(e).splitlines()[0]
         if type(e).__name__ == "ConfigKeyError":
             owner = getattr(e, "object_type", None) or schema  # the schema the key is missing from
-            known = ", ".join(sorted(f.name for f in dataclasses.fields(owner))) if dataclasses.is_dataclass(
-                owner) else "?"
-            parent = key.rpartition(".")[0] or "the config"
-            raise ConfigError(f"unknown config key {key}; known keys of {parent}: {known}") from e
+            names = sorted(f.name for f in dataclasses.fields(owner)) if dataclasses.is_dataclass(owner) else []
+            parent, _, leaf = key.rpartition(".")
+            raise ConfigError(f"unknown config key {key}; known keys of {parent or 'the config'}: "
+                              f"{', '.join(names) or '?'}{did_you_mean(leaf, names)}") from e
         raise ConfigError(f"config key {key}: {msg}") from e
 
 
@@ -1101,7 +1099,9 @@ def load[S: Schema](schema: type[S], data: Any, path: str = "") -> S:
         path: the section's key in the whole config, for messages (e.g. ``"planner"``).
 
     Raises:
-        ConfigError: an unknown key, a wrong type or a refused value; the message names the full key.
+        ConfigError: an unknown key, a wrong type or a refused value (a NaN or infinite number anywhere, a number outside
+            the range its field declares: :func:`tandem.core.number_fields.check_numbers`); the message names the full
+            key.
         UnknownNameError: a component ``name`` that is not registered (the message lists the known names).
     """
     from omegaconf import OmegaConf
@@ -1121,6 +1121,7 @@ def load[S: Schema](schema: type[S], data: Any, path: str = "") -> S:
     except OmegaConfBaseException as e:
         key = ".".join(p for p in (path, getattr(e, "full_key", "") or "") if p)
         raise ConfigError(f"config key {key}: {str(e).splitlines()[0]}") from e
+    check_numbers(obj, path)  # before the schemas' own checks, whose comparisons a NaN would pass
     for where, sub in _walk(obj, path):
         try:
             sub.check()

@@ -98,10 +98,10 @@ def test_privileged_builders_refuse_a_robot():
     ({"planner": {"name": "learned", "held_ray_m": -0.01}}, "planner.held_ray_m must be a finite length > 0 m, or null "
                                                             r"\(off\), got -0.01"),
     ({"verifier": {"name": "learned", "held_ray_m": 0}}, "verifier.held_ray_m must be a finite length > 0 m, or null"),
-    ({"planner": {"name": "learned", "grasp_prior_m": float("inf")}}, "planner.grasp_prior_m must be a finite length"),
+    ({"planner": {"name": "learned", "grasp_prior_m": float("inf")}}, "planner.grasp_prior_m must be a finite number"),
     ({"planner": {"name": "learned", "grasp_prior_deg": 91}}, r"planner.grasp_prior_deg must be in \(0, 90\] deg"),
     ({"planner": {"name": "learned", "wrist_limit_rad": 0}}, "planner.wrist_limit_rad must be > 0 rad or null, got 0"),
-    ({"planner": {"name": "learned", "wrist_limit_rad": float("nan")}}, "planner.wrist_limit_rad must be > 0 rad or null"),
+    ({"planner": {"name": "learned", "wrist_limit_rad": float("nan")}}, "planner.wrist_limit_rad must be a finite number"),
     ({"planner": {"name": "learned", "hidden_uncertainty": -1}}, "planner.hidden_uncertainty must be > 0 or null"),
     ({"env": {"cameras": ["agentview"], "depth_cameras": ["wrist"]}}, r"env.depth_cameras \['wrist'\] are not among"),
     ({"executor": {"name": "diffusion", "num_infernce_steps": 3}}, "unknown config key executor.num_infernce_steps"),
