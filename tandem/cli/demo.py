@@ -99,9 +99,10 @@ def report_interrupt(error: KeyboardInterrupt) -> None:
 
     if isinstance(error, EpisodeInterrupted):
         s = error.result.summary
-        where = s.get("paths", {}).get("summary", "nowhere (no out_dir)")
-        print(f"interrupted at step {s.get('steps')}: the video so far is finished and the summary (interrupted: "
-              f"true) is in {where}", file=sys.stderr)
+        paths = error.result.paths
+        video = "the video so far is finished and " if "video" in paths else ""
+        print(f"interrupted at step {s.get('steps')}: {video}the summary (interrupted: true) is in "
+              f"{paths.get('summary', 'nowhere (no out_dir)')}", file=sys.stderr)
     else:
         remove_created_output_folders()
         print("interrupted before the episode started: nothing was written", file=sys.stderr)
