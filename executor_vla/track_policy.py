@@ -628,7 +628,10 @@ class TrackExecutor(nn.Module):
         weights_file = path / "model.safetensors"
         if not weights_file.is_file():
             raise CheckpointError(f"checkpoint file missing: {weights_file}")
-        sd = load_file(str(weights_file))
+        try:
+            sd = load_file(str(weights_file))
+        except Exception as e:  # noqa: BLE001 - safetensors raises its own error types on a truncated or corrupt file
+            raise CheckpointError(f"{weights_file} is not a readable safetensors file: {e}") from e
         own = ex.state_dict()
         missing, unexpected = sorted(set(own) - set(sd)), sorted(set(sd) - set(own))
         shapes = [f"{k}: {tuple(sd[k].shape)} vs {tuple(own[k].shape)}" for k in set(own) & set(sd)

@@ -114,6 +114,13 @@ def _names(n: int, layout: Sequence[str], prefix: str) -> list[str]:
     return list(layout) if n == len(layout) else [f"{prefix}{i}" for i in range(n)]
 
 
+def episode_recording_id(store_id: str, run_name: str, episode_id: int) -> str:
+    """The rerun.io recording id of episode ``episode_id`` of the memory store ``store_id``
+    (:attr:`memory.store.MemoryStore.store_id`): unique per store and episode, with the run folder's name
+    ``run_name`` first for the reader (two run folders may share a name, never a store id)."""
+    return f"{run_name}#{episode_id}@{store_id}"
+
+
 def write_rerun(path: str | Path, records: Sequence[Record], steps: Sequence[Mapping[str, Any]],
                 images: Mapping[str, tuple[int, np.ndarray]],
                 frames: Iterable[tuple[int, Mapping[str, np.ndarray]]] | None = None,
@@ -185,4 +192,4 @@ def _rows_for(records: Sequence[Record]) -> list[TimelineRow | None]:
     return [next(iter(timeline([r])), None) for r in records]
 
 
-__all__ = ["QUIET_EVENTS", "TimelineRow", "timeline", "timeline_table", "write_rerun"]
+__all__ = ["QUIET_EVENTS", "TimelineRow", "episode_recording_id", "timeline", "timeline_table", "write_rerun"]

@@ -2,7 +2,7 @@
 
 Layout (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`, ``PRAGMA application_id`` = :data:`APPLICATION_ID`)::
 
-    store_info(key, value)                              format name, schema version, creation time
+    store_info(key, value)                              format name, schema version, creation time, store id
     episodes(id, task, instruction, status, success,    status: running | finished | interrupted
              started_at, ended_at, last_step, meta, summary, writer)
     records(episode_id, seq, step, kind, t, body)       one typed record (memory.records) per row, JSON body
@@ -197,8 +197,8 @@ def _create(path: Path) -> None:
         con = sqlite3.connect(tmp, isolation_level=None)
         try:
             con.executescript(_SCHEMA)
-            con.execute("INSERT INTO store_info VALUES ('format', ?), ('schema_version', ?), ('created_at', ?)",
-                        (FORMAT_NAME, str(SCHEMA_VERSION), repr(time.time())))
+            con.execute("INSERT INTO store_info VALUES ('format', ?), ('schema_version', ?), ('created_at', ?), "
+                        "('store_id', ?)", (FORMAT_NAME, str(SCHEMA_VERSION), repr(time.time()), uuid.uuid4().hex))
             con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
             con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
             con.execute("PRAGMA journal_mode = WAL")  # persistent: stored in the file header
@@ -265,6 +265,17 @@ class MemoryStore:
     def _query(self, sql: str, args: Sequence[Any] = ()) -> list[tuple]:
         with self._lock:
             return self._con.execute(sql, tuple(args)).fetchall()
+
+    @property
+    def store_id(self) -> str:
+        """This store's identity: the random id recorded when it was created, or, for a store made before stores
+        recorded one, a digest of its resolved path. Two stores never share it, even in run folders of one name."""
+        import hashlib
+
+        rows = self._query("SELECT value FROM store_info WHERE key = 'store_id'")
+        if rows:
+            return str(rows[0][0])
+        return hashlib.sha1(str(self.path.resolve()).encode()).hexdigest()[:32]
 
     def close(self) -> None:
         """Close the connection (open writers of this store must be finished first)."""

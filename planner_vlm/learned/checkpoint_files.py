@@ -39,7 +39,10 @@ def load_matching_weights(net: nn.Module, weights_path: Path, kind: str) -> None
     Raises:
         CheckpointError: keys missing or extra, or tensors of other shapes (the first 10 named).
     """
-    weights = load_file(str(weights_path))
+    try:
+        weights = load_file(str(weights_path))
+    except Exception as e:  # noqa: BLE001 - safetensors raises its own error types on a truncated or corrupt file
+        raise CheckpointError(f"{weights_path} is not a readable safetensors file: {e}") from e
     expected = net.state_dict()
     bad = sorted(set(expected) ^ set(weights)) + sorted(
         k for k in set(expected) & set(weights) if tuple(expected[k].shape) != tuple(weights[k].shape))

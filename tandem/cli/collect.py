@@ -19,7 +19,15 @@ from __future__ import annotations
 import json
 import sys
 
-from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime, stop_on_signals
+from tandem.cli.common import (
+    CONFIG_DIR,
+    check_output_folder,
+    fail,
+    hydra_main,
+    load_config,
+    prepare_runtime,
+    stop_on_signals,
+)
 from tandem.core.errors import ConfigError
 
 prepare_runtime()
@@ -44,7 +52,7 @@ def run(cfg) -> dict:
     job scheduler), rich draws no live display, so each episode's outcome is printed there as one line instead.
 
     Raises:
-        ConfigError / UnknownNameError: bad input (named), before anything is written or built.
+        ConfigError / UnknownNameError / OutputFolderError: bad input (named), before anything is written or built.
     """
     import logging
 
@@ -55,6 +63,7 @@ def run(cfg) -> dict:
     from tandem.runtime.config import CollectConfig
 
     cfg = load_config(CollectConfig, cfg)
+    check_output_folder(cfg.out)  # before anything is built; the dataset writer creates it
 
     for name in ("lerobot", "lerobot.configs.video", "lerobot.utils.import_utils"):
         logging.getLogger(name).setLevel(logging.WARNING)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tandem.core.errors import ConfigError, TandemError, did_you_mean
+from tandem.core.output_folders import check_output_folder, remove_created_output_folders
 from tandem.runtime.environment import prepare_runtime
 
 #: The Hydra config tree shipped with the repository (``configs/``).
@@ -23,13 +24,59 @@ def to_container(cfg: Any) -> Any:
 
 
 def fail(error: BaseException) -> None:
-    """Print one clear line naming the problem and exit with status 2 (tandem errors) or 1 (anything else)."""
+    """Print one clear line naming the problem and exit with status 2 (tandem errors) or 1 (anything else).
+
+    A tandem error is refused input: the output folders this command made (:func:`make_output_folder`) are removed
+    first, so that refused input leaves nothing behind.
+    """
     from tandem.core.errors import TandemError
 
     if isinstance(error, TandemError):
+        remove_created_output_folders()
         print(f"error: {error}", file=sys.stderr)
         sys.exit(2)
     raise error
+
+
+#: The Hydra config of the running entry point (:func:`hydra_main`), written to ``<output folder>/.hydra``.
+_HYDRA_CONFIG: list[Any] = []
+
+
+def make_output_folder(path: str | Path) -> Path:
+    """Create the output folder ``path`` once all input is validated
+    (:func:`tandem.core.output_folders.create_output_folder`: removed again if the command then refuses its input,
+    :func:`fail`), and write the Hydra config of the running entry point to ``<path>/.hydra`` and its log to
+    ``<path>/<job>.log``, as Hydra would have.
+
+    Raises:
+        OutputFolderError: it cannot be created or a file cannot be written in it.
+    """
+    from tandem.core.output_folders import create_output_folder
+
+    p = create_output_folder(path)
+    _keep_hydra_record(p)
+    return p
+
+
+def _keep_hydra_record(folder: Path) -> None:
+    """Write what Hydra writes into its run folder (``.hydra/{config,hydra,overrides}.yaml`` and the job's log
+    file) into ``folder``, for an entry point of :func:`hydra_main`; nothing otherwise."""
+    import logging
+
+    from hydra.core.hydra_config import HydraConfig
+    from omegaconf import OmegaConf
+
+    if not _HYDRA_CONFIG or not HydraConfig.initialized():
+        return
+    hydra_cfg = HydraConfig.get()
+    record = folder / ".hydra"
+    record.mkdir(exist_ok=True)
+    OmegaConf.save(_HYDRA_CONFIG[-1], record / "config.yaml")
+    OmegaConf.save(OmegaConf.create({"hydra": hydra_cfg}), record / "hydra.yaml")
+    OmegaConf.save(hydra_cfg.overrides.task, record / "overrides.yaml")
+    log = logging.FileHandler(folder / f"{hydra_cfg.job.name}.log")
+    log.setFormatter(logging.Formatter("[%(asctime)s][%(name)s][%(levelname)s] - %(message)s"))
+    logging.getLogger().addHandler(log)
 
 
 def load_config(schema: type, cfg: Any) -> Any:
@@ -339,6 +386,10 @@ def hydra_main(config_name: str, check: Callable[[Any], Any] | None = None
     option or an internal ``*_schema`` entry), or whose config ``check`` refuses, is bad input: the entry point
     prints one line (``error: ...``, with the closest key or option), exits with status 2 and writes nothing
     (:func:`refuse_bad_command_line`).
+
+    Where a config sets ``hydra.run.dir: .``, ``hydra.output_subdir: null`` and no log file, Hydra itself writes
+    nothing: the command makes its output folder with :func:`make_output_folder` once its input is validated, which
+    writes Hydra's record of the run there.
     """
     import functools
 
@@ -352,6 +403,7 @@ def hydra_main(config_name: str, check: Callable[[Any], Any] | None = None
         @functools.wraps(fn)
         def task(cfg: Any) -> None:
             entered.append(True)
+            _HYDRA_CONFIG.append(cfg)
             fn(cfg)
 
         hydra_task = hydra.main(config_path=CONFIG_DIR, config_name=config_name, version_base="1.3")(task)
@@ -387,5 +439,6 @@ def stop_on_signals() -> None:
     signal.signal(signal.SIGINT, _interrupt)
 
 
-__all__ = ["CONFIG_DIR", "compose_command_line", "compose_config", "fail", "hydra_main", "load_config",
-           "prepare_runtime", "refuse_bad_command_line", "register_configs", "stop_on_signals", "to_container"]
+__all__ = ["CONFIG_DIR", "check_output_folder", "compose_command_line", "compose_config", "fail", "hydra_main",
+           "load_config", "make_output_folder", "prepare_runtime", "refuse_bad_command_line", "register_configs",
+           "remove_created_output_folders", "stop_on_signals", "to_container"]

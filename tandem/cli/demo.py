@@ -11,15 +11,28 @@ Examples::
 
 Every component is chosen by a Hydra config group (``configs/``): ``task``, ``planner``, ``verifier``,
 ``executor``, ``goals``, ``perturb``.
+
+Exit status: 0 task achieved; 3 the episode ran and failed; 2 bad input (one line; nothing written), a stack that
+cannot be built (a corrupt checkpoint, one of another task) or an output folder that cannot be written among it;
+130 interrupted by Ctrl-C or SIGTERM (the video so far is finished and ``summary.json`` says ``"interrupted": true``).
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from pathlib import Path
 
-from tandem.cli.common import CONFIG_DIR, fail, hydra_main, load_config, prepare_runtime
+from tandem.cli.common import (
+    CONFIG_DIR,
+    check_output_folder,
+    fail,
+    hydra_main,
+    load_config,
+    make_output_folder,
+    prepare_runtime,
+    remove_created_output_folders,
+    stop_on_signals,
+)
 
 prepare_runtime()
 
@@ -29,7 +42,9 @@ def run(cfg) -> dict:
     progress display, print the summary.
 
     Raises:
-        ConfigError / UnknownNameError: bad input (named), before anything is built.
+        ConfigError / UnknownNameError / OutputFolderError: bad input (named), before anything is built.
+        BuildError (CheckpointError among them): the stack cannot be built, before anything is written.
+        EpisodeInterrupted: Ctrl-C or SIGTERM during the episode, its artefacts so far written.
     """
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
@@ -40,9 +55,10 @@ def run(cfg) -> dict:
 
     cfg = load_config(DemoConfig, cfg)
     console = Console(stderr=True)
-    out_dir = Path(cfg.out_dir)
+    out_dir = check_output_folder(cfg.out_dir)
     stack = build_stack(cfg)
     try:
+        make_output_folder(out_dir)
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
                       TextColumn("{task.fields[subgoal]}"), TimeElapsedColumn(), console=console, transient=False) as prog:
             bar = prog.add_task(f"{cfg.task.name} seed {cfg.seed}", total=None, subgoal="")
@@ -88,10 +104,29 @@ def check_config(cfg):
     return load_config(DemoConfig, cfg)
 
 
+def report_interrupt(error: KeyboardInterrupt) -> None:
+    """Say in one line on stderr what an interrupt left: the episode's artefacts so far, or nothing."""
+    from tandem.runtime.rollout import EpisodeInterrupted
+
+    if isinstance(error, EpisodeInterrupted):
+        s = error.result.summary
+        paths = error.result.paths
+        video = "the video so far is finished and " if "video" in paths else ""
+        print(f"interrupted at step {s.get('steps')}: {video}the summary (interrupted: true) is in "
+              f"{paths.get('summary', 'nowhere (no out_dir)')}", file=sys.stderr)
+    else:
+        remove_created_output_folders()
+        print("interrupted before the episode started: nothing was written", file=sys.stderr)
+
+
 @hydra_main(config_name="demo", check=check_config)
 def main(cfg) -> None:
+    stop_on_signals()  # SIGTERM too: the episode ends where it is, its video playable and its summary written
     try:
         summary = run(cfg)
+    except KeyboardInterrupt as e:
+        report_interrupt(e)
+        sys.exit(130)
     except Exception as e:  # noqa: BLE001 - print one clear line, not a traceback from inside robosuite
         fail(e)
     # 0: task achieved; 3: the episode ran and was recorded, but failed (a planner's refusal of the instruction
@@ -100,7 +135,7 @@ def main(cfg) -> None:
     sys.exit(0 if summary["success"] else 3)
 
 
-__all__ = ["main", "run", "CONFIG_DIR"]
+__all__ = ["main", "report_interrupt", "run", "CONFIG_DIR"]
 
 if __name__ == "__main__":
     main()

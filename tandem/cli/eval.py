@@ -9,7 +9,9 @@ Examples::
     tandem-eval compare outputs/eval/hier outputs/eval/flat --a-variant hierarchical --b-variant flat
 
 ``report`` and ``compare`` are routed before Hydra parses the command line (they take plain arguments).
-Exit status: 0 on success; 2 for a bad configuration or input (one line naming the problem).
+Exit status: 0 on success; 2 for a bad configuration or input (one line naming the problem), a variant whose stack
+cannot be built (a corrupt or mismatched checkpoint: never recorded as a result) or an output folder that cannot
+be written among it; 130 interrupted.
 """
 
 from __future__ import annotations
@@ -18,7 +20,14 @@ import argparse
 import json
 import sys
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime, stop_on_signals
+from tandem.cli.common import (
+    fail,
+    hydra_main,
+    load_config,
+    make_output_folder,
+    prepare_runtime,
+    stop_on_signals,
+)
 
 prepare_runtime()
 
@@ -30,7 +39,9 @@ def run(cfg) -> dict:
     the suite and variants it chooses, print the headline metrics.
 
     Raises:
-        ConfigError / UnknownNameError: bad input (named), before any episode runs.
+        ConfigError / UnknownNameError / OutputFolderError: bad input (named), before any episode runs.
+        TandemError (BuildError, CheckpointError...): a variant's stack cannot be built; nothing is recorded for it,
+            and a results folder this run made is removed (:func:`tandem.cli.common.fail`).
     """
     from tandem.evaluation.config import EvalConfig
     from tandem.evaluation.runner import evaluate
@@ -38,6 +49,7 @@ def run(cfg) -> dict:
     from tandem.runtime.config import to_dict
 
     c = load_config(EvalConfig, cfg)
+    make_output_folder(c.out_dir)
     variants = [Variant.from_config(n, to_dict(c.variants[n])) for n in c.run_variants]
     outcome = evaluate(
         Suite.from_config(to_dict(c.suite)), variants, out_dir=c.out_dir, backend=c.backend, workers=c.workers,

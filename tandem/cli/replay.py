@@ -11,7 +11,9 @@ Examples::
 
 ``<run_dir>`` is a folder holding ``memory.sqlite`` (what ``tandem-demo`` and ``tandem-eval`` write) or the
 database file itself. Without ``--episode`` the latest episode is shown (and, if there are several, the list).
-Exit status: 0 on success; 2 for bad input (no store, a corrupt or foreign file, no such episode).
+Exit status: 0 on success; 2 for bad input (no store, a corrupt or foreign file, no such episode, an output folder
+that cannot be written: checked before anything is re-simulated). Each episode's rerun recording id is unique to its
+store and episode (two run folders of one name never share one).
 """
 
 from __future__ import annotations
@@ -41,9 +43,10 @@ def run(args: argparse.Namespace) -> int:
     """Print the timeline (and list) and write the requested video / recording; returns the exit status."""
     from rich.console import Console
 
-    from memory.replay import timeline, timeline_table, write_rerun
-    from memory.store import DB_NAME, MemoryStore
+    from memory.replay import episode_recording_id, timeline, timeline_table, write_rerun
+    from memory.store import MemoryStore
     from tandem.core.errors import ConfigError
+    from tandem.core.output_folders import check_output_folder, create_output_folder
 
     console = Console()
     path = Path(args.run_dir)
@@ -57,27 +60,34 @@ def run(args: argparse.Namespace) -> int:
             if args.list:
                 return 0
         info = store.episode(args.episode if args.episode is not None else episodes[-1].id)
+        out_dir = (path if path.is_dir() else path.parent) / "replay"
+        video_out = (Path(args.video) if args.video else out_dir / f"episode{info.id:04d}.mp4") \
+            if args.video is not None else None
+        rerun_out = (Path(args.rerun) if args.rerun else out_dir / f"episode{info.id:04d}.rrd") \
+            if args.rerun is not None else None
+        for out in (video_out, rerun_out):  # before the timeline is shown or anything is re-simulated
+            if out is not None:
+                check_output_folder(out.parent)
         records = store.records(info.id)
         title = (f"episode {info.id}: {info.task} seed {info.meta.get('seed', '?')} - {info.status}"
                  + ("" if info.success is None else f", success={info.success}") + f" - {info.instruction}")
         console.print(timeline_table(timeline(records, all_events=args.all_events), title=title))
-        out_dir = (path if path.is_dir() else path.parent) / "replay"
-        if args.video is not None:
+        if video_out is not None:
             from tandem.runtime.replay import render_video
 
-            out = Path(args.video) if args.video else out_dir / f"episode{info.id:04d}.mp4"
-            written, err = render_video(store, info.id, out)
+            create_output_folder(video_out.parent)
+            written, err = render_video(store, info.id, video_out)
             console.print(f"wrote {written} (re-simulated; max proprio deviation from the log {err:.2e})")
-        if args.rerun is not None:
-            out = Path(args.rerun) if args.rerun else out_dir / f"episode{info.id:04d}.rrd"
+        if rerun_out is not None:
+            create_output_folder(rerun_out.parent)
             frames, sim = None, None
             if not args.no_resim:
                 from tandem.runtime.replay import resimulate
 
                 sim = resimulate(store, info.id)
                 frames = ((step, obs.images) for step, obs in sim)
-            written = write_rerun(out, records, store.steps(info.id), store.images(info.id), frames=frames,
-                                  recording_id=f"{store.path.parent.name}/{DB_NAME}#{info.id}")
+            written = write_rerun(rerun_out, records, store.steps(info.id), store.images(info.id), frames=frames,
+                                  recording_id=episode_recording_id(store.store_id, store.path.parent.name, info.id))
             note = "" if sim is None else f" (camera streams re-simulated; max proprio deviation {sim.max_proprio_error:.2e})"
             console.print(f"wrote {written}{note}; open it with: rerun {written}")
         return 0

@@ -41,6 +41,7 @@ from tandem.cli.common import (
     fail,
     hydra_main,
     load_config,
+    make_output_folder,
     one_dataset_source,
     prepare_runtime,
     synthetic_dataset,
@@ -165,7 +166,10 @@ def _register_primary_config() -> None:
         cs.store(name="train_schema", node=_train_run_config())
     cs.store(name="tandem_train", node={
         "defaults": ["train_schema", {"executor": "diffusion"}, {"train": "default"}, "_self_"],
-        "hydra": {"run": {"dir": "${output_dir}"}, "job": {"chdir": False}, "output_subdir": ".hydra"},
+        # Hydra writes nothing itself: make_output_folder makes output_dir once the input is validated and writes
+        # Hydra's record there (configs/demo.yaml says the same)
+        "hydra": {"run": {"dir": "."}, "job": {"chdir": False}, "output_subdir": None,
+                  "job_logging": {"handlers": {"file": {"delay": True}}, "root": {"handlers": ["console"]}}},
     })
 
 
@@ -385,7 +389,8 @@ def run(cfg: Any) -> dict[str, Any]:
     round-trip).
 
     Raises:
-        ConfigError: bad input (named), before any data is read.
+        ConfigError: bad input (named), before any data is read. OutputFolderError: ``output_dir`` cannot be
+            written (before any work). A folder this run made is removed again when its input is refused.
     """
     import numpy as np
     import torch
@@ -398,8 +403,7 @@ def run(cfg: Any) -> dict[str, Any]:
     cfg = load_train_config(cfg)
     if cfg.torch_threads:
         torch.set_num_threads(int(cfg.torch_threads))
-    out_dir = Path(cfg.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = make_output_folder(cfg.output_dir)  # removed again if the input is then refused (fail)
     command = " ".join(shlex.quote(a) for a in ["tandem-train", *sys.argv[1:]])
     if cfg.executor.name == "track":
         return run_track(cfg, out_dir, command)

@@ -81,8 +81,25 @@ class SubgoalSchemaError(TandemError, ValueError):
     """A Subgoal (or its trace / goal image) violates the data contract in tandem.core.types."""
 
 
-class CheckpointError(TandemError):
+class BuildError(TandemError):
+    """A component of a stack cannot be built from what it was given (a corrupt or mismatched checkpoint, a library
+    that fails while loading one).
+
+    Bad input, never an episode's outcome: it stops a demo or an evaluation (exit status 2) and is never recorded as
+    a policy's failed episode. ``tandem.runtime.registry.build_stack`` raises it, chained, for any non-tandem error
+    a builder raises.
+    """
+
+
+class CheckpointError(BuildError):
     """A checkpoint is missing, corrupt, or does not match the config/statistics it claims."""
+
+
+class OutputFolderError(TandemError, OSError):
+    """An output folder cannot be created or written (a read-only file system, a file in its place, no permission).
+
+    Raised before a command does any work (:mod:`tandem.core.output_folders`).
+    """
 
 
 class SimUnstableError(TandemError):

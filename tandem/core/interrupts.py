@@ -9,7 +9,10 @@ cause. A rollout's guard against crashed episodes then recorded it as a crash an
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import signal
+from collections.abc import Iterator
 
 #: how far along ``__cause__`` / ``__context__`` to look
 _MAX_CHAIN = 16
@@ -47,4 +50,20 @@ def reraise_interrupt(exc: BaseException) -> None:
         raise KeyboardInterrupt(f"interrupted ({type(exc).__name__}: {exc})") from exc
 
 
-__all__ = ["raised_by_interrupt", "reraise_interrupt"]
+@contextlib.contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Hold SIGINT and SIGTERM back (blocked in this thread) for the ``with`` block; one that arrives meanwhile is
+    delivered as the block ends, so its KeyboardInterrupt is raised in the caller's code, never inside the block.
+
+    For writes that an exception would leave broken: imageio's ffmpeg writer kills ffmpeg when a KeyboardInterrupt
+    is raised while it feeds it a frame, and the MP4 then has no index ("moov atom not found") and does not play.
+    """
+    held = {signal.SIGINT, signal.SIGTERM}
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+__all__ = ["interrupts_held", "raised_by_interrupt", "reraise_interrupt"]

@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.errors import ConfigError, TandemError, UnknownNameError
 from tandem.evaluation.config import BACKENDS
 from tandem.evaluation.episode import run_job, worker_init
 from tandem.evaluation.rows import WORKER_CRASH_REASON, failed_row
@@ -70,6 +70,8 @@ def _run_local(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], No
                 except BrokenProcessPool:
                     broken.append(j)
                     continue
+                except TandemError:  # a stack that cannot be built: bad input that stops the run (run_job)
+                    raise
                 except Exception as e:  # noqa: BLE001 - e.g. a row that cannot be pickled
                     row = failed_row(j, "crash", f"worker error: {type(e).__name__}: {e}")
                 on_row(_stamp(row, "local"))
@@ -165,7 +167,9 @@ def _run_ray(jobs: Sequence[EpisodeJob], on_row: Callable[[dict[str, Any]], None
                 j = refs.pop(r)
                 try:
                     row = ray.get(r)
-                except ray.exceptions.RayTaskError as e:  # an exception escaped run_job (should not happen)
+                except ray.exceptions.RayTaskError as e:  # an exception escaped run_job: a build error stops
+                    if isinstance(e.cause, TandemError):
+                        raise e.cause from None
                     row = failed_row(j, "crash", f"ray task error: {str(e).splitlines()[0]}")
                 except (ray.exceptions.WorkerCrashedError, ray.exceptions.RayError) as e:
                     row = failed_row(j, "worker_crash", WORKER_CRASH_REASON,

@@ -1,10 +1,11 @@
 """One episode in this process: build (or reuse) the variant's stack, run it, return its row.
 
 :func:`run_job` builds the stack through :func:`tandem.runtime.registry.build_stack` or a variant's ``builder``,
-keeps the last few built stacks per process, and raises only on an interrupt: a build error, an exception
-outside ``run_episode``, a NaN action or an unstable simulation is a failed row whose ``failure_kind`` and
-``failure`` say why, while Ctrl-C or SIGTERM (also when ctypes hides it in an ``ArgumentError``,
-:mod:`tandem.core.interrupts`) stops the batch. Every backend (:mod:`tandem.evaluation.backends`) runs episodes
+keeps the last few built stacks per process, and raises on an interrupt or a build error: an exception outside
+``run_episode``, a NaN action or an unstable simulation is a failed row whose ``failure_kind`` and ``failure`` say
+why, while a stack that cannot be built (:class:`tandem.core.errors.BuildError`: a corrupt or mismatched
+checkpoint is bad input, not a policy's failure) and Ctrl-C or SIGTERM (also when ctypes hides it in an
+``ArgumentError``, :mod:`tandem.core.interrupts`) stop the batch, and nothing is recorded for the episode. Every backend (:mod:`tandem.evaluation.backends`) runs episodes
 through it.
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
-from tandem.core.errors import ConfigError
+from tandem.core.errors import BuildError, ConfigError, TandemError
 from tandem.core.interrupts import reraise_interrupt
 from tandem.evaluation.rows import failed_row, row_from_result
 from tandem.evaluation.suite import EpisodeJob, config_hash
@@ -62,6 +63,22 @@ def _stack_for(job: EpisodeJob) -> tuple[Any, bool]:
     return stack, True
 
 
+def _build_for(job: EpisodeJob) -> tuple[Any, bool]:
+    """:func:`_stack_for`, with every error but an interrupt raised as a tandem error that stops the run.
+
+    Raises:
+        TandemError: a tandem error of the builders as it is; any other as a BuildError naming the variant.
+        KeyboardInterrupt: an interrupt while building, also one hidden in another exception.
+    """
+    try:
+        return _stack_for(job)
+    except TandemError:
+        raise
+    except Exception as e:  # noqa: BLE001 - e.g. a variant's own builder failing: bad input, never a result row
+        reraise_interrupt(e)
+        raise BuildError(f"variant {job.variant!r} cannot be built: {type(e).__name__}: {e}") from e
+
+
 def _close_quietly(stack: Any) -> None:
     with contextlib.suppress(Exception):  # closing a broken env must not fail the next episode
         stack.close()
@@ -90,8 +107,10 @@ def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None
         The row: identification columns, outcome columns and :data:`TIMING_COLUMNS`.
 
     Raises:
-        KeyboardInterrupt: an interrupt while building or running, also one hidden in another exception; every
-            other error is a failed row.
+        KeyboardInterrupt: an interrupt while building or running, also one hidden in another exception.
+        TandemError: the variant's stack cannot be built (a BuildError such as a CheckpointError, a ConfigError,
+            an UnknownNameError; any other error of a builder as a BuildError naming the variant). Every error after
+            the build is a failed row.
     """
     if isinstance(job, Mapping):
         job = EpisodeJob(**job)
@@ -100,12 +119,7 @@ def run_job(job: EpisodeJob | Mapping[str, Any], inflight_dir: str | None = None
         marker.write_text(json.dumps({"key": job.key}))
     t0 = time.perf_counter()
     try:
-        try:
-            stack, built = _stack_for(job)
-        except Exception as e:  # noqa: BLE001 - a variant that cannot be built is a failed row, not a dead run
-            reraise_interrupt(e)
-            return failed_row(job, "build_error", f"build failed: {type(e).__name__}: {e}",
-                              build_time_s=round(time.perf_counter() - t0, 3), worker=os.getpid())
+        stack, built = _build_for(job)
         build_time = time.perf_counter() - t0 if built else 0.0
         try:
             from tandem.runtime.rollout import run_episode

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import ConfigError
+from tandem.core.output_folders import check_output_folder, create_output_folder
 from tandem.evaluation.runner import video_dir_name
 from tandem.evaluation.statistics import compute_metrics, ratio_interval, wilson_interval, write_metrics
 from tandem.evaluation.store import VIDEO_FILE, ResultStore, load_results
@@ -248,15 +249,15 @@ def make_report(results: str | Path | Sequence[str | Path], out_dir: str | Path 
 
     Raises:
         ConfigError: no results at a path, duplicate episodes, or an empty result set.
+        OutputFolderError: the report folder cannot be written (checked before the results are read).
     """
     paths = [Path(results)] if isinstance(results, (str, Path)) else [Path(p) for p in results]
+    roots = [p if p.is_dir() else p.parent for p in paths]
+    out = check_output_folder(out_dir if out_dir else roots[0] / "report")
     df = load_many(paths)
     if df.empty:
         raise ConfigError(f"{[str(p) for p in paths]} hold no episodes")
-    roots = [p if p.is_dir() else p.parent for p in paths]
-    root = roots[0]
-    out = Path(out_dir) if out_dir else root / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    create_output_folder(out)
     metrics = write_metrics(df, out / "metrics.json")
     art = {
         "success_by_task": str(plot_success_by_task(df, out / "success_by_task.png")),

@@ -27,6 +27,9 @@ FAILURE_KINDS: tuple[str, ...] = (
 )
 #: Failure kinds that ``resume.retry_errors=true`` runs again (infrastructure, not the policy).
 RETRYABLE_KINDS: tuple[str, ...] = ("build_error", "worker_crash")
+#: Failure kinds that are no result: rows of an older tandem that recorded a stack it could not build (now a build
+#: error that stops the run, :mod:`tandem.evaluation.episode`). A resumed run always runs their episodes again.
+NOT_RESULT_KINDS: tuple[str, ...] = ("build_error",)
 #: ``failure`` of a ``worker_crash`` row (the same on every backend; ``failure_detail`` says more).
 WORKER_CRASH_REASON = "worker process died while running this episode (segfault, os._exit or killed)"
 

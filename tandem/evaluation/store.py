@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import ConfigError
-from tandem.evaluation.rows import RETRYABLE_KINDS
+from tandem.evaluation.rows import NOT_RESULT_KINDS, RETRYABLE_KINDS
 from tandem.evaluation.suite import EpisodeJob
 
 PART_FILE = "episodes.jsonl"
@@ -63,7 +63,8 @@ class ResultStore:
             os.fsync(f.fileno())
 
     def plan_resume(self, jobs: Sequence[EpisodeJob], retry_errors: bool = False) -> tuple[list[EpisodeJob], int]:
-        """Which jobs still need running: ``(todo, n_already_done)``.
+        """Which jobs still need running: ``(todo, n_already_done)``. A row of a kind in
+        :data:`~tandem.evaluation.rows.NOT_RESULT_KINDS` (a build error an older tandem recorded) is run again.
 
         Raises:
             ConfigError: a key present with a different ``config_hash`` (the folder holds another configuration:
@@ -77,7 +78,7 @@ class ResultStore:
                 todo.append(j)
             elif r.get("config_hash") != j.config_hash:
                 clash.append(j.key)
-            elif retry_errors and r.get("failure_kind") in RETRYABLE_KINDS:
+            elif r.get("failure_kind") in NOT_RESULT_KINDS or (retry_errors and r.get("failure_kind") in RETRYABLE_KINDS):
                 todo.append(j)
             else:
                 n_done += 1

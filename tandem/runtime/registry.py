@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from tandem.core.errors import ConfigError
+from tandem.core.errors import BuildError, CheckpointError, ConfigError, TandemError
+from tandem.core.interrupts import reraise_interrupt
 from tandem.core.protocols import Env, Executor, GoalProducer, Planner, TaskMemory, Verifier
 from tandem.runtime.agent import HierarchicalAgent
 from tandem.runtime.config import (
@@ -141,14 +142,23 @@ class Registry[T]:
         """The component for ``spec``: a loaded schema instance, or a mapping with a ``name`` (loaded here).
 
         Raises:
-            UnknownNameError, ConfigError: an unknown name or a bad option (named); whatever the builder raises.
+            UnknownNameError, ConfigError: an unknown name or a bad option (named); the tandem errors the builder
+                raises (CheckpointError, ...). BuildError: any other error of the builder (a library failing to load
+                a corrupt file), chained, naming the component.
+            KeyboardInterrupt: an interrupt while building, also one hidden in another exception.
         """
         if not isinstance(spec, ComponentConfig):
             name = spec.get("name") if isinstance(spec, dict) else None
             spec = load(schema_of(self.kind, str(name)), spec, self.kind)
         if spec.name not in self._builders:
             raise unknown_component(self.kind, spec.name)
-        return self._builders[spec.name](spec, ctx)
+        try:
+            return self._builders[spec.name](spec, ctx)
+        except TandemError:
+            raise
+        except Exception as e:  # noqa: BLE001 - a broken component is bad input: one named error, not a traceback
+            reraise_interrupt(e)
+            raise BuildError(f"{self.kind}={spec.name} cannot be built: {type(e).__name__}: {e}") from e
 
 
 PLANNERS: Registry[Planner] = Registry("planner")
@@ -473,6 +483,22 @@ def _checkpoint_executor_dict(checkpoint: str | Path) -> dict[str, Any] | None:
     return ex if isinstance(ex, dict) else None
 
 
+def check_executor_task(checkpoint: str | Path, task: str) -> None:
+    """Refuse an executor checkpoint trained on other tasks than ``task``, from the ``tasks`` its ``config.json``
+    records (a track checkpoint; one that records none, or an unreadable file, is not refused here: loading it raises
+    the real error).
+
+    Raises:
+        CheckpointError: ``task`` is not among the checkpoint's training tasks (named, with them).
+    """
+    ex = _checkpoint_executor_dict(checkpoint)
+    trained = ex.get("tasks") if ex is not None else None
+    if isinstance(trained, list) and trained and task not in trained:
+        raise CheckpointError(f"executor checkpoint {checkpoint} was trained on task(s) {trained}, not {task!r}: "
+                              f"use a checkpoint trained for it (or leave executor.checkpoint null for the shipped "
+                              f"one)")
+
+
 def checkpoint_scene_input(checkpoint: str | Path) -> str:
     """``scene_input`` recorded in a track executor checkpoint's ``config.json`` (``"objects_3d"``: it reads the
     objects' keypoints with a learned state model); ``"none"`` for other checkpoints or an unreadable file."""
@@ -574,6 +600,7 @@ def _diffusion_executor(spec: TandemCheckpointWiring, ctx: BuildContext) -> Exec
             CheckpointError: a missing, corrupt or mismatched checkpoint.
     """
     checkpoint = resolve_checkpoint(spec, ctx.task, ctx.planner)
+    check_executor_task(checkpoint, ctx.task)
     check_executor_conditioning(ctx.planner, checkpoint)
     from executor_vla.loading import load_executor, overrides_for
 
@@ -805,7 +832,7 @@ def build_bridge_stack(cfg: Any, transport: Any) -> Stack:
 __all__ = [
     "EXECUTORS", "FLAT_PLANNER", "GOAL_PRODUCERS", "PLANNERS", "REGISTRIES", "SHIPPED_CHECKPOINTS", "VERIFIERS",
     "BuildContext", "Registry", "Stack", "build_agent", "build_bridge_stack", "build_memory", "build_robot_env",
-    "build_sim_env", "build_stack", "check_executor_conditioning", "checkpoint_conditioning", "checkpoint_scene_input",
+    "build_sim_env", "build_stack", "check_executor_conditioning", "check_executor_task", "checkpoint_conditioning", "checkpoint_scene_input",
     "executor_observation_spec", "perception_camera", "presence_cameras", "presence_checkpoint", "resolve_checkpoint",
     "resolve_perception_checkpoint", "set_torch_threads",
 ]

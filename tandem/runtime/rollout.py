@@ -18,8 +18,10 @@ When the episode ends at the env's step limit, on termination or at the rollout'
 verified on the last observation first, so its verdict is recorded.
 
 A failed episode (unstable simulation, NaN action, exhausted budgets, a crash) is returned as failed with its
-reason, so a batch evaluation continues. An interrupt (Ctrl-C, SIGTERM) is raised as KeyboardInterrupt, also when
-ctypes hides it in an ``ArgumentError`` (:mod:`tandem.core.interrupts`), so the batch stops.
+reason, so a batch evaluation continues. An interrupt (Ctrl-C, SIGTERM, also when ctypes hides it in an
+``ArgumentError``: :mod:`tandem.core.interrupts`) ends the episode where it is: the video is finished (it plays),
+the log, memory and ``summary.json`` (``"interrupted": true``) are written, and :class:`EpisodeInterrupted`, a
+KeyboardInterrupt, is raised with the result, so a batch stops.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import TandemError
-from tandem.core.interrupts import reraise_interrupt
+from tandem.core.interrupts import interrupts_held, raised_by_interrupt
 from tandem.core.lazy_images import materialize_images
 from tandem.core.protocols import Env
 from tandem.core.types import EpisodeLog, Observation
@@ -81,6 +83,18 @@ class EpisodeResult:
     paths: dict[str, str] = field(default_factory=dict)
 
 
+class EpisodeInterrupted(KeyboardInterrupt):  # noqa: N818 - a KeyboardInterrupt, named as the event it is
+    """An episode ended by Ctrl-C or SIGTERM, after its artefacts were written.
+
+    Attributes:
+        result: the :class:`EpisodeResult` up to the interrupt (``summary["interrupted"]`` is True).
+    """
+
+    def __init__(self, result: EpisodeResult):
+        super().__init__(f"episode interrupted at step {result.summary.get('steps')}")
+        self.result = result
+
+
 def _percentiles(xs: list[float]) -> dict[str, float]:
     if not xs:
         return {}
@@ -122,8 +136,8 @@ def run_episode(
     Raises:
         MemoryStoreError / MemorySchemaError: ``memory_db`` is not a usable memory store (before the episode
             starts; the file is left untouched).
-        KeyboardInterrupt: Ctrl-C or SIGTERM during the episode, also one that a library raised as another
-            exception (see the module docstring).
+        EpisodeInterrupted: Ctrl-C or SIGTERM during the episode, also one that a library raised as another
+            exception, once the artefacts so far are written (see the module docstring).
 
     Returns:
         EpisodeResult. Never raises for episode-level failures: they are recorded as failed episodes
@@ -138,6 +152,7 @@ def run_episode(
     writer: VideoWriter | None = None
     step = 0
     success = False
+    interrupted = False
     failure: str | None = None
     perturbations: list[dict[str, Any]] = []
     if memory_db is None and out is not None:
@@ -188,21 +203,37 @@ def run_episode(
                 break
         else:
             agent.stop(f"rollout step cap {limit} reached", step, observation=obs)
-    except TandemError as e:
-        reraise_interrupt(e)  # Ctrl-C or SIGTERM stops the batch; it is not a failed episode
-        failure = f"{type(e).__name__}: {e}"
-        if agent.task is not None:
-            agent.stop(failure, step)
+    except KeyboardInterrupt:
+        interrupted = True
     except Exception as e:  # noqa: BLE001 - a crashed episode is a failed row, never a crashed batch
-        reraise_interrupt(e)  # e.g. ctypes.ArgumentError carrying the KeyboardInterrupt of a signal during rendering
-        failure = f"crash: {type(e).__name__}: {e}"
-        log.add_event("traceback", step, text=traceback.format_exc(limit=8))
-        if agent.task is not None:
-            agent.stop(failure, step)
+        # Ctrl-C or SIGTERM stops the batch, also hidden in another exception (e.g. ctypes.ArgumentError carrying the
+        # KeyboardInterrupt of a signal during rendering); it is not a failed episode
+        interrupted = raised_by_interrupt(e)
+        if not interrupted and isinstance(e, TandemError):
+            failure = f"{type(e).__name__}: {e}"
+        elif not interrupted:
+            failure = f"crash: {type(e).__name__}: {e}"
+            log.add_event("traceback", step, text=traceback.format_exc(limit=8))
     finally:
         if writer is not None:
             writer.close()
+    if interrupted:
+        failure = "interrupted (Ctrl-C or SIGTERM)"
+    if failure is not None and agent.task is not None:
+        agent.stop(failure, step)
+    with interrupts_held():  # a second Ctrl-C waits until the artefacts are whole
+        result = _finish_episode(agent, log, summary, step, success, failure, interrupted, perturbations, t_start,
+                                 out, memory_db, writer)
+    if interrupted:
+        raise EpisodeInterrupted(result)
+    return result
 
+
+def _finish_episode(agent: HierarchicalAgent, log: EpisodeLog, summary: dict[str, Any], step: int, success: bool,
+                    failure: str | None, interrupted: bool, perturbations: list[dict[str, Any]], t_start: float,
+                    out: Path | None, memory_db: str | Path | None, writer: VideoWriter | None) -> EpisodeResult:
+    """Complete the summary and log of an ended episode, close its memory episode (left open after an interrupt,
+    so that the store marks it ``interrupted``) and write the artefacts to ``out`` (None: none)."""
     status = agent.status
     if failure is None and not success:
         failure = status.end_reason or "task not achieved"
@@ -224,9 +255,11 @@ def run_episode(
         verdicts=status.verdicts,
         hold_steps=status.hold_steps,
         grounding=status.grounding,
+        interrupted=interrupted,
     )
-    agent.memory.finish_episode(bool(success), {k: summary[k] for k in (
-        "seed", "success", "failure", "steps", "subgoals_done", "attempts", "replans", "plans", "wall_time_s")})
+    if not interrupted:
+        agent.memory.finish_episode(bool(success), {k: summary[k] for k in (
+            "seed", "success", "failure", "steps", "subgoals_done", "attempts", "replans", "plans", "wall_time_s")})
     for ev in agent.memory.events():
         log.events.append(dict(ev))
     log.add_event("episode_end", step, success=bool(success), failure=summary["failure"])

@@ -10,6 +10,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from tandem.core.interrupts import interrupts_held
 from tandem.core.types import Observation, Subgoal
 
 #: Upscaling of the 128 px camera images so that text is legible.
@@ -72,7 +73,11 @@ def compose_frame(
 
 
 class VideoWriter:
-    """Streams frames to an MP4 (H.264 via imageio-ffmpeg) at ``fps`` frames per second."""
+    """Streams frames to an MP4 (H.264 via imageio-ffmpeg) at ``fps`` frames per second.
+
+    Frames are written and the file is finished with SIGINT and SIGTERM held back (:func:`interrupts_held`), so that
+    an interrupt never kills ffmpeg halfway: the video closed after Ctrl-C or SIGTERM plays, with the frames so far.
+    """
 
     def __init__(self, path: str | Path, fps: float = 20.0):
         import imageio.v2 as imageio
@@ -84,9 +89,11 @@ class VideoWriter:
 
     def add(self, frame: np.ndarray) -> None:
         """Append one ``uint8 (H, W, 3)`` RGB frame."""
-        self._writer.append_data(frame)
+        with interrupts_held():
+            self._writer.append_data(frame)
 
     def close(self) -> Path:
-        """Finish the file; returns its path."""
-        self._writer.close()
+        """Finish the file (its index written: it plays); returns its path."""
+        with interrupts_held():
+            self._writer.close()
         return self.path

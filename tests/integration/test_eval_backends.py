@@ -15,6 +15,7 @@ import pytest
 TESTS = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TESTS))  # eval_fakes
 
+from tandem.core.errors import BuildError  # noqa: E402
 from tandem.evaluation.runner import evaluate  # noqa: E402
 from tandem.evaluation.statistics import deterministic_view  # noqa: E402
 from tandem.evaluation.suite import Suite, Variant  # noqa: E402
@@ -62,19 +63,23 @@ def test_smoke_suite_local_and_ray_rows_are_identical(tmp_path, ray_instance):
 
 @pytest.mark.integration
 @pytest.mark.parametrize("backend", ["local", "ray"])
-def test_crashing_variant_is_recorded_and_the_run_continues(tmp_path, backend, request):
+def test_crashing_episodes_are_recorded_and_a_broken_variant_stops_the_run(tmp_path, backend, request):
     if backend == "ray":
         request.getfixturevalue("ray_instance")
     suite = Suite.from_config({"name": "fake", "seeds": 5, "tasks": ["toy"]})
-    variants = [Variant.from_config("fake", FAKE), Variant.from_config("broken", BROKEN)]
+    variants = [Variant.from_config("fake", FAKE)]
     out = evaluate(suite, variants, tmp_path, backend=backend, workers=2, validate=False, progress=False)
     df = out.results.set_index("key")
-    assert len(df) == 10
+    assert len(df) == 5
     kind = df["failure_kind"].to_dict()
     assert kind["fake/toy/none/seed0000"] is None and kind["fake/toy/none/seed0004"] is None
     assert kind["fake/toy/none/seed0001"] == "gave_up"
     assert kind["fake/toy/none/seed0002"] == "sim_unstable"
     assert kind["fake/toy/none/seed0003"] == "worker_crash"  # os._exit in the worker
     assert "died" in df.loc["fake/toy/none/seed0003", "failure"]
-    assert all(kind[f"broken/toy/none/seed{s:04d}"] == "build_error" for s in range(5))
-    assert "checkpoint is corrupt" in df.loc["broken/toy/none/seed0000", "failure"]
+    # a variant that cannot be built stops the run with a BuildError and records nothing
+    with pytest.raises(BuildError, match="checkpoint is corrupt"):
+        evaluate(suite, [Variant.from_config("broken", BROKEN)], tmp_path / "broken", backend=backend, workers=2,
+                 validate=False, progress=False)
+    part = tmp_path / "broken" / "episodes.jsonl"
+    assert not part.exists() or not part.read_text()
