@@ -69,6 +69,10 @@ class SlowPlanner:
                 x += 1
         return self.inner.plan(observation, memory)
 
+    def read_goals(self, observation: Observation, memory: Any) -> Any:
+        """The inner planner's read of the goals (no delay: only plans are slowed down)."""
+        return self.inner.read_goals(observation, memory)
+
 
 class ToyWorld:
     """Subgoals ``pick(o)``, ``place(o)`` for o in a..d, each achieved after ``need`` executor steps."""
@@ -103,6 +107,9 @@ class ToyPlanner:
     source = "toy"
     is_oracle = False
     grounding = None
+
+    def read_goals(self, observation, memory):  # it grounds no goals, so it reads none
+        return None
 
     def __init__(self, world: ToyWorld):
         self.world = world

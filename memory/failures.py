@@ -9,6 +9,11 @@ Rules, first match wins (``reason`` compared in lower case):
 1. the agent's budget prefix ``"step budget of N spent"`` -> ``timeout``;
 2. ``unreachable``, ``out of reach``, ``cannot reach``, ``could not reach``, ``no ik solution`` -> ``unreachable``;
 3. ``wrong object``, ``other object``, ``instead of`` -> ``wrong_object``;
+3b. a knock, as the verifier's or the agent's reads show it: ``displaced`` (another object moved during the attempt,
+   e.g. the learned verifier's ``"displaced: green moved 0.06 m during the attempt"``) or ``moved away after`` (the
+   agent read the subgoal achieved earlier in the attempt, then not: ``"moved away after it was read achieved at step
+   N"``) -> ``object_moved``, before the slip rules below, which would read the object's distance from the gripper
+   as a slip;
 4. for the grasp skill (``pick``): the oracle verifier's ``"moved D m during the attempt"`` with D >= 0.03 m ->
    ``object_moved`` (pushed away by the fingers); otherwise ``grasp_slipped`` (not held after the grasp);
 5. for a placing skill: ``"still grasped"`` -> ``unknown`` (not released); the object ``"D m from the gripper"``
@@ -38,6 +43,8 @@ _UNREACHABLE = ("unreachable", "out of reach", "cannot reach", "could not reach"
 _WRONG = ("wrong object", "other object", "instead of")
 _SLIP_WORDS = ("slip", "dropped", "fell out", "not holding", "lost the grasp")
 _MOVED_WORDS = ("knocked", "pushed", "moved", "displaced")
+#: Phrases of a knock that win over the slip rules: another object displaced, or the object read achieved, then not.
+_KNOCK_PHRASES = ("displaced", "moved away after")
 
 
 def classify_failure(signature: str, reason: str, grasp_skill: str = "pick") -> tuple[FailureCause, str]:
@@ -59,6 +66,9 @@ def classify_failure(signature: str, reason: str, grasp_skill: str = "pick") -> 
         return FailureCause.UNREACHABLE, "the verifier reports the target out of reach"
     if any(w in r for w in _WRONG):
         return FailureCause.WRONG_OBJECT, "the verifier reports another object"
+    if any(p in r for p in _KNOCK_PHRASES):
+        return FailureCause.OBJECT_MOVED, ("the reads show a knock: an object displaced, or the object moved away "
+                                           "after it was read in place")
     moved = _MOVED.search(r)
     moved_m = float(moved.group(1)) if moved else None
     if skill == grasp_skill:

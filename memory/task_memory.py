@@ -25,7 +25,10 @@ What a record call writes:
   "trace"``); its goal image goes to the store as ``goal/<signature>#<attempt>``;
 * ``record_verdict``: ``verdict``, and on failure a ``failure`` with the cause from
   :func:`memory.failures.classify_failure` (or the one given);
-* ``record_fact``, ``record_event``: ``fact`` and any other kind.
+* ``record_fact``, ``record_event``: ``fact`` and any other kind. A ``final_verdict`` event with ``cut_short``
+  true and a ``subgoal`` signature (the agent's verdict on the final state of an attempt the episode's end cut short)
+  marks that attempt ``"cut_short"`` in ``last_outcome``: it is neither a success nor a failure, and lessons
+  (:mod:`memory.lessons`, which read verdict and failure records only) do not learn from it.
 
 The loading policy for malformed JSONL is strict by default: the first bad line raises
 :class:`MemoryFileError` naming the file, the 1-based line number, what was wrong and how many valid event lines
@@ -100,7 +103,7 @@ class TaskMemoryV1:
     * ``plan_history``: one row per plan ``{"step", "source", "done": [signatures], "remaining": [signatures],
       "rationale"}``.
     * ``attempt_counts``: signature (e.g. ``"stack(red,green)"``) -> attempts; ``last_outcome``: signature ->
-      ``"running"``, ``"success"`` or ``"failure"``.
+      ``"running"``, ``"success"``, ``"failure"`` or ``"cut_short"`` (the episode ended during the attempt).
     * ``failures``: every failed verdict ``{"subgoal": signature, "text", "attempt", "step", "reason", "cause"}``.
     * ``facts``: object -> list of ``{"fact", "step", "source"}`` (plus ``pixel``/``camera``/``pose`` when known).
     * ``attempt_records``: every :class:`~memory.records.AttemptRecord` with its ``end_step`` once judged.
@@ -365,11 +368,22 @@ class TaskMemoryV1:
                 if f["subgoal"] == r.signature and f["attempt"] == r.attempt:
                     f["cause"] = r.cause.value
                     break
+        elif isinstance(r, EventRecord) and r.event == "final_verdict":
+            self._apply_final_verdict(r.data)
         elif isinstance(r, ObjectFactRecord):
             fact = {"fact": r.fact, "step": r.step, "source": r.source}
             fact.update({k: v for k, v in (("pixel", r.pixel), ("camera", r.camera), ("pose", r.pose)) if v is not None})
             self.facts.setdefault(r.object, []).append(fact)
         self._records.append(r)
+
+    def _apply_final_verdict(self, data: dict[str, Any]) -> None:
+        """A ``final_verdict`` event: the attempt it names, cut short by the episode's end, is ``"cut_short"``."""
+        sig = data.get("subgoal")
+        if not data.get("cut_short") or not isinstance(sig, str):
+            return
+        self.last_outcome[sig] = "cut_short"
+        if self.current is not None and signature_of(self.current) == sig:
+            self.current = None
 
     # ---------------------------------------------------------------- query
     def records(self) -> list[Record]:

@@ -7,8 +7,10 @@ never ``Observation.privileged``, so it runs on a real robot too.
 * ``plan()`` returns ``Plan(done=[], remaining=[Subgoal(skill="task", args=(), text=task.instruction)])``:
   no goal image, no keypoint trace. After a failed verdict, replanning returns the same single subgoal (the
   agent's ``max_attempts_per_subgoal`` decides whether it is tried again).
-* Once memory records a success verdict for it, the subgoal moves to ``done`` and ``remaining`` is empty, so
-  the agent finishes with ``claims_success``.
+* Once memory records a success verdict for it, the subgoal moves to ``done`` and ``remaining`` is empty: the
+  plan claims the task complete. It grounds no goals and reads none (``read_goals`` is None), so the agent cannot
+  confirm that claim and never claims success for it (it ends ``not_confirmed``): the env's success flag is the only
+  judge of a flat policy's episode.
 
 The subgoal's signature is ``"task()"`` (skill :data:`TASK_SKILL`, no args); it is not one of the task's
 ``TaskSpec.skills``, so the predicate-based oracle verifier cannot judge it: pair this planner with the
@@ -55,6 +57,10 @@ class InstructionPlanner:
             raise ConfigError(f"task {task.name!r} has an empty instruction; the instruction planner has nothing "
                               "to condition the executor on")
         self.task = task
+
+    def read_goals(self, observation: Observation, memory: TaskMemory) -> None:
+        """None: this planner grounds no goals, so it has none to read (the agent cannot confirm success with it)."""
+        return None
 
     def plan(self, observation: Observation, memory: TaskMemory) -> Plan:
         """The single whole-task subgoal, in ``remaining`` until memory records its success, then in ``done``.

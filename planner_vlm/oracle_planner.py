@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from planner_vlm.goal_regression import GoalRegressionPlanner
-from tandem.core.errors import ConfigError
+from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.evidence import GoalRead, GoalReading, predicate_args
 from tandem.core.grounding import Grounding
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Plan, TaskSpec
@@ -63,6 +64,23 @@ class OraclePlanner(GoalRegressionPlanner):
         """
         self._require_task()
         return self.plan_from_predicates(self._predicates(observation), memory)
+
+    def read_goals(self, observation: Observation, memory: TaskMemory) -> GoalReading:
+        """Every goal as the simulator's predicates say (always confident); every goal object checked present: the
+        simulator's truth is the judge, and a goal over an object taken away reads false there.
+
+        Raises:
+            ConfigError / UnknownNameError: as :meth:`plan`.
+        """
+        task = self._require_task()
+        preds = self._predicates(observation)
+        goals = self.grounding.goals if self.grounding is not None else ()
+        missing = [g for g in goals if g not in preds]
+        if missing:
+            raise UnknownNameError("goal predicate", missing[0], sorted(preds))
+        objects = tuple(dict.fromkeys(a for g in goals for a in predicate_args(g) if a in task.objects))
+        return GoalReading(step=observation.step, source=self.source, checked_objects=objects,
+                           goals=tuple(GoalRead(g, bool(preds[g]), True, float(bool(preds[g]))) for g in goals))
 
     @staticmethod
     def _predicates(observation: Observation) -> dict[str, Any]:

@@ -31,6 +31,7 @@ from planner_vlm.point_frames import PointFrame
 from planner_vlm.prompting import compact_memory, failure_note, names_block, observation_images, skills_block
 from planner_vlm.prompts import load_prompt
 from tandem.core.errors import ConfigError, PlanParseError
+from tandem.core.evidence import GoalRead, GoalReading, predicate_args
 from tandem.core.grounding import Grounding
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Plan, TaskSpec
@@ -225,6 +226,25 @@ class VLMPlanner:
             self.last_fallback = False
             return plan
         return self._fallback(memory, step, reason)
+
+    def read_goals(self, observation: Observation, memory: TaskMemory | None) -> GoalReading | None:
+        """The model's fresh read of the goals: it is asked for a plan on ``observation`` again (:meth:`plan`, one
+        model call, recorded like every exchange), and every goal of its grounding holds, confidently, and every goal
+        object is present (it sees them in their goal places) exactly when that plan claims the task complete. None
+        before the model has grounded any goal (no parsed plan yet).
+
+        Raises:
+            ConfigError: as :meth:`plan`.
+        """
+        if self.grounding is None or not self.grounding.goals:
+            return None
+        complete = self.plan(observation, memory).claims_complete
+        task = self._task()
+        goals = self.grounding.goals
+        objects = tuple(dict.fromkeys(a for g in goals for a in predicate_args(g) if a in task.objects))
+        absent = () if complete else tuple((o, "the model's plan does not claim the task complete") for o in objects)
+        return GoalReading(step=int(observation.step), source=self.source, checked_objects=objects, absent=absent,
+                           goals=tuple(GoalRead(g, complete, complete, float(complete)) for g in goals))
 
     def _check_goals(self, plan: Plan, memory: TaskMemory | None, step: int) -> None:
         """Read the goals the first parsed plan pursues (its goal skills' predicates, in order) as the VLM's grounding

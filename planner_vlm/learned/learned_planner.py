@@ -124,6 +124,7 @@ from planner_vlm.learned.hand_evidence import (
 from planner_vlm.learned.proprio import gripper_yaw
 from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError
+from tandem.core.evidence import GoalRead, GoalReading
 from tandem.core.geometry import quat_yaw_mul, wrap_angle
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.grounding import Grounding
@@ -361,12 +362,7 @@ class LearnedPlanner(GoalRegressionPlanner):
             state = with_held(state, held, task.predicate_for(self.grasp_skill, (held.obj,)))
         self.last_state = state
         if first:
-            limits = getattr(self.state_model, "absent_uncertainty", None) if self.use_absent_thresholds else None
-            absent = absent_objects(state, self._goal_objects(task), self.min_object_confidence, limits)
-            absent += [(o, why) for o, why in self._absent_by_presence(observation, memory, self._goal_objects(task))
-                       if o not in dict(absent)]
-            absent += self._absent_by_depth(state, observation, [o for o in self._goal_objects(task)
-                                                                 if o not in dict(absent)])
+            absent = self._absent(state, observation, memory, self._goal_objects(task))
             if absent:
                 self._missing = [o for o, _ in absent]
                 why = "; ".join(f"{o}: {reason}" for o, reason in absent)
@@ -406,6 +402,39 @@ class LearnedPlanner(GoalRegressionPlanner):
             plan.remaining[0] = self._with_traces(plan.remaining[0], state, observation, memory)
         self._handed = plan.remaining[0] if plan.remaining else None
         return plan
+
+    def read_goals(self, observation: Observation, memory: TaskMemory) -> GoalReading | None:
+        """A fresh read of every goal of the grounding on ``observation`` and of the presence of every goal object:
+        a goal holds at probability ``>= threshold`` and is confident at ``>= completion_confidence`` (as the plan
+        reads them), and an object is absent by the same checks as at the episode's first plan (object confidence,
+        the state checkpoint's absent thresholds, the presence model, recorded as a ``presence`` event, or depth).
+        None when the instruction was refused (nothing is read).
+
+        Raises:
+            ConfigError: ``reset`` was not called, or the observation lacks a camera the models read.
+        """
+        task = self._require_task()
+        if self._refusal is not None or (self.grounding is not None and not self.grounding.ok):
+            return None
+        state = self.state_model.predict(observation, use_depth=self.use_depth)
+        reads = tuple(GoalRead(goal, (p := state.probability(goal)) >= self.threshold,
+                               p >= self.completion_confidence, p) for goal, _, _, _ in self.goal_steps())
+        objects = self._goal_objects(task)
+        absent = self._absent(state, observation, memory, objects)
+        return GoalReading(step=observation.step, goals=reads, checked_objects=tuple(objects), absent=tuple(absent),
+                           source=self.source)
+
+    def _absent(self, state: SceneState, observation: Observation, memory: TaskMemory,
+                names: list[str]) -> list[tuple[str, str]]:
+        """``(object, why)`` for each of ``names`` the perception cannot find: object confidence below
+        ``min_object_confidence`` or heatmap uncertainty above its absent threshold
+        (:func:`~planner_vlm.learned.absence.absent_objects`), then the presence model, then depth."""
+        limits = getattr(self.state_model, "absent_uncertainty", None) if self.use_absent_thresholds else None
+        absent = absent_objects(state, names, self.min_object_confidence, limits)
+        absent += [(o, why) for o, why in self._absent_by_presence(observation, memory, names)
+                   if o not in dict(absent)]
+        absent += self._absent_by_depth(state, observation, [o for o in names if o not in dict(absent)])
+        return absent
 
     def _held_by_hand(self, state: SceneState, observation: Observation, memory: TaskMemory) -> HandEvidence | None:
         """The hand's evidence that it holds the object of the subgoal the latest plan handed out, once that object's

@@ -20,8 +20,12 @@ image missed 8 of the 116 held objects at the pick's verdict, and the planner th
 with the object in the fingers.
 
 The reason says where the object is (its 3-D origin keypoint, m, world frame), how far from the second argument
-and from the gripper, and whether it still seems held, for a replanning planner. It never reads
-``Observation.privileged``.
+and from the gripper, and whether it still seems held, for a replanning planner. A failed verdict also says which other
+objects were displaced during the attempt (``"displaced: green moved 0.06 m during the attempt"``): an object other
+than the one the subgoal moves, located sharply (confidence at least
+:data:`~planner_vlm.learned.hand_evidence.SHARP_CONFIDENCE`) in the observations before and after the attempt, whose
+origin moved at least :data:`DISPLACED_M`: a knock, which the task memory records as ``object_moved`` rather than as a
+slip. It never reads ``Observation.privileged``.
 """
 
 from __future__ import annotations
@@ -31,11 +35,31 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from planner_vlm.learned.hand_evidence import HELD_PROBABILITY, HELD_RAY_M, hand_holds
+from planner_vlm.learned.hand_evidence import HELD_PROBABILITY, HELD_RAY_M, SHARP_CONFIDENCE, hand_holds
 from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
+
+#: An object other than the one a subgoal moves whose origin moved at least this (m) during the attempt was displaced.
+DISPLACED_M = 0.03
+
+
+def displaced_objects(before: SceneState, after: SceneState, moved: str | None,
+                      min_confidence: float = SHARP_CONFIDENCE, min_shift_m: float = DISPLACED_M
+                      ) -> list[tuple[str, float]]:
+    """``(object, shift in m)`` of each object but ``moved`` located with at least ``min_confidence`` in both reads
+    whose 3-D origin moved at least ``min_shift_m`` from ``before`` to ``after``, largest shift first."""
+    out = []
+    for obj in after.objects:
+        if obj == moved or obj not in before.objects:
+            continue
+        sharp = min(float(before.object_confidence[before.object_index(obj)]),
+                    float(after.object_confidence[after.object_index(obj)]))
+        shift = float(np.linalg.norm(after.position(obj) - before.position(obj)))
+        if sharp >= min_confidence and shift >= min_shift_m:
+            out.append((obj, shift))
+    return sorted(out, key=lambda o: -o[1])
 
 
 def located_confidence(state: SceneState, args: Sequence[str]) -> tuple[float, list[str]]:
@@ -92,7 +116,7 @@ class LearnedVerifier:
         self.task = task
 
     def verify(self, before: Observation, after: Observation, subgoal: Subgoal) -> Verdict:
-        """Judge ``subgoal`` from the observation ``after`` it (``before`` is not needed).
+        """Judge ``subgoal`` from the observation ``after`` it (``before`` is read only for a failure's displaced objects).
 
         Returns:
             ``Verdict(success=p >= 0.5, confidence=max(p, 1 - p) * the named objects' confidence, reason,
@@ -130,10 +154,22 @@ class LearnedVerifier:
             if held is not None:
                 return Verdict(success=True, confidence=HELD_PROBABILITY, source="learned", uncertain=False,
                                reason=f"{held.describe(pred)}; the image alone: {reason}")
+        if not success:
+            reason += self._displaced(before, state, subgoal)
         if uncertain:
             reason += f"; UNCERTAIN (confidence {confidence:.2f} < {self.confidence_threshold})"
         return Verdict(success=success, confidence=float(np.clip(confidence, 0.0, 1.0)), reason=reason,
                        source="learned", uncertain=uncertain)
+
+    def _displaced(self, before: Observation, after_state: SceneState, sg: Subgoal) -> str:
+        """``"; displaced: green moved 0.06 m during the attempt"`` (see the module docstring), or ``""``."""
+        if not before.images:
+            return ""
+        before_state = self.state_model.predict(before, use_depth=self.use_depth)
+        moved = displaced_objects(before_state, after_state, sg.args[0] if sg.args else None)
+        if not moved:
+            return ""
+        return "; displaced: " + ", ".join(f"{o} moved {d:.2f} m during the attempt" for o, d in moved)
 
     def _where(self, state: Any, sg: Subgoal, after: Observation) -> str:
         """``": red at (x, y, z), 0.05 m from green, 0.02 m from the gripper, still held (p=0.9)"``."""

@@ -13,8 +13,8 @@ A component that is not an oracle also gets the task with its goals withheld (:f
 it plans from ``TaskSpec.instruction`` and ``TaskSpec.vocabulary``, and says how it read the words
 (``Planner.grounding``).
 
-This module imports nothing from the project but :mod:`tandem.core.types`, :mod:`tandem.core.grounding` and
-:mod:`tandem.core.errors`.
+This module imports nothing from the project but :mod:`tandem.core.types`, :mod:`tandem.core.grounding`,
+:mod:`tandem.core.evidence` and :mod:`tandem.core.errors`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from tandem.core.errors import ConfigError
+from tandem.core.evidence import GoalReading
 from tandem.core.grounding import Grounding
 from tandem.core.types import Observation, Plan, RetryPolicy, Subgoal, TaskSpec, Verdict
 
@@ -148,8 +149,16 @@ class Planner(Protocol):
         """Return the current done/remaining plan. ``memory.view()`` holds failures to replan around.
 
         Never raises on bad model output: a planner falls back (e.g. keeps its current plan), returns that plan
-        with ``Plan.fallback=True`` and records why in memory. Only a plan with ``Plan.claims_complete`` ends the
-        episode as achieved.
+        with ``Plan.fallback=True`` and records why in memory. A plan with ``Plan.claims_complete`` makes the agent
+        confirm the goals (:meth:`read_goals`) before it claims success.
+        """
+        ...
+
+    def read_goals(self, observation: Observation, memory: TaskMemory) -> GoalReading | None:
+        """A fresh read, on ``observation``, of every goal of :attr:`grounding` and of the presence of every object
+        those goals name (:class:`tandem.core.evidence.GoalReading`); None for a planner that reads no goals (it
+        grounds none). The agent claims success only on ``AgentConfig.confirm_reads`` such reads that confirm every
+        goal (:func:`tandem.core.evidence.confirmation_gaps`). A reader may record what it read in ``memory``.
         """
         ...
 

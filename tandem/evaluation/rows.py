@@ -4,7 +4,9 @@ Rows are deterministic given (task, seed, perturbation, variant) except for :dat
 ``privileged`` column says whether the stack that ran read the simulator's truth (any oracle component); it is
 null for a row whose stack was never built (``build_error``, ``worker_crash``). Each row records the ``instruction``
 given, the ``judge_goals`` the env judged success by, the planner's ``grounding`` of the words (who grounded which
-goals, or its refusal), and ``false_success_claim``: the agent claimed success and the simulator says the task failed.
+goals, or its refusal), ``agent_outcome`` (how the agent says the episode ended: ``success`` only when it confirmed
+every goal, ``not_confirmed``, ``gave_up``, ``refused``, ``planner_failed``, ``error``; :class:`tandem.runtime.agent.AgentOutcome`)
+and ``false_success_claim``: the agent claimed success and the simulator says the task failed.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def failed_row(job: EpisodeJob, kind: str, reason: str, **extra: Any) -> dict[st
     row = {**_base_row(job), "success": False, "privileged": None, "failure_kind": kind, "failure": reason,
            "steps": 0, "subgoals_done": 0, "n_subgoals_ref": None, "progress": 0.0, "attempts": 0, "replans": 0, "plans": 0,
            "skill_results": {}, "perturbed": False, "perturb_step": None, "recovered": False,
-           "agent_claims_success": False, "false_success_claim": False,
+           "agent_claims_success": False, "agent_outcome": None, "false_success_claim": False,
            "instruction": None, "judge_goals": None, "grounding": None}
     row.update({c: None for c in TIMING_COLUMNS})
     row.update(extra)
@@ -82,12 +84,13 @@ def skill_results(verdicts: Sequence[Mapping[str, Any]]) -> dict[str, list[int]]
     """Per skill ``[successful verdicts, verdicts]`` of an episode, from its verdicts' ``subgoal`` signatures
     (``"pick(red)"`` counts for ``pick``): the subgoal success rate of each skill, over judged attempts.
 
-    An attempt cut by the episode's end (``at_episode_end``: the task succeeded, or a step limit) while its verdict
-    was still uncertain was never judged, and does not count: a learned verifier that waits for a released cube to
-    settle would otherwise count the last subgoal of every successful episode as failed."""
+    An attempt cut short by the episode's end (``cut_short``: the task succeeded, or a step limit) was never judged,
+    and does not count: a learned verifier that waits for a released cube to settle would otherwise count the last
+    subgoal of every successful episode as failed. (Rows written before ``cut_short``: an ``at_episode_end`` verdict
+    that was still uncertain is left out.)"""
     out: dict[str, list[int]] = {}
     for v in verdicts:
-        if v.get("at_episode_end") and v.get("uncertain"):
+        if v.get("cut_short") or (v.get("at_episode_end") and v.get("uncertain")):
             continue
         skill = str(v.get("subgoal", "?")).split("(")[0]
         acc = out.setdefault(skill, [0, 0])
@@ -121,6 +124,7 @@ def row_from_result(job: EpisodeJob, summary: Mapping[str, Any], goals: Sequence
         "perturb_step": int(perts[0]["step"]) if perts else None,
         "recovered": bool(summary.get("recovered", False)),
         "agent_claims_success": bool(summary.get("agent_claims_success", False)),
+        "agent_outcome": summary.get("agent_outcome"),
         "instruction": summary.get("instruction"),
         "judge_goals": list(goals),
         "grounding": summary.get("grounding"),

@@ -125,6 +125,8 @@ def rows_to_frame(rows: Sequence[Mapping[str, Any]]) -> Any:
         df["privileged"] = df["privileged"].astype("boolean")
     if "traceback" in df:
         df["traceback"] = df["traceback"].astype("string")
+    if "agent_outcome" in df:  # None for rows never run, and rows written before the column
+        df["agent_outcome"] = df["agent_outcome"].astype("string")
     for c in ("grounding", "judge_goals"):  # nested, or null for rows never run: JSON text keeps the schema fixed
         if c in df:
             df[c] = df[c].map(lambda v: v if isinstance(v, str) or v is None else json.dumps(v, sort_keys=True)

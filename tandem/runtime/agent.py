@@ -15,6 +15,22 @@ This is the only module that knows all four parts. Each subgoal goes through:
    success (the receding-horizon planner then re-perceives the scene and decides what remains);
 5. memory records the verdict; the agent advances, retries or gives up after too many attempts.
 
+**Success is claimed only on evidence.** A plan with nothing remaining (``Plan.claims_complete``) does not end the
+episode: the agent holds still and reads the goals ``AgentConfig.confirm_reads`` times,
+``AgentConfig.confirm_gap_steps`` control steps apart (``Planner.read_goals``: a fresh read of every goal of the
+planner's grounding of the instruction and of the presence of every object they name; the agent never reads
+``TaskSpec.goals``). It claims success only when every read confirms every goal true and confident and every goal
+object present (:func:`tandem.core.evidence.confirmation_gaps`); each read is a ``goal_read`` memory event. A read
+that does not confirm is a ``claim_not_confirmed`` event: the agent replans after the gap and keeps working, and after
+``max_attempts_per_subgoal`` unconfirmed claims it ends the episode as ``not_confirmed``. How the episode ended, from
+the agent's side, is :attr:`AgentStatus.outcome` (:class:`AgentOutcome`); ``claims_success`` is True only for a
+confirmed ``success``.
+
+**The end of the episode.** When the episode is ended from outside (:meth:`HierarchicalAgent.stop`: the env reports
+success, its step limit, the rollout's cap) while a subgoal runs, that attempt was cut short, not finished: it is
+verified once more on the final state and recorded as a ``final_verdict`` memory event (``on_final_state: true``,
+``cut_short: true``), never as a failure, so neither the episode's failures nor the lessons of later episodes count it.
+
 The agent is a step-level state machine (``act(obs) -> action``) so the same code drives a simulator
 rollout (``tandem.runtime.rollout``) and a real robot loop (the ROS 2 bridge). It never reads
 ``Observation.privileged`` itself, and it hands each component whose ``is_oracle`` is False observations with the
@@ -33,11 +49,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
 
 from tandem.core.errors import ConfigError, NonFiniteActionError, TandemError
+from tandem.core.evidence import GoalReading, confirmation_gaps, predicate_args
 from tandem.core.grounding import Grounding
 from tandem.core.interrupts import reraise_interrupt
 from tandem.core.lazy_images import materialize_images
@@ -48,17 +66,46 @@ from tandem.runtime.config import AgentConfig
 from tandem.runtime.planning_worker import PlanningWorker
 
 
+class AgentOutcome(StrEnum):
+    """How an episode ended, as the agent tells it (``AgentStatus.outcome``, ``agent_outcome`` in summaries and rows).
+
+    * ``success``: every grounded goal confirmed true and confident, every goal object present, in
+      ``AgentConfig.confirm_reads`` reads (the only outcome that claims success);
+    * ``not_confirmed``: the episode ended (the env's success flag or step limit, the rollout's cap) before the agent
+      confirmed success, or its claims of completion failed confirmation ``max_attempts_per_subgoal`` times;
+    * ``gave_up``: a subgoal used up its attempts, the planner its calls, or the planner gave no usable plan;
+    * ``refused``: the planner refused the instruction before anything moved;
+    * ``planner_failed``: the planner raised;
+    * ``error``: the episode failed (unstable simulation, non-finite action, crash);
+    * ``running``: not ended yet.
+    """
+
+    SUCCESS = "success"
+    NOT_CONFIRMED = "not_confirmed"
+    GAVE_UP = "gave_up"
+    REFUSED = "refused"
+    PLANNER_FAILED = "planner_failed"
+    ERROR = "error"
+    RUNNING = "running"
+
+
 @dataclass
 class AgentStatus:
     """What the agent has done so far in the episode (JSON-safe via ``to_json``).
 
-    ``hold_steps``: control steps the agent returned its hold action while waiting for a plan (async planning);
-    ``plans_discarded``: plans that arrived after a later verdict had made them stale (async planning).
+    ``outcome``: an :class:`AgentOutcome` value; ``claims_success`` is True only for ``success``;
+    ``hold_steps``: control steps the agent returned its hold action (waiting for a plan with async planning, or
+    between the reads that confirm success); ``plans_discarded``: plans that arrived after a later verdict had made
+    them stale (async planning); ``unconfirmed_claims``: plans that claimed the task complete whose goal reads did not
+    confirm it; ``verdicts``: one entry per judged attempt, the one cut short by the episode's end included
+    (``at_episode_end``, ``cut_short`` and ``on_final_state`` True).
     """
 
     finished: bool = False
     claims_success: bool = False
+    outcome: str = AgentOutcome.RUNNING.value
     end_reason: str = ""
+    unconfirmed_claims: int = 0
     subgoals_done: int = 0
     attempts: int = 0
     replans: int = 0
@@ -95,7 +142,9 @@ class HierarchicalAgent:
 
     Raises:
         ConfigError: a component that lacks a member of its protocol (e.g. ``is_oracle``), named;
-            ``config.async_planning`` without a ``hold_action``.
+            ``config.async_planning`` without a ``hold_action``. (Without a ``hold_action`` the agent cannot wait
+            between confirmation reads either: with ``config.confirm_reads`` > 1 it then never claims success, and
+            says so in the end reason.)
     """
 
     def __init__(
@@ -139,6 +188,10 @@ class HierarchicalAgent:
         self._rechecks = 0  # re-checks of uncertain verdicts spent on the active attempt
         self._recheck_wait = 0  # control steps left before the next re-check
         self._rechecking = False  # the active attempt's last verdict was uncertain; verify again after the wait
+        self._read_achieved_at: int | None = None  # step of the active attempt's first (uncertain) read as achieved
+        self._confirming = 0  # confirmation reads that confirmed so far (a plan claimed the task complete)
+        self._next_read_step: int | None = None  # when the next confirmation read is due
+        self._replan_at_step: int | None = None  # when to replan after an unconfirmed claim
 
     @property
     def oracle_components(self) -> list[str]:
@@ -163,6 +216,7 @@ class HierarchicalAgent:
         self.plan, self.subgoal, self._before = Plan(), None, None
         self._steps_in_subgoal, self._step = 0, observation.step
         self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
+        self._clear_confirmation()
         self.memory.start_episode(withhold_goals(task, "memory"), meta)
         self._pending_plan, self._version, self._speed = None, 0, 1.0
         planner_task = task_for(self.planner, task, "planner")
@@ -191,7 +245,7 @@ class HierarchicalAgent:
             return False
         self.memory.record_event("instruction_refused", self._step, reason=grounding.refused,
                                  grounded_by=grounding.grounded_by)
-        self._finish(False, f"instruction refused: {grounding.refused}")
+        self._finish(AgentOutcome.REFUSED, f"instruction refused: {grounding.refused}")
         return True
 
     def act(self, observation: Observation) -> np.ndarray | None:
@@ -214,14 +268,16 @@ class HierarchicalAgent:
             self._poll_plan(observation)
         while not self.status.finished and self.subgoal is not None and self._verification_due():
             self._finish_subgoal(observation)
+        if not self.status.finished and self.subgoal is None:
+            self._advance_confirmation(observation)
         if self._worker is not None and not self.status.finished:
             self._switch_to_pending(observation)
-            if self.subgoal is None and not self.status.finished:
-                assert self._hold is not None
-                self.status.hold_steps += 1
-                return self._hold.copy()
-        if self.status.finished or self.subgoal is None:
+        if self.status.finished:
             return None
+        if self.subgoal is None:  # waiting for a plan (async) or between confirmation reads
+            assert self._hold is not None
+            self.status.hold_steps += 1
+            return self._hold.copy()
         t0 = time.perf_counter()
         action = np.array(self.executor.select_action(observation_for(self.executor, observation, "executor")),
                           dtype=np.float32)
@@ -257,17 +313,19 @@ class HierarchicalAgent:
         if self.config.subgoal_step_budget is None:
             self._budget += int(steps)
 
-    def stop(self, reason: str, step: int, observation: Observation | None = None) -> None:
+    def stop(self, reason: str, step: int, observation: Observation | None = None, error: bool = False) -> None:
         """End the episode from outside (env success or truncation, error). Recorded in memory.
 
-        If ``observation`` is given and a subgoal is active, that subgoal is verified first, so the last
-        verdict of the episode is recorded too.
+        With ``observation`` (the final state), a ``final_verdict`` memory event is recorded on it: the active
+        subgoal, cut short, verified once more (:meth:`_record_final_verdict`). The outcome is ``error`` when
+        ``error`` (the episode failed), else ``not_confirmed``: success is claimed only by the agent's own confirmed
+        reads, never because the episode was stopped.
         """
         self._step = step
-        if observation is not None and self.subgoal is not None and not self.status.finished:
-            self._verify_active(observation, at_episode_end=True)
+        if observation is not None and not self.status.finished:
+            self._record_final_verdict(observation, reason)
         if not self.status.finished:
-            self._finish(claims_success=False, reason=reason)
+            self._finish(AgentOutcome.ERROR if error else AgentOutcome.NOT_CONFIRMED, reason)
         self.memory.record_event("stop", step, reason=reason)
 
     # ------------------------------------------------------------------ internals
@@ -282,7 +340,7 @@ class HierarchicalAgent:
 
     def _replan(self, observation: Observation, after_failure: bool) -> None:
         if self.status.plans >= self.config.max_plans:
-            self._finish(False, f"gave up: planner called {self.status.plans} times (max_plans)")
+            self._finish(AgentOutcome.GAVE_UP, f"gave up: planner called {self.status.plans} times (max_plans)")
             return
         t0 = time.perf_counter()
         try:
@@ -290,16 +348,17 @@ class HierarchicalAgent:
         except TandemError as e:  # planners should fall back themselves; this is the last line of defence
             reraise_interrupt(e)
             self.memory.record_event("planner_error", self._step, error=str(e))
-            self._finish(False, f"planner failed: {e}")
+            self._finish(AgentOutcome.PLANNER_FAILED, f"planner failed: {e}")
             return
         self.status.plan_latency_s.append(time.perf_counter() - t0)
-        nxt = self._adopt(plan, after_failure)
+        nxt = self._adopt(plan, after_failure, observation)
         if nxt is not None:
             self._try_start(nxt, observation)
 
-    def _adopt(self, plan: Plan, after_failure: bool) -> Subgoal | None:
-        """Count and record a new plan; returns its next subgoal, or None after ending the episode on a plan with
-        nothing remaining (success only if the planner claims the task complete)."""
+    def _adopt(self, plan: Plan, after_failure: bool, observation: Observation) -> Subgoal | None:
+        """Count and record a new plan; returns its next subgoal, or None: a plan that claims the task complete
+        starts the confirmation reads on ``observation`` (:meth:`_start_confirmation`), any other plan with nothing
+        remaining ends the episode (never as success)."""
         self.status.plans += 1
         self.status.replans += int(after_failure)
         self.plan = plan
@@ -307,17 +366,95 @@ class HierarchicalAgent:
         nxt = plan.next
         if nxt is None:
             if plan.claims_complete:
-                self._finish(True, "planner reports nothing remaining")
+                self._start_confirmation(observation)
             else:  # an empty plan, or a fallback with nothing left to execute, never counts as success
                 what = "a fallback plan with nothing remaining" if plan.fallback else "an empty plan"
-                self._finish(False, f"planner gave no usable plan ({what}): {plan.rationale[:200]}".rstrip(": "))
+                self._finish(AgentOutcome.GAVE_UP,
+                             f"planner gave no usable plan ({what}): {plan.rationale[:200]}".rstrip(": "))
         return nxt
+
+    # ------------------------------------------------------------------ confirmation of success
+    def _clear_confirmation(self) -> None:
+        self._confirming, self._next_read_step, self._replan_at_step = 0, None, None
+
+    def _goals_to_confirm(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """``(goals, objects)``: the goals of the planner's grounding of the instruction (never ``TaskSpec.goals``)
+        and the task objects they name; both empty for a planner that grounds no goals."""
+        grounding = self.planner.grounding
+        if grounding is None or not grounding.ok:
+            return (), ()
+        assert self.task is not None
+        known = set(self.task.objects)
+        objects = tuple(dict.fromkeys(a for g in grounding.goals for a in predicate_args(g) if a in known))
+        return tuple(grounding.goals), objects
+
+    def _start_confirmation(self, observation: Observation) -> None:
+        """The plan says nothing remains: take the first confirmation read now."""
+        self._clear_confirmation()
+        self.memory.record_event("completion_claimed", self._step, reads_needed=self.config.confirm_reads,
+                                 gap_steps=self.config.confirm_gap_steps)
+        self._take_confirmation_read(observation)
+
+    def _advance_confirmation(self, observation: Observation) -> None:
+        """With no subgoal running: take a confirmation read, or replan after an unconfirmed claim, when due."""
+        if self._next_read_step is not None and self._step >= self._next_read_step:
+            self._take_confirmation_read(observation)
+        elif self._replan_at_step is not None and self._step >= self._replan_at_step:
+            self._replan_at_step = None
+            if self._worker is None:
+                self._replan(observation, after_failure=True)
+            else:
+                self._request_plan(observation)
+
+    def _read_goals(self, observation: Observation) -> GoalReading | None:
+        """The planner's read of the goals on ``observation`` (privileged state withheld from a non-oracle)."""
+        return self.planner.read_goals(observation_for(self.planner, observation, "planner"), self.memory)
+
+    def _take_confirmation_read(self, observation: Observation) -> None:
+        """Read the goals; success once ``confirm_reads`` reads confirmed them, else the next read after the gap, or,
+        on a read that does not confirm, :meth:`_claim_not_confirmed`."""
+        goals, objects = self._goals_to_confirm()
+        reading = self._read_goals(observation)
+        gaps = confirmation_gaps(reading, goals, objects)
+        n = self._confirming + 1
+        self.memory.record_event("goal_read", self._step, read=n, of=self.config.confirm_reads, confirms=not gaps,
+                                 gaps=gaps, reading=None if reading is None else reading.to_json())
+        if gaps:
+            self._claim_not_confirmed(gaps, observation)
+            return
+        self._confirming = n
+        if n >= self.config.confirm_reads:
+            self._finish(AgentOutcome.SUCCESS, f"every goal ({', '.join(goals)}) confirmed true and confident, "
+                                               f"objects present, in {n} read(s) {self.config.confirm_gap_steps} "
+                                               "steps apart")
+        elif self._hold is None:
+            self._finish(AgentOutcome.NOT_CONFIRMED, f"success not confirmed: read {n} of {self.config.confirm_reads} "
+                                                     "confirmed, but the agent has no hold_action to wait still with "
+                                                     "for the next read")
+        else:
+            self._next_read_step = self._step + self.config.confirm_gap_steps
+
+    def _claim_not_confirmed(self, gaps: list[str], observation: Observation) -> None:
+        """A read did not confirm the plan's claim: replan after the gap (keep working), or end as ``not_confirmed``
+        after ``max_attempts_per_subgoal`` such claims."""
+        self._clear_confirmation()
+        self.status.unconfirmed_claims += 1
+        n = self.status.unconfirmed_claims
+        self.memory.record_event("claim_not_confirmed", self._step, gaps=gaps, claims=n,
+                                 of=self.config.max_attempts_per_subgoal)
+        if n >= self.config.max_attempts_per_subgoal:
+            self._finish(AgentOutcome.NOT_CONFIRMED, f"success not confirmed after {n} claim(s): {'; '.join(gaps)}")
+            return
+        wait = self.config.confirm_gap_steps if self._hold is not None else 0
+        self._replan_at_step = self._step + wait
+        if wait == 0:  # no hold action to wait with (confirm_reads=1): replan at once
+            self._advance_confirmation(observation)
 
     def _try_start(self, nxt: Subgoal, observation: Observation) -> None:
         """Start ``nxt``, or end the episode if it has used up its attempts."""
         attempts = self.memory.attempts(nxt)
         if attempts >= self.config.max_attempts_per_subgoal:
-            self._finish(False, f"gave up: {nxt.signature} failed {attempts} times")
+            self._finish(AgentOutcome.GAVE_UP, f"gave up: {nxt.signature} failed {attempts} times")
             return
         self._start_subgoal(nxt, observation)
 
@@ -330,10 +467,12 @@ class HierarchicalAgent:
                 subgoal.trace = planned_trace
             if planned_trace_3d is not None:
                 subgoal.trace_3d = planned_trace_3d
+        self._clear_confirmation()  # a new subgoal: any claim of completion is void
         self.subgoal = subgoal
         self._before = materialize_images(observation)  # the verifier reads it after the simulator moved on
         self._steps_in_subgoal = 0
         self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
+        self._read_achieved_at = None
         policy = self.memory.retry_policy(subgoal)
         self._speed = float(policy.speed_scale)
         attempt = self.memory.record_attempt(subgoal, self._step, policy)
@@ -341,16 +480,14 @@ class HierarchicalAgent:
         self.executor.set_subgoal(subgoal, self._executor_task)
         self.memory.record_event("subgoal_start", self._step, subgoal=subgoal.to_json(), attempt=attempt)
 
-    def _verify_active(self, observation: Observation, at_episode_end: bool = False,
-                       note: str = "") -> Verdict | None:
+    def _verify_active(self, observation: Observation, note: str = "") -> Verdict | None:
         """Verify the active subgoal against ``observation``, record the verdict, clear the subgoal.
 
         An uncertain verdict (``Verdict.uncertain``) with re-checks left is recorded as a ``verdict_uncertain``
-        event and deferred: the subgoal stays active, and None is returned. One left after the re-checks (or at the
-        episode's end, or of an attempt interrupted by a new plan: ``note``) becomes a failure.
+        event and deferred: the subgoal stays active, and None is returned. One left after the re-checks (or of an
+        attempt interrupted by a new plan: ``note``) becomes a failure. (An attempt cut short by the episode's end
+        is not judged here: :meth:`_record_final_verdict`.)
 
-        ``at_episode_end``: the episode was ended from outside (env success, step limit, cap) while the subgoal was
-        active; the verdict is recorded with ``"at_episode_end": True`` (the attempt was cut, not finished).
         ``note``: prefixed to the verdict's reason (e.g. ``"interrupted by a new plan"``)."""
         subgoal = self.subgoal
         assert subgoal is not None and self._before is not None
@@ -358,7 +495,9 @@ class HierarchicalAgent:
                                                 observation_for(self.verifier, observation, "verifier"), subgoal)
         if verdict.uncertain:
             self.status.uncertain_verdicts += 1
-            if not at_episode_end and not note and self._rechecks < self.config.verify_rechecks:
+            if verdict.success and self._read_achieved_at is None:
+                self._read_achieved_at = self._step
+            if not note and self._rechecks < self.config.verify_rechecks:
                 self._rechecks += 1
                 self._rechecking, self._recheck_wait = True, self.config.recheck_steps
                 self.memory.record_event("verdict_uncertain", self._step, subgoal=subgoal.signature,
@@ -373,13 +512,16 @@ class HierarchicalAgent:
             verdict = Verdict(False, verdict.confidence,
                               f"step budget of {self._budget} spent; {verdict.reason}",
                               verdict.source, uncertain=verdict.uncertain)
+        if not verdict.success and self._read_achieved_at is not None and not verdict.uncertain:
+            verdict = Verdict(False, verdict.confidence, f"moved away after it was read achieved at step "
+                                                         f"{self._read_achieved_at}; {verdict.reason}", verdict.source)
         if note:
             verdict = Verdict(verdict.success, verdict.confidence, f"{note}; {verdict.reason}", verdict.source,
                               uncertain=verdict.uncertain)
         self._version += 1
         self.memory.record_verdict(subgoal, verdict, self._step)
         self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json(),
-                                     "at_episode_end": at_episode_end})
+                                     "at_episode_end": False})
         self.status.subgoals_done += int(verdict.success)
         if not verdict.success:  # what the verifier saw becomes a fact about each object involved
             for obj in subgoal.args:
@@ -387,6 +529,26 @@ class HierarchicalAgent:
                                         self._step, source="verifier")
         self.subgoal = None
         return verdict
+
+    def _record_final_verdict(self, observation: Observation, ended_by: str) -> None:
+        """The verdict on the final state of an episode ended from outside: a ``final_verdict`` memory event
+        (``on_final_state: true``, ``ended_by``, ``claim_pending``: whether a claim of completion was being
+        confirmed). A running subgoal was cut short (``cut_short: true``, its ``subgoal``, ``attempt`` and the
+        verifier's ``verdict`` on ``observation``, uncertain or not): it is no failure, and it ends the attempt; a
+        confident success on the final state counts in ``subgoals_done``."""
+        subgoal = self.subgoal
+        data: dict[str, Any] = {"on_final_state": True, "ended_by": ended_by, "cut_short": subgoal is not None,
+                                "claim_pending": self._next_read_step is not None}
+        if subgoal is not None:
+            assert self._before is not None
+            verdict = self.verifier.verify(observation_for(self.verifier, self._before, "verifier"),
+                                           observation_for(self.verifier, observation, "verifier"), subgoal)
+            data.update(subgoal=subgoal.signature, attempt=self.memory.attempts(subgoal), verdict=verdict.to_json())
+            self.status.verdicts.append({"step": self._step, "subgoal": subgoal.signature, **verdict.to_json(),
+                                         "at_episode_end": True, "cut_short": True, "on_final_state": True})
+            self.status.subgoals_done += int(verdict.success and not verdict.uncertain)  # achieved, as read at the end
+            self.subgoal = None
+        self.memory.record_event("final_verdict", self._step, **data)
 
     def _finish_subgoal(self, observation: Observation) -> None:
         done = self.subgoal
@@ -430,7 +592,7 @@ class HierarchicalAgent:
         if res.error is not None:
             if isinstance(res.error, TandemError):  # as in _replan: the last line of defence
                 self.memory.record_event("planner_error", self._step, error=str(res.error))
-                self._finish(False, f"planner failed: {res.error}")
+                self._finish(AgentOutcome.PLANNER_FAILED, f"planner failed: {res.error}")
                 return
             raise res.error
         self.status.plan_latency_s.append(res.latency_s)
@@ -443,10 +605,10 @@ class HierarchicalAgent:
                 self._request_plan(observation)
             return
         if self.status.plans >= self.config.max_plans:
-            self._finish(False, f"gave up: planner called {self.status.plans} times (max_plans)")
+            self._finish(AgentOutcome.GAVE_UP, f"gave up: planner called {self.status.plans} times (max_plans)")
             return
         assert res.plan is not None
-        nxt = self._adopt(res.plan, after_failure)
+        nxt = self._adopt(res.plan, after_failure, observation)
         if nxt is None:
             return
         if self.subgoal is None or self.subgoal.signature != nxt.signature:
@@ -469,12 +631,17 @@ class HierarchicalAgent:
         if nxt is not None:
             self._try_start(nxt, observation)
 
-    def _finish(self, claims_success: bool, reason: str) -> None:
+    def _finish(self, outcome: AgentOutcome, reason: str) -> None:
+        """End the episode with ``outcome``; success is claimed only for :attr:`AgentOutcome.SUCCESS`."""
         if self.planner.grounding is not None:  # a VLM reads its goals from its first plan, after reset
             self.status.grounding = self.planner.grounding.to_json()
+        claims_success = outcome is AgentOutcome.SUCCESS
         self.status.finished = True
         self.status.claims_success = claims_success
+        self.status.outcome = outcome.value
         self.status.end_reason = reason
         self.subgoal = None
         self._pending_plan = None
-        self.memory.record_event("agent_finished", self._step, claims_success=claims_success, reason=reason)
+        self._clear_confirmation()
+        self.memory.record_event("agent_finished", self._step, claims_success=claims_success, outcome=outcome.value,
+                                 reason=reason)

@@ -203,6 +203,10 @@ class AgentConfig(Schema):
         plan_switch_steps: with ``async_planning``, a new plan whose next subgoal differs from the running one
             switches to it only when the running attempt's step count is a multiple of this (the executor's
             action-chunk length, e.g. 8 for the diffusion executor: the chunk boundary); 1 switches at once.
+        confirm_reads: reads of the goals (``Planner.read_goals``) that must each confirm every grounded goal true
+            and confident, and every goal object present, before the agent claims success, >= 1. With more than one
+            the agent holds still between the reads (it needs a ``hold_action``).
+        confirm_gap_steps: control steps between two confirmation reads, >= 1.
     """
 
     max_attempts_per_subgoal: int = 3
@@ -212,6 +216,8 @@ class AgentConfig(Schema):
     recheck_steps: int = 5
     async_planning: bool = False
     plan_switch_steps: int = 1
+    confirm_reads: int = 2
+    confirm_gap_steps: int = 10
 
     def check(self) -> None:
         if self.max_attempts_per_subgoal < 1:
@@ -227,6 +233,10 @@ class AgentConfig(Schema):
             raise FieldError("recheck_steps", f"must be >= 1 control step, got {self.recheck_steps}")
         if self.plan_switch_steps < 1:
             raise FieldError("plan_switch_steps", f"must be >= 1 control step, got {self.plan_switch_steps}")
+        if self.confirm_reads < 1:
+            raise FieldError("confirm_reads", f"must be >= 1, got {self.confirm_reads}")
+        if self.confirm_gap_steps < 1:
+            raise FieldError("confirm_gap_steps", f"must be >= 1 control step, got {self.confirm_gap_steps}")
 
     def step_budget(self, task: TaskSpec) -> int:
         """Control steps per attempt for ``task``: ``subgoal_step_budget``, or ``task.max_steps`` when None."""

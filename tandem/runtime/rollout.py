@@ -14,8 +14,12 @@ Artefacts written to ``out_dir`` (all optional):
   reading), and ``grounding``: the planner's own reading of the words (goals, ordered, confidence, refused,
   ``grounded_by``), None for a planner that grounds no goals.
 
-When the episode ends at the env's step limit, on termination or at the rollout's step cap, the active subgoal is
-verified on the last observation first, so its verdict is recorded.
+When the episode ends at the env's success report, its step limit, on termination or at the rollout's step cap, the
+agent records a ``final_verdict`` on the last observation: the active subgoal was cut short, and is verified there
+without counting as a failure. ``agent_claims_success`` is True only when the agent confirmed success on its own
+reads; ``agent_outcome`` says how the episode ended from the agent's side
+(:class:`tandem.runtime.agent.AgentOutcome`: ``success``, ``not_confirmed``, ``gave_up``, ``refused``,
+``planner_failed``, ``error``).
 
 A failed episode (unstable simulation, NaN action, exhausted budgets, a crash) is returned as failed with its
 reason, so a batch evaluation continues. An interrupt (Ctrl-C, SIGTERM, also when ctypes hides it in an
@@ -214,6 +218,8 @@ def run_episode(
         elif not interrupted:
             failure = f"crash: {type(e).__name__}: {e}"
             log.add_event("traceback", step, text=traceback.format_exc(limit=8))
+        if failure is not None and agent.task is not None:
+            agent.stop(failure, step, error=True)
     finally:
         if writer is not None:
             writer.close()
@@ -246,6 +252,7 @@ def _finish_episode(agent: HierarchicalAgent, log: EpisodeLog, summary: dict[str
         replans=status.replans,
         plans=status.plans,
         agent_claims_success=status.claims_success,
+        agent_outcome=status.outcome,
         agent_end_reason=status.end_reason,
         perturbations=perturbations,
         recovered=bool(success and perturbations),

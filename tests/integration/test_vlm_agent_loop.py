@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 
+import numpy as np
 import pytest
 
 from planner_vlm.clients.scripted_client import ScriptedVLMClient
@@ -26,7 +27,7 @@ class NoEarlyTermination:
     """Delegates to the env but never reports ``terminated``: the wrong step lowers the top cube onto the
     bottom cube's place, where the middle cube sits, so the tower happens to be right and robosuite would end
     the episode before the agent verifies that step. The test wants the loop to verify it, replan and finish
-    on its own (the agent ends the episode when the planner reports nothing remaining)."""
+    on its own (the agent ends the episode once the planner reports nothing remaining and two reads confirm it)."""
 
     def __init__(self, env):
         self._env = env
@@ -95,6 +96,7 @@ def test_wrong_vlm_plan_is_caught_by_the_verifier_and_replanned(tmp_path):
             executor=ScriptedExecutor(env),
             memory=TaskMemoryV1(),
             config=AgentConfig(max_attempts_per_subgoal=2, subgoal_step_budget=300, max_plans=8),
+            hold_action=np.zeros(env.action_dim, np.float32),  # held still between the reads that confirm success
         )
         result = run_episode(NoEarlyTermination(env), agent, seed=SEED, out_dir=tmp_path, record_video=False,
                              stop_on_success=False)
@@ -119,11 +121,14 @@ def test_wrong_vlm_plan_is_caught_by_the_verifier_and_replanned(tmp_path):
     assert starts and starts[0] == [top, mid]
     # 4. every planner call is one logged, parsed exchange; no fallback
     assert all(x["parse"]["ok"] for x in exchanges) and not [e for e in events if e["kind"] == "vlm_fallback"]
-    assert len(exchanges) == len(client.requests) == result.summary["plans"]
+    reads = [e for e in events if e["kind"] == "goal_read"]  # each confirmation read asks the model once more
+    assert len(exchanges) == len(client.requests) == result.summary["plans"] + len(reads)
     assert all(x["images"] == [{"camera": "agentview", "shape": [64, 64, 3]}, {"camera": "wrist", "shape": [64, 64, 3]}]
                for x in exchanges)
     assert result.summary["replans"] >= 1
-    # 5. the replanned subgoal succeeded, the planner then reported nothing remaining, and the task is done
+    # 5. the replanned subgoal succeeded, the planner then reported nothing remaining, two reads some steps apart
+    # confirmed it, and the task is done
     assert [(v["signature"], v["verdict"]["success"]) for v in verdicts][-1] == (right, True)
-    assert result.summary["agent_end_reason"] == "planner reports nothing remaining"
+    assert [r["confirms"] for r in reads] == [True, True]
+    assert result.summary["agent_outcome"] == "success" and result.summary["agent_claims_success"] is True
     assert result.summary["success"] is True

@@ -20,6 +20,9 @@ class EmptyFallbackPlanner:
     is_oracle, source = False, "new"
     grounding = None
 
+    def read_goals(self, observation, memory):  # it grounds no goals, so it reads none
+        return None
+
     def __init__(self, flag: bool):
         self.flag = flag
 
@@ -54,15 +57,16 @@ def test_a_fallback_that_keeps_a_finished_plan_is_not_a_success_either():
     assert Plan.from_json(Plan(done=done, fallback=True).to_json()).fallback is True
 
 
-def test_a_complete_plan_ends_the_episode_as_claimed_success():
+def test_a_complete_plan_of_a_planner_that_reads_no_goals_is_never_a_claimed_success():
     env = ToyEnv()
     env.reset()
     env.achieved[:] = ["a", "b"]
-    planner = ToyPlanner(env)
+    planner = ToyPlanner(env)  # grounds no goals: nothing to confirm the claim with
     _, agent = _agent(planner, env)
     agent.reset(SPEC, env._obs())
-    assert agent.status.finished and agent.status.claims_success
-    assert agent.status.end_reason == "planner reports nothing remaining"
+    assert agent.status.finished and not agent.status.claims_success
+    assert agent.status.outcome == "not_confirmed"
+    assert agent.status.end_reason.startswith("success not confirmed after 3 claim(s): the planner reads no goals")
 
 
 class RecordingVerifier(ToyVerifier):

@@ -7,6 +7,8 @@ import pytest
 
 from memory.task_memory import TaskMemoryV1
 from tandem.core.errors import ConfigError
+from tandem.core.evidence import GoalRead, GoalReading
+from tandem.core.grounding import Grounding
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
 from tandem.runtime.agent import AgentConfig, HierarchicalAgent
 from tandem.runtime.config import load
@@ -20,11 +22,15 @@ def obs(step: int) -> Observation:
 
 
 class OnePlanner:
-    """Plans pick(a) until a verdict said it succeeded (non-privileged fake)."""
+    """Plans pick(a) until a verdict said it succeeded (non-privileged fake); reads its one goal as memory says."""
 
     is_oracle = False
     source = "fake"
-    grounding = None
+    grounding = Grounding("pick a", goals=("grasped(a)",), grounded_by="test")
+
+    def read_goals(self, observation, memory):
+        held = (memory.view().get("last_outcome") or {}).get("pick(a)") == "success"
+        return GoalReading(observation.step, (GoalRead("grasped(a)", held, held, float(held)),), ("a",))
 
     def reset(self, task):
         self.done = False
@@ -80,7 +86,8 @@ SURE = Verdict(True, 0.99, "p(grasped(a)) = 0.99", "learned")
 
 def run(verifier: ScriptedVerifier, **cfg) -> tuple[HierarchicalAgent, CountingExecutor, TaskMemoryV1]:
     ex, memory = CountingExecutor(), TaskMemoryV1()
-    agent = HierarchicalAgent(OnePlanner(), verifier, ex, memory, config=AgentConfig(max_attempts_per_subgoal=1, **cfg))
+    agent = HierarchicalAgent(OnePlanner(), verifier, ex, memory,
+                              config=AgentConfig(max_attempts_per_subgoal=1, confirm_reads=1, **cfg))
     agent.reset(SPEC, obs(0))
     step = 0
     while not agent.status.finished and step < 200:
@@ -130,7 +137,7 @@ def test_certain_verdicts_are_unchanged():
     assert agent.status.uncertain_verdicts == 0
 
 
-def test_uncertain_at_episode_end_is_not_deferred():
+def test_uncertain_at_episode_end_is_not_deferred_and_not_a_failure():
     verifier = ScriptedVerifier([UNSURE])
     ex, memory = CountingExecutor(need=50), TaskMemoryV1()
     agent = HierarchicalAgent(OnePlanner(), verifier, ex, memory, config=AgentConfig())
@@ -138,8 +145,10 @@ def test_uncertain_at_episode_end_is_not_deferred():
     for step in range(1, 5):
         agent.act(obs(step))
     agent.stop("step cap", 5, obs(5))
-    assert agent.status.finished and agent.status.verdicts[0]["success"] is False
-    assert agent.status.verdicts[0]["at_episode_end"] is True
+    final = agent.status.verdicts[0]
+    assert agent.status.finished and final["at_episode_end"] is True and final["cut_short"] is True
+    assert agent.status.outcome == "not_confirmed" and not agent.status.claims_success
+    assert not memory.failures and memory.last_outcome["pick(a)"] == "cut_short"
 
 
 @pytest.mark.parametrize("key,value", [("verify_rechecks", -1), ("recheck_steps", 0)])
@@ -154,7 +163,7 @@ def test_uncertain_verdicts_are_rechecked_under_async_planning_too():
     verifier = ScriptedVerifier([UNSURE, SURE])
     ex, memory = CountingExecutor(), TaskMemoryV1()
     agent = HierarchicalAgent(OnePlanner(), verifier, ex, memory, hold_action=np.zeros(7, np.float32),
-                              config=AgentConfig(max_attempts_per_subgoal=1, verify_rechecks=2, recheck_steps=4,
+                              config=AgentConfig(max_attempts_per_subgoal=1, confirm_reads=1, verify_rechecks=2, recheck_steps=4,
                                                  async_planning=True))
     try:
         agent.reset(SPEC, obs(0))

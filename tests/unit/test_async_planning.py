@@ -44,6 +44,9 @@ class GatedPlanner:
 
     source = "gated"
     grounding = None
+
+    def read_goals(self, observation, memory):  # it grounds no goals, so it reads none
+        return None
     is_oracle = False
 
     def __init__(self, world, gated=True):

@@ -212,6 +212,9 @@ class RecordingPlanner:
     def plan(self, observation, memory) -> Plan:
         raise AssertionError("never reached: the instruction was refused")
 
+    def read_goals(self, observation, memory):
+        raise AssertionError("never reached: the instruction was refused")
+
 
 class Idle:
     is_oracle = False

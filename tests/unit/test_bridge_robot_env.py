@@ -350,6 +350,9 @@ def test_planner_exception_inside_the_agent_loop_stops_the_robot(rig):
         def plan(self, observation, memory):
             raise RuntimeError("VLM server returned garbage")
 
+        def read_goals(self, observation, memory):
+            return None
+
     class IdleExecutor:
         is_oracle = False
 
