@@ -109,7 +109,7 @@ def train(design: str, args: argparse.Namespace, out: Path) -> None:
     cmd = [str(BIN / "tandem-train"), *overrides, *(TRACK_TRAIN if kind == "lowdim" else []),
            f"train.clock={args.clock}",
            f"dataset.root={dataset}", "train.steps=100000000", f"train.max_minutes={minutes[-1]}",
-           f"train.snapshot_minutes=[{','.join(str(m) for m in minutes[:-1])}]", "train.save_every=100000000",
+           f"train.snapshot_minutes=[{','.join(str(m) for m in minutes[:-1])}]", "train.save_every_minutes=null",
            "train.log_every=500", "train.num_workers=0", "train.device=cpu", "torch_threads=1",
            f"train.seed={args.train_seed}", f"output_dir={out / design / 'train'}"]
     log = out / design / "train.log"

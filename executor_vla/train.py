@@ -36,6 +36,7 @@ from executor_vla.data import batch_to_device, cycle
 from executor_vla.policy import DiffusionExecutor
 from tandem.core.errors import CheckpointError, ConfigError
 from tandem.core.number_fields import in_range
+from tandem.core.training_output import CheckpointKeeper, progress_total
 from tandem.core.types import to_jsonable
 
 EvalFn = Callable[[DiffusionExecutor], dict]
@@ -54,7 +55,14 @@ class TrainConfig:
         ema_max_decay: cap of the EMA decay (0 disables EMA: checkpoints get the raw weights).
         grad_clip: max gradient norm (0 = off).
         num_workers: DataLoader workers.
-        log_every, save_every, eval_every: in steps (``eval_every=0`` disables in-sim evaluation).
+        log_every, eval_every: in steps (``eval_every=0`` disables in-sim evaluation).
+        save_every_minutes: a checkpoint ``checkpoints/step_N`` every this many training minutes (on ``clock``);
+            None: none on a time schedule. The run's final checkpoint is always written.
+        save_every: also a checkpoint every this many steps; None (the default): none on a step schedule.
+        keep_checkpoints: how many of the most recent ``step_N`` checkpoints stay on disk; the best one (lowest
+            validation loss when ``val_every`` is on, else lowest mean training loss since the previous save) and the
+            final one are kept too, older ones are deleted (:class:`tandem.core.training_output.CheckpointKeeper`;
+            ``checkpoints/kept.json`` names them). ``snapshot_minutes`` checkpoints are never deleted.
         seed: RNG seed.
         device: ``"auto"`` (cuda if available), ``"cpu"`` or ``"cuda"``.
         mixed_precision: accelerate's ``"no"``, ``"fp16"`` or ``"bf16"``.
@@ -77,7 +85,9 @@ class TrainConfig:
     grad_clip: float = in_range(1.0, ge=0)
     num_workers: int = 2
     log_every: int = 50
-    save_every: int = 5000
+    save_every: int | None = in_range(None, ge=1)
+    save_every_minutes: float | None = in_range(10.0, gt=0, unit="min")
+    keep_checkpoints: int = in_range(2, ge=1)
     eval_every: int = 0
     seed: int = 0
     device: str = "auto"
@@ -90,9 +100,11 @@ class TrainConfig:
 
     def __post_init__(self) -> None:
         errs = []
-        for name in ("steps", "batch_size", "log_every", "save_every"):
+        for name in ("steps", "batch_size", "log_every"):
             if getattr(self, name) < 1:
                 errs.append(f"{name} must be >= 1 (got {getattr(self, name)})")
+        # save_every, save_every_minutes and keep_checkpoints: their declared ranges (in_range), checked with the
+        # whole config by tandem-train (full keys), and by the CheckpointKeeper that train() builds
         if self.eval_every < 0 or self.warmup_steps < 0 or self.num_workers < 0:
             errs.append("eval_every, warmup_steps and num_workers must be >= 0")
         if not 0.0 <= self.ema_max_decay < 1.0:
@@ -223,6 +235,8 @@ class Trainer:
         self.step = 0
         self.history: list[dict[str, float]] = []
         self.last_checkpoint: Path | None = None
+        self.keeper: CheckpointKeeper | None = None  # made by train(), once the time so far (resume) is known
+        self._loss_sum, self._loss_n = 0.0, 0  # training loss since the last kept checkpoint (its score)
 
     @property
     def unwrapped(self) -> DiffusionExecutor:
@@ -248,8 +262,10 @@ class Trainer:
         return ex.to(m.device).eval()
 
     def save(self, path: str | Path | None = None) -> Path:
-        """Write a checkpoint (EMA weights + training state) to ``path`` (default ``checkpoints/step_N``)."""
-        path = Path(path) if path else self.output_dir / "checkpoints" / f"step_{self.step:07d}"
+        """Write a checkpoint (EMA weights + training state) to ``path`` (default ``checkpoints/step_N``).
+
+        A checkpoint written here is the caller's: the :attr:`keeper` of :meth:`train` never deletes it."""
+        path = Path(path) if path else self.default_path()
         if not self.accelerator.is_main_process:
             return path
         m = self.unwrapped
@@ -270,6 +286,35 @@ class Trainer:
             {"step": self.step, "optimizer": opt_meta, "lr_scheduler": sched, "ema": self.ema is not None,
              "train_seconds": self._elapsed_s()},
             indent=1, default=float))
+        return path
+
+    def default_path(self) -> Path:
+        """The checkpoint directory of the current step: ``<output_dir>/checkpoints/step_NNNNNNN``."""
+        return self.output_dir / "checkpoints" / f"step_{self.step:07d}"
+
+    def _checkpoint_score(self, log_path: Path | None) -> float | None:
+        """The score of a checkpoint written now (lower is better): the EMA model's validation loss at this step when
+        validation is on (computed now unless it was at this step), else the mean training loss since the last kept
+        checkpoint (None if no step ran since)."""
+        if self.val_source is not None:
+            row = next((r for r in reversed(self.history) if "val/loss" in r), None)
+            if row is None or row["step"] != self.step:
+                row = self.validate(log_path)
+            return row.get("val/loss")
+        return self._loss_sum / self._loss_n if self._loss_n else None
+
+    def _keep(self, log_path: Path | None, final: bool = False) -> Path:
+        """Write the checkpoint of this step through :attr:`keeper` (which deletes those no longer kept)."""
+        path = self.default_path()
+        if not self.accelerator.is_main_process:
+            return path
+        last = self.keeper.saved[-1] if self.keeper.saved else None
+        if final and last is not None and last.path == path and last.step == self.step:
+            self.keeper.mark_final()  # saved at this very step already
+            return path
+        score = self._checkpoint_score(log_path)
+        self.keeper.save(path, self.save, step=self.step, now_s=self._elapsed_s(), score=score, final=final)
+        self._loss_sum, self._loss_n = 0.0, 0
         return path
 
     def resume(self, path: str | Path) -> None:
@@ -301,10 +346,14 @@ class Trainer:
 
     # ------------------------------------------------------------------ loop
     def train(self, steps: int | None = None, progress: bool = True) -> list[dict[str, float]]:
-        """Run until ``self.step == steps`` (default ``cfg.steps``); returns the logged rows.
+        """Run until ``self.step == steps`` (default ``cfg.steps``) or ``cfg.max_minutes`` is spent; returns the
+        logged rows.
 
-        Saves every ``save_every`` steps and at the end; logs every ``log_every`` steps to
-        ``train_log.jsonl``; calls ``eval_fn`` every ``eval_every`` steps.
+        Writes ``checkpoints/step_N`` every ``save_every_minutes`` (and every ``save_every`` steps if set) and at the
+        end, keeping the last ``keep_checkpoints`` of them, the best and the final one (:attr:`keeper`);
+        ``snapshot_minutes`` checkpoints are written besides and kept. Logs every ``log_every`` steps to
+        ``train_log.jsonl``; calls ``eval_fn`` every ``eval_every`` steps. The progress bar counts the time budget
+        in seconds when there is one (the steps in its postfix), else the steps.
 
         Raises:
             FloatingPointError: if the loss becomes NaN/inf (names the step).
@@ -316,15 +365,25 @@ class Trainer:
         self.model_ddp.train()
         log_path = self.output_dir / "train_log.jsonl"
         self.output_dir.mkdir(parents=True, exist_ok=True)
-        bar = tqdm(total=total, initial=self.step, disable=not (progress and self.accelerator.is_main_process),
-                   desc="train", dynamic_ncols=True)
         data = self.batch_source(cfg.batch_size, seed=cfg.seed + self.step) if self.batch_source else cycle(self.loader)
         t0, samples = time.perf_counter(), 0
         self._t0 = self._clock()
+        if self.keeper is None:
+            self.keeper = CheckpointKeeper(self.output_dir / "checkpoints", keep_last=cfg.keep_checkpoints,
+                                           every_minutes=cfg.save_every_minutes, every_steps=cfg.save_every,
+                                           start_seconds=self._elapsed_s(),
+                                           score_name="val/loss" if self.val_source is not None else "loss")
+        plan = progress_total(total, cfg.max_minutes)
+        shown = plan.position(self.step, self._elapsed_s())
+        bar = tqdm(total=plan.total, initial=shown, unit=plan.unit,
+                   disable=not (progress and self.accelerator.is_main_process), desc="train", dynamic_ncols=True)
+        postfix: dict[str, Any] = {"step": self.step}
+        start_step, stopped_by_time = self.step, False
         snapshots = [m for m in cfg.snapshot_minutes if m * 60.0 > self._elapsed_s()]
         budget_s = 60.0 * cfg.max_minutes if cfg.max_minutes else None
         while self.step < total:
             if budget_s is not None and self._elapsed_s() >= budget_s:
+                stopped_by_time = True
                 break
             batch = batch_to_device(next(data), self.accelerator.device)
             with self.accelerator.accumulate(self.model_ddp):
@@ -339,10 +398,17 @@ class Trainer:
                 self.lr_scheduler.step()
                 self.optimizer.zero_grad(set_to_none=True)
             self.step += 1
+            self._loss_sum, self._loss_n = self._loss_sum + float(loss.detach()), self._loss_n + 1
             samples += batch["action"].shape[0] * self.accelerator.num_processes
             if self.ema is not None:
                 self.ema.update(self.unwrapped, self.step)
-            bar.update(1)
+            postfix["step"] = self.step
+            now = plan.position(self.step, self._elapsed_s())
+            if now > shown:
+                if plan.by_time:
+                    bar.set_postfix(postfix, refresh=False)
+                bar.update(now - shown)
+                shown = now
             if self.step % cfg.log_every == 0 or self.step == total:
                 dt = time.perf_counter() - t0
                 row = {"step": self.step, "lr": self.lr_scheduler.get_last_lr()[0],
@@ -350,7 +416,8 @@ class Trainer:
                        **{k: float(v.detach()) for k, v in out.items()}}
                 t0, samples = time.perf_counter(), 0
                 self.history.append(row)
-                bar.set_postfix(loss=f"{row['loss']:.4f}", lr=f"{row['lr']:.2e}")
+                postfix.update(loss=f"{row['loss']:.4f}", lr=f"{row['lr']:.2e}")
+                bar.set_postfix(postfix)
                 if self.accelerator.is_main_process:
                     with log_path.open("a") as f:
                         f.write(json.dumps(row) + "\n")
@@ -361,12 +428,14 @@ class Trainer:
             while snapshots and self._elapsed_s() >= snapshots[0] * 60.0:
                 minute = snapshots.pop(0)
                 self.save(self.output_dir / "checkpoints" / f"min_{minute:05.1f}")
-            if self.step % cfg.save_every == 0 or self.step == total:
-                self.last_checkpoint = self.save()
+            if self.step < total and self.keeper.due(self._elapsed_s(), self.step):
+                self.last_checkpoint = self._keep(log_path)
+        if stopped_by_time and shown < plan.total:  # the budget is spent: the bar ends full
+            bar.update(plan.total - shown)
+        if self.step > start_step or stopped_by_time:  # the final checkpoint, where the steps or the time ran out
+            self.last_checkpoint = self._keep(log_path, final=True)
         self._t_train = self._elapsed_s()
         self._t0 = None
-        if budget_s is not None and self.step < total:  # stopped by the wall-clock budget: save where it stopped
-            self.last_checkpoint = self.save()
         bar.close()
         return self.history
 

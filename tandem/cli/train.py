@@ -15,7 +15,10 @@ Examples::
     accelerate launch -m tandem.cli.train dataset.root=... train.device=cuda   # multi-GPU
 
 Config groups: ``executor`` (``configs/executor/{track,diffusion,flat}.yaml``) and ``train``
-(``configs/train/{default,debug}.yaml``). Checkpoints go to ``<output_dir>/checkpoints/step_N/``.
+(``configs/train/{default,debug}.yaml``). Checkpoints go to ``<output_dir>/checkpoints/step_N/``: one every
+``train.save_every_minutes`` (and every ``train.save_every`` steps, if set) and one at the end, of which the last
+``train.keep_checkpoints``, the best (by validation loss, else training loss) and the final one stay on disk;
+``checkpoints/kept.json`` and ``summary.json`` name the final (``checkpoint``) and the best (``best_checkpoint``).
 
 The whole config is typed (``TrainRunConfig``: ``train`` is ``executor_vla.train.TrainConfig``, the network
 fields of ``executor`` are validated by ``ExecutorConfig``) and checked before any data is read.
@@ -336,7 +339,7 @@ def run_track(cfg: Any, out_dir: Path, command: str) -> dict[str, Any]:
     history = trainer.train()
     ckpt = trainer.last_checkpoint or trainer.save()
     losses = [r["loss"] for r in history if "loss" in r]
-    summary: dict[str, Any] = {"checkpoint": str(ckpt), "step": trainer.step,
+    summary: dict[str, Any] = {"checkpoint": str(ckpt), **best_checkpoint(trainer), "step": trainer.step,
                                "train_minutes": round(trainer._elapsed_s() / 60.0, 2),
                                "first_loss": losses[0] if losses else None, "last": history[-1] if history else None}
     if cfg.debug_roundtrip:
@@ -375,6 +378,15 @@ def scene_vocabulary(ex_cfg: Any, root: str | Path) -> Any:
     objects = tuple(ex_cfg.scene_objects) or vocab[0]
     orders = task_symmetries(root, None)
     return dataclasses.replace(ex_cfg, scene_objects=objects, scene_symmetries=tuple(orders.get(o, 1) for o in objects))
+
+
+def best_checkpoint(trainer: Any) -> dict[str, Any]:
+    """``{"best_checkpoint": path, "best_score": {"val/loss" or "loss": value}}`` of the trainer's kept checkpoints
+    (:class:`tandem.core.training_output.CheckpointKeeper`); empty when none was scored."""
+    best = trainer.keeper.best if trainer.keeper is not None else None
+    if best is None:
+        return {}
+    return {"best_checkpoint": str(best.path), "best_score": {trainer.keeper.score_name: best.score}}
 
 
 def torch_isfinite(x: Any) -> bool:
@@ -422,7 +434,8 @@ def run(cfg: Any) -> dict[str, Any]:
         trainer.resume(cfg.resume)
     history = trainer.train()
     ckpt = trainer.last_checkpoint or trainer.save()
-    summary: dict[str, Any] = {"checkpoint": str(ckpt), "step": trainer.step, "last": history[-1] if history else None}
+    summary: dict[str, Any] = {"checkpoint": str(ckpt), **best_checkpoint(trainer), "step": trainer.step,
+                               "last": history[-1] if history else None}
     if cfg.debug_roundtrip:
         # resume from the checkpoint for one more step, then reload the final checkpoint and sample.
         ex2 = DiffusionExecutor(ex_cfg)
