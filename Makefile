@@ -19,7 +19,8 @@ setup:
 setup-dev:
 	@scripts/setup_venv.sh dev
 
-## The main job: the long-horizon demo (video, log, task memory under outputs/).
+## The main job: the long-horizon demo (video, log, task memory under outputs/), by default the wholly
+## non-privileged stack (configs/demo.yaml); the oracle upper bound: ARGS="planner=oracle verifier=oracle executor=scripted goals=oracle"
 demo: setup
 	$(VENV)/bin/tandem-demo task=$(TASK) $(ARGS)
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Create .venv with a Python >= 3.12 that actually runs, and install tandem into it.
 # Usage: scripts/setup_venv.sh [extras]     e.g. scripts/setup_venv.sh dev
-# Re-running is cheap: the install is skipped while pyproject.toml and the extras are unchanged.
+# Re-running is cheap: the install is skipped while pyproject.toml is unchanged and the extras asked for are in.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 extras="${1:-}"
@@ -32,15 +32,37 @@ if [ ! -x "$venv/bin/python" ] || ! works "$venv/bin/python"; then
   env $py -m venv "$venv"
 fi
 
-stamp="$venv/.installed"
-want="$(cat pyproject.toml requirements-nodeps.txt | sha256sum | cut -c1-16)-${extras}"
-have="$(cat "$stamp" 2>/dev/null || true)"
-if [ "$have" != "$want" ]; then
+# One stamp per install: .venv/.installed-base (`make demo`) and .venv/.installed-<extras> (`make test`: dev), each
+# holding the hash of pyproject.toml + requirements-nodeps.txt it was installed from. Any current install holds the
+# base one, so `make demo` after `make test` installs nothing; `make test` after `make demo` adds the extras once.
+hash="$(cat pyproject.toml requirements-nodeps.txt | sha256sum | cut -c1-16)"
+name="${extras:-base}"
+current() {  # $1: stamp name; true if that install is of this pyproject.toml
+  [ "$(cat "$venv/.installed-$1" 2>/dev/null || true)" = "$hash" ]
+}
+legacy="$(cat "$venv/.installed" 2>/dev/null || true)"   # the single stamp of earlier versions: "<hash>-<extras>"
+if [ -n "$legacy" ]; then
+  legacy_name="${legacy#*-}"
+  [ "${legacy%%-*}" = "$hash" ] && echo "$hash" > "$venv/.installed-${legacy_name:-base}"
+  rm -f "$venv/.installed"
+fi
+
+satisfied=false
+if current "$name"; then
+  satisfied=true
+elif [ -z "$extras" ]; then  # the base install is part of every install with extras
+  for s in "$venv"/.installed-*; do
+    [ -e "$s" ] && current "${s##*/.installed-}" && satisfied=true && break
+  done
+fi
+
+if [ "$satisfied" != true ]; then
   spec="."
   [ -n "$extras" ] && spec=".[$extras]"
   echo "[setup] installing tandem ($spec) into $venv (first time: a few minutes)"
   "$venv/bin/python" -m pip install --quiet --upgrade pip
   "$venv/bin/python" -m pip install --quiet -e "$spec"
   "$venv/bin/python" -m pip install --quiet --no-deps -r requirements-nodeps.txt
-  echo "$want" > "$stamp"
+  echo "$hash" > "$venv/.installed-$name"
+  echo "$hash" > "$venv/.installed-base"
 fi

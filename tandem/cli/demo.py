@@ -2,15 +2,16 @@
 
 Examples::
 
-    tandem-demo task=stack_three seed=0
+    tandem-demo                                    # the wholly non-privileged stack, stack_three, seed 5000
     tandem-demo task=stack_three perturb=knock_top_cube
-    tandem-demo task=pick_place_bins perturb=pull_from_bin
+    tandem-demo task=pick_place_bins perturb=pull_from_bin planner.best_localized_first=true
     tandem-demo task=nut_assembly video=false
-    tandem-demo task=stack_three planner=learned verifier=learned executor=diffusion \
-        instruction="put the red cube on the blue cube, then the green one on the red one"
+    tandem-demo task=stack_three instruction="put the red cube on the blue cube, then the green one on the red one"
+    tandem-demo planner=oracle verifier=oracle executor=scripted goals=oracle   # the oracle stack: the upper bound
 
 Every component is chosen by a Hydra config group (``configs/``): ``task``, ``planner``, ``verifier``,
-``executor``, ``goals``, ``perturb``.
+``executor``, ``goals``, ``perturb``; the default (``configs/demo.yaml``) is ``planner=learned verifier=learned
+executor=diffusion goals=none`` on held-out seed 5000.
 
 Exit status: 0 task achieved; 3 the episode ran and failed; 2 bad input (one line; nothing written), a stack that
 cannot be built (a corrupt checkpoint, one of another task) or an output folder that cannot be written among it;

@@ -139,3 +139,25 @@ def test_demo_yaml_composes_to_a_valid_config():
     cfg = load_config(DemoConfig, compose_config("demo", ["planner=vlm", "agent.subgoal_step_budget=null"]))
     assert isinstance(cfg.planner, VLMPlannerConfig) and cfg.agent.subgoal_step_budget is None
     assert cfg.agent.max_attempts_per_subgoal == AgentConfig().max_attempts_per_subgoal
+
+
+def test_the_default_demo_is_the_non_privileged_stack_on_a_held_out_seed():
+    """`make demo` / `tandem-demo` with no arguments runs the real system (issue 50): learned planner and verifier over
+    the shipped track executor, no oracle goals, on a seed no shipped executor trained on; the oracle stack is one
+    option away."""
+    from tandem.cli.common import compose_config, load_config
+    from tandem.evaluation.held_out import training_seeds
+    from tandem.runtime.registry import resolve_checkpoint
+
+    cfg = load_config(DemoConfig, compose_config("demo", []))
+    assert (cfg.planner.name, cfg.verifier.name, cfg.executor.name, cfg.goals.name) == (
+        "learned", "learned", "diffusion", "none")
+    assert cfg.executor.checkpoint is None and cfg.instruction is None and cfg.perturb.name == "none"
+    assert cfg.seed >= 2000 and cfg.seed == DemoConfig().seed
+    for task in ("stack_three", "pick_place_bins", "nut_assembly"):
+        ck = resolve_checkpoint(cfg.executor, task, cfg.planner.name)
+        assert cfg.seed not in training_seeds(ck).get(task, frozenset()), (ck, task)
+    oracle = load_config(DemoConfig, compose_config(
+        "demo", ["planner=oracle", "verifier=oracle", "executor=scripted", "goals=oracle"]))
+    assert (oracle.planner.name, oracle.verifier.name, oracle.executor.name, oracle.goals.name) == (
+        "oracle", "oracle", "scripted", "oracle")
