@@ -108,12 +108,15 @@ class OracleFrameLabeller:
         self.frames_written = 0
         self.last_record: StepRecord | None = None
         self.fatal: BaseException | None = None
+        self.hold_steps_skipped = 0  # hold actions of the agent (no subgoal): not written
+        self._hold_steps_seen = 0
         self._blank = np.zeros((*self.image_size, 3), np.uint8)
 
     def start_episode(self) -> None:
         """Forget the previous episode (call before ``run_episode``)."""
         self.task, self.pending, self.attempts = None, None, []
         self.frames_written, self.last_record, self.fatal = 0, None, None
+        self.hold_steps_skipped, self._hold_steps_seen = 0, 0
 
     # ------------------------------------------------------------------ the callback
     def __call__(self, rec: StepRecord) -> None:
@@ -128,6 +131,11 @@ class OracleFrameLabeller:
     def _on_step(self, rec: StepRecord) -> None:
         agent = rec.agent
         self.task = agent.task
+        holding = rec.subgoal is None and agent.status.hold_steps > self._hold_steps_seen
+        self._hold_steps_seen = agent.status.hold_steps
+        if holding:  # the agent held still (between its confirmation reads): a step of no subgoal, not a frame
+            self.hold_steps_skipped += 1
+            return
         if rec.subgoal is None:
             raise SubgoalSchemaError(f"step {rec.step}: an action without an active subgoal cannot be labelled")
         index = agent.status.attempts - 1

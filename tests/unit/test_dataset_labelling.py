@@ -8,6 +8,7 @@ import pytest
 from memory.task_memory import TaskMemoryV1
 from tandem.core import dataset_schema as schema
 from tandem.core.errors import ConfigError
+from tandem.core.grounding import Grounding
 from tandem.core.traces import resample_trace
 from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Verdict
 from tandem.runtime.agent import AgentConfig, HierarchicalAgent
@@ -261,3 +262,31 @@ def test_ctrl_c_keeps_saved_episodes_and_rerun_resumes(tmp_path):
     assert ds.num_episodes == 3 and len(ds) == 3 * 8
     rep3 = collect({**cfg, "episodes": 4, "seed": 500}, stack=stack)  # more episodes from a new seed range
     assert rep3.seeds == [500]
+
+
+class ConfirmingPlanner(ToyPlanner):
+    """Grounds both goals and reads them from the toy world, so the agent confirms success in reads between which it
+    holds still."""
+
+    grounding = Grounding(SPEC.instruction, SPEC.goals, False, 1.0, None, "toy")
+
+    def read_goals(self, observation, memory):
+        from tandem.core.evidence import GoalRead, GoalReading
+
+        held = observation.privileged["predicates"]
+        return GoalReading(observation.step, tuple(GoalRead(g, held[g], True, float(held[g])) for g in SPEC.goals),
+                           ("a", "b"), source="toy")
+
+
+def test_hold_steps_between_confirmation_reads_are_not_frames():
+    env = RecordingEnv(4)
+    agent = HierarchicalAgent(ConfirmingPlanner(env), ToyVerifier(), ToyExecutor(env), TaskMemoryV1(), ToyGoals(),
+                              AgentConfig(max_attempts_per_subgoal=2, subgoal_step_budget=50, confirm_reads=2,
+                                          confirm_gap_steps=3),
+                              hold_action=np.zeros(7, np.float32))
+    w = ListWriter()
+    lab = OracleFrameLabeller(w, cameras=("agentview", "wrist"), image_size=SIZE, trace_len=4)
+    out = collect_episode(env, agent, w, lab, seed=0)
+    assert out.saved and out.summary["success"] and agent.status.claims_success
+    assert lab.hold_steps_skipped == agent.status.hold_steps > 0
+    assert len(w.frames) == len(env.executed) - agent.status.hold_steps  # every other step is one subgoal's frame
