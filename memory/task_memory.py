@@ -348,10 +348,7 @@ class TaskMemoryV1:
             self._last_verdict = r
             if r.success:
                 self.last_outcome[sig] = "success"
-                for i, s in enumerate(self.plan_remaining):
-                    if signature_of(s) == sig:
-                        self.plan_done.append(self.plan_remaining.pop(i))
-                        break
+                self._move_to_done(sig)
             else:
                 self.last_outcome[sig] = "failure"
                 self.failures.append({"subgoal": sig, "text": r.subgoal["text"], "attempt": int(r.attempt),
@@ -377,13 +374,25 @@ class TaskMemoryV1:
         self._records.append(r)
 
     def _apply_final_verdict(self, data: dict[str, Any]) -> None:
-        """A ``final_verdict`` event: the attempt it names, cut short by the episode's end, is ``"cut_short"``."""
+        """A ``final_verdict`` event: the attempt it names, cut short by the episode's end, is ``"cut_short"`` (never a
+        failure); where the verdict on the final state is a confident success, the subgoal moves from the plan's
+        remaining to done, as a success verdict moves it."""
         sig = data.get("subgoal")
         if not data.get("cut_short") or not isinstance(sig, str):
             return
         self.last_outcome[sig] = "cut_short"
+        verdict = data.get("verdict") or {}
+        if verdict.get("success") and not verdict.get("uncertain"):
+            self._move_to_done(sig)
         if self.current is not None and signature_of(self.current) == sig:
             self.current = None
+
+    def _move_to_done(self, sig: str) -> None:
+        """Move the subgoal ``sig`` from the plan's remaining to done (nothing where it is not remaining)."""
+        for i, s in enumerate(self.plan_remaining):
+            if signature_of(s) == sig:
+                self.plan_done.append(self.plan_remaining.pop(i))
+                break
 
     # ---------------------------------------------------------------- query
     def records(self) -> list[Record]:
