@@ -131,8 +131,9 @@ class OracleFrameLabeller:
     def _on_step(self, rec: StepRecord) -> None:
         agent = rec.agent
         self.task = agent.task
-        holding = rec.subgoal is None and agent.status.hold_steps > self._hold_steps_seen
-        self._hold_steps_seen = agent.status.hold_steps
+        hold_steps = getattr(agent.status, "hold_steps", 0)  # an agent without the counter never holds
+        holding = rec.subgoal is None and hold_steps > self._hold_steps_seen
+        self._hold_steps_seen = hold_steps
         if holding:  # the agent held still (between its confirmation reads): a step of no subgoal, not a frame
             self.hold_steps_skipped += 1
             return
