@@ -4,11 +4,12 @@ Per task, each as exact match over paraphrases (``goals_equal`` with the line's 
 the instructions that must be refused (``"expect": "refuse"``), how many of those were executed (grounded to goals
 instead of refused), per ``kind``, and the first failures:
 
-* ``final``: ``benchmarks/data/grounding_final/<task>.jsonl``, written by another hand
-  (``benchmarks/make_final_paraphrases.py``), never trained on and never looked at while designing: the figures
+* ``final``: ``benchmarks/data/grounding_final2/<task>.jsonl``, written by another hand
+  (``benchmarks/make_final2_paraphrases.py``), never trained on and never looked at while designing: the figures
   to report;
-* ``validation``: ``benchmarks/data/grounding_validation/<task>.jsonl`` (``make_validation_paraphrases.py``, also
-  another hand's), looked at while the grammar and the decoding were improved;
+* ``validation``: ``benchmarks/data/grounding_validation/<task>.jsonl`` (``make_validation_paraphrases.py``) and
+  ``validation_b``: ``benchmarks/data/grounding_final/<task>.jsonl`` (``make_final_paraphrases.py``, the first
+  design's final set, consumed by that measurement), both other hands', looked at while designing;
 * ``phrasing_heldout``: ``tandem.core.phrasing``'s split ``"heldout"`` (constructions the train split never uses),
   seeds from ``--seed``;
 * the same files read by the judge's rule-based reference reading (``sim/reference_reading.py``), a peer;
@@ -113,10 +114,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--tasks", nargs="+", default=list(TASKS))
     ap.add_argument("--checkpoints", type=Path, default=ROOT / "checkpoints" / "grounder",
                     help="a folder of <task>/ grounder checkpoints")
-    ap.add_argument("--final", type=Path, default=ROOT / "benchmarks" / "data" / "grounding_final",
+    ap.add_argument("--final", type=Path, default=ROOT / "benchmarks" / "data" / "grounding_final2",
                     help="a folder of <task>.jsonl files never looked at (the figures to report)")
     ap.add_argument("--validation", type=Path, default=ROOT / "benchmarks" / "data" / "grounding_validation",
                     help="a folder of <task>.jsonl files looked at while designing")
+    ap.add_argument("--validation-b", type=Path, default=ROOT / "benchmarks" / "data" / "grounding_final",
+                    help="a second folder looked at while designing (the first design's final set)")
     ap.add_argument("--draws", type=int, default=300, help="phrasing.py split='heldout' paraphrases (and negatives)")
     ap.add_argument("--seed", type=int, default=1000, help="the first seed of the held-out draws")
     ap.add_argument("--timing", type=int, default=100, help="instructions timed one at a time")
@@ -141,7 +144,8 @@ def main(argv: list[str] | None = None) -> int:
                                "training_minutes": g.meta.get("minutes"),
                                "training_seeds": g.meta.get("seeds")}
         lines: list[dict[str, Any]] = []
-        for name, folder in (("final", args.final), ("validation", args.validation)):
+        for name, folder in (("final", args.final), ("validation", args.validation),
+                             ("validation_b", args.validation_b)):
             path = folder / f"{task}.jsonl"
             if not path.is_file():
                 row[name] = None
@@ -168,6 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         keys = ("exact_match", "paraphrases", "refused_rate", "executed")
         print(f"{task}: final {({k: row['final'][k] for k in keys} if row['final'] else None)}; "
               f"validation {({k: row['validation'][k] for k in keys} if row['validation'] else None)}; "
+              f"validation_b {({k: row['validation_b'][k] for k in keys} if row['validation_b'] else None)}; "
               f"phrasing {({k: row['phrasing_heldout'][k] for k in ('exact_match', 'refused_rate', 'executed')} if row['phrasing_heldout'] else None)}; "  # noqa: E501
               f"{row['ms_per_instruction']}", file=sys.stderr)
     text = json.dumps(report, indent=1)

@@ -22,9 +22,10 @@ Design
   (:data:`FAULT_CLASSES`: fine, a word outside the vocabulary, a skill the task lacks).
 * **Goal order.** Slots predict goals in the order they must be achieved: bottom first for ``ordered_by_support``
   vocabularies (:meth:`TaskVocabulary.canonical_order`), otherwise the stated order (mention order for an unordered
-  list). Decoding is greedy; an argument is chosen among the names that the training goals ever used at that place
-  of that skill (objects first, places second for ``on_peg``), so ``on(red,red)`` can come out and is then refused
-  by :meth:`TaskVocabulary.impossibility`.
+  list). Decoding is greedy, slot by slot (:func:`slot_choice`: a goal an earlier slot read is never read
+  again; the slot takes its next most probable goal or ``end``); an argument is chosen among the names that the
+  training goals ever used at that place of that skill (objects first, places second for ``on_peg``), so
+  ``on(red,red)`` can come out and is then refused by :meth:`TaskVocabulary.impossibility`.
 * **Confidence** = the product of the chosen probabilities (skill, args, ``end``, ``ordered``) of the used slots.
 
 Refusals (each a one-line :attr:`Grounding.refused` naming the word or goal at fault), in the order checked:
@@ -510,6 +511,44 @@ def best_possible_reading(vocab: TaskVocabulary, cfg: GrounderConfig, slot_probs
     return (), 0.0
 
 
+def slot_choice(vocab: TaskVocabulary, cfg: GrounderConfig, probs: tuple[np.ndarray, ...],
+                before: Sequence[str], top: int = 3) -> tuple[str | None, float]:
+    """One slot's greedy choice: the most probable skill, then its most probable arguments; ``(None, p)`` for
+    ``end``. A goal the earlier slots already read (``before``) says nothing new and is never read twice: the slot
+    then takes its most probable other goal (over its ``top`` skills and arguments) or ``end``, whichever is more
+    probable.
+
+    Args:
+        probs: ``(p_skill (G + 1,), p_arg1 (G, N), p_arg2 (G, N + 1))`` as in :func:`best_possible_reading`.
+
+    Returns:
+        ``(goal or None, its probability)``.
+    """
+    ps, p1, p2 = probs
+    names = list(cfg.names) + ["none"]
+    g = len(cfg.goal_skills)
+
+    def goal_of(si: int, i1: int, i2: int) -> str:
+        return vocab.goal(cfg.goal_skills[si], [names[i1]] + ([] if i2 == len(cfg.names) else [names[i2]]))
+
+    si = int(ps.argmax())
+    if si == g:
+        return None, float(ps[g])
+    i1, i2 = int(p1[si].argmax()), int(p2[si].argmax())
+    goal = goal_of(si, i1, i2)
+    if goal not in before:
+        return goal, float(ps[si] * p1[si, i1] * p2[si, i2])
+    best: tuple[str | None, float] = (None, float(ps[g]))
+    for sj in np.argsort(-ps[:g])[:top]:
+        for j1 in np.argsort(-p1[sj])[:top]:
+            for j2 in np.argsort(-p2[sj])[:top]:
+                p = float(ps[sj] * p1[sj, j1] * p2[sj, j2])
+                other = goal_of(int(sj), int(j1), int(j2))
+                if p > best[1] and other not in before:
+                    best = (other, p)
+    return best
+
+
 def decode(vocab: TaskVocabulary, cfg: GrounderConfig, out: dict[str, torch.Tensor], batch: Batch) -> list[Reading]:
     """Greedy readings of a batch (see the module docstring)."""
     skill = out["skill"].float().numpy()
@@ -520,7 +559,6 @@ def decode(vocab: TaskVocabulary, cfg: GrounderConfig, out: dict[str, torch.Tens
     fault = torch.softmax(out["fault"].float(), -1).numpy()
     allowed1 = np.asarray(cfg.arg1_allowed, np.float32)
     allowed2 = np.asarray(cfg.arg2_allowed, np.float32)
-    names = list(cfg.names) + ["none"]
     g = len(cfg.goal_skills)
     readings = []
     for b in range(skill.shape[0]):
@@ -534,20 +572,14 @@ def decode(vocab: TaskVocabulary, cfg: GrounderConfig, out: dict[str, torch.Tens
             slot_probs.append((ps, np.stack([_masked_softmax(a1[b, k], allowed1[i]) for i in range(g)]),
                                np.stack([_masked_softmax(a2[b, k], allowed2[i]) for i in range(g)])))
         for k in range(cfg.max_goals):
-            ps = slot_probs[k][0]
-            si = int(ps.argmax())
-            conf *= float(ps[si])
-            if si == g:
-                slots.append({"skill": "end", "p": round(float(ps[si]), 4)})
+            choice = slot_choice(vocab, cfg, slot_probs[k], goals)
+            conf *= choice[1]
+            if choice[0] is None:
+                slots.append({"skill": "end", "p": round(choice[1], 4)})
                 break
-            p1 = _masked_softmax(a1[b, k], allowed1[si])
-            p2 = _masked_softmax(a2[b, k], allowed2[si])
-            i1, i2 = int(p1.argmax()), int(p2.argmax())
-            conf *= float(p1[i1]) * float(p2[i2])
-            args = [names[i1]] + ([] if i2 == len(cfg.names) else [names[i2]])
-            sk = cfg.goal_skills[si]
-            goals.append(vocab.goal(sk, args))
-            slots.append({"skill": sk, "args": args, "p": round(float(ps[si] * p1[i1] * p2[i2]), 4)})
+            sk, args = vocab.goal_skill_of(choice[0])
+            goals.append(choice[0])
+            slots.append({"skill": sk, "args": list(args), "p": round(choice[1], 4)})
         po = _sigmoid(ordered[b])
         is_ordered = po >= 0.5
         conf *= po if is_ordered else 1.0 - po

@@ -7,12 +7,14 @@ Examples::
     tandem-train-grounder task=pick_place_bins out=checkpoints/grounder/pick_place_bins overwrite=true
 
 Keys (``key=value``, no Hydra): ``task`` (a registered task), ``out`` (the checkpoint directory), ``minutes`` (the
-whole budget, generation and MiniLM encoding included; default 8), ``seed`` (the training draw; validation draws
+whole budget in CPU minutes of one thread, generation and MiniLM encoding included, so a busy machine takes longer
+but trains as much; default 8), ``seed`` (the training draw; validation draws
 from ``seed + 500``; default 0), ``n`` (training paraphrases; default 6000), ``overwrite`` (``true`` to replace a
-checkpoint already in ``out``).
+checkpoint already in ``out``), ``corpora`` (comma-separated training sources of
+:data:`planner_vlm.learned.grounder_corpora.CORPORA`, equal weights; default all of them).
 
-Data come from ``tandem.core.phrasing`` (split ``"train"`` only; never the held-out files), see
-:mod:`planner_vlm.learned.grounder_train`. The checkpoint (``model.safetensors``, ``config.json`` with the
+Data come from independent phrasing generators (:mod:`planner_vlm.learned.grounder_corpora`: the project grammar's
+split ``"train"`` and several hands; never the evaluation files), see :mod:`planner_vlm.learned.grounder_train`. The checkpoint (``model.safetensors``, ``config.json`` with the
 vocabulary, thresholds, seeds, minutes and validation metrics, ``command.txt``) is written only after training.
 Bad input: one line on stderr naming the key, exit status 2, nothing written.
 """
@@ -31,7 +33,7 @@ from tandem.cli.ground import _known_task, parse_kv
 
 prepare_runtime()
 
-KEYS = ("task", "out", "minutes", "seed", "n", "overwrite")
+KEYS = ("task", "out", "minutes", "seed", "n", "overwrite", "corpora")
 
 
 def _number(args: dict[str, str], key: str, default: float, kind: type, low: float, strict: bool = False) -> float:
@@ -70,10 +72,10 @@ def run(argv: Sequence[str]) -> int:
             raise ConfigError(f"out={out}: {p} is a file")
     if (out / "config.json").exists() and overwrite != "true":
         raise ConfigError(f"out={out} already holds a checkpoint (overwrite=true replaces it)")
-    try:
-        from tandem.core import phrasing
-    except ImportError as e:
-        raise ConfigError(f"the grounder trains on tandem.core.phrasing, which cannot be imported ({e})") from None
+    from planner_vlm.learned.grounder_corpora import DEFAULT_CORPORA, Mixture
+
+    names = [c.strip() for c in args["corpora"].split(",")] if args.get("corpora") else list(DEFAULT_CORPORA)
+    phrasing = Mixture(names)
 
     import torch
 
