@@ -30,6 +30,32 @@ Perturbations (each fires at most once per episode):
   the scripted expert at full speed, carrying a cube to its stack slips (about 0.2 m/s), the pick's lift does not
   (about 0.16 m/s), and a carry at half speed does not: a lesson to learn, used by the memory benchmark.
 
+Surprises (``configs/suite/surprises.yaml`` draws one per episode; a robust stack notices each from its own
+observations, never from the simulator's truth):
+
+* ``vanish`` (any task): on the n-th goal predicate that first holds (an object placed), an object is removed from the
+  scene: the object just placed, or (one time in two, when there is one) a goal object not yet placed and not held.
+  Its geoms stop colliding (``geom_contype``/``geom_conaffinity`` 0) and it is parked at :data:`VANISH_POS`, a metre
+  below the floor behind the robot, out of every camera, its free joint pinned there at every step (qpos
+  rewritten, qvel 0). The task can no longer succeed: a robust stack must not claim success (it should report the
+  object missing and stop, or keep looking until its budget ends).
+* ``knock_at_release`` (stack_three): at the release step of a stack (the step the gripper command turns open while
+  the cube it held rests centred over another object), the cube is knocked off onto free table space as in
+  ``knock_top_cube``. The stack's verifier must not read the stack as done; the planner must pick and stack again.
+* ``appearance_shift`` (any task): on the n-th goal predicate that first holds, the work surface (the table's, or
+  the bins', visual materials ``mat_rgba`` and material-less visual geoms' ``geom_rgba``) is tinted by a drawn
+  colour and the scene's lights (``light_diffuse``) are dimmed or brightened (:data:`LIGHT_SCALE`), so perception
+  sees a shifted appearance; nothing moves. A robust stack keeps reading the scene (its models and thresholds
+  still hold) and finishes the task.
+* ``move_hidden`` (any task): while the grip site is above an object (within :data:`HIDE_XY` in xy, between
+  :data:`HIDE_DZ` above its centre: the arm hides it from the main, front camera), the object is moved
+  :data:`HIDE_SHIFT_M` (3-6 cm, xy) to a spot where it interpenetrates nothing. Candidates: objects not grasped
+  and named in no goal predicate that holds (no finished work is moved). A robust stack re-localises it before
+  closing the fingers (or re-picks after a failed grasp).
+* ``drop_after_grasp`` (any task): once an object is first grasped (the n-th grasp onset), the gripper command is
+  forced open for :data:`DROP_OPEN_STEPS` control steps, so the grasp is lost right after it succeeded. A robust
+  stack's verifier reads the pick as failed and the pick is done again.
+
 Trigger (:class:`PerturbationSpec`): with ``at_step=k`` the perturbation fires at the first step ``>= k`` at which
 its condition holds; otherwise it fires on the ``after_success``-th *event* of its kind (an event is a predicate
 such as ``on(red,green)``, ``in_bin(milk)`` or "x carried" becoming true for the first time in the episode).
@@ -90,9 +116,18 @@ class PerturbableEnv(Protocol):
         """The live OSC controller's settings; ``"output_max"[:3]`` is m of set-point offset per unit action."""
         ...
 
+    def interpenetrations(self) -> list[tuple[str, str, float]]:
+        """Contacts deeper than the env's tolerance that involve a free object: ``[(body, body, depth m)]``."""
+        ...
+
+    def set_model_value(self, field: str, index: int, value: Any) -> None:
+        """Write row ``index`` of MuJoCo model array ``field`` (one of :data:`EDITABLE_MODEL_FIELDS`)."""
+        ...
+
 #: Every perturbation name; a task supports those in its ``perturbation_names``.
 PERTURBATIONS: tuple[str, ...] = ("knock_top_cube", "open_gripper", "close_gripper", "pull_from_bin", "slip_fast",
-                                  "jam_on_peg", "miss_grasp", "topple")
+                                  "jam_on_peg", "miss_grasp", "topple", "vanish", "knock_at_release",
+                                  "appearance_shift", "move_hidden", "drop_after_grasp")
 #: Perturbations implemented by the task itself through ``TaskDefinition.perturb``.
 TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin", "jam_on_peg", "miss_grasp", "topple")
 #: Subgoals of work each perturbation undoes when it fires, for which the env extends the episode's step budget by
@@ -100,9 +135,13 @@ TASK_IMPLEMENTED: tuple[str, ...] = ("pull_from_bin", "jam_on_peg", "miss_grasp"
 #: knocked-off object must be picked and placed again (2), a dropped or slipped-away one picked again (1). Those that
 #: undo nothing finished add nothing: ``close_gripper`` and ``jam_on_peg`` (a detour within the running subgoal),
 #: ``topple`` (the episode's starting scene), and ``slip_fast`` (caused by the agent's own speed: the lesson the
-#: memory benchmark measures is to avoid it).
+#: memory benchmark measures is to avoid it). Surprises: ``knock_at_release`` undoes a pick and a stack (2),
+#: ``drop_after_grasp`` and ``move_hidden`` a pick at most (1); ``appearance_shift`` moves nothing (0) and ``vanish``
+#: makes the task impossible (0: no budget can bring the object back).
 ADDED_SUBGOALS: dict[str, int] = {"knock_top_cube": 2, "pull_from_bin": 2, "open_gripper": 1, "miss_grasp": 1,
-                                  "close_gripper": 0, "jam_on_peg": 0, "topple": 0, "slip_fast": 0}
+                                  "close_gripper": 0, "jam_on_peg": 0, "topple": 0, "slip_fast": 0,
+                                  "vanish": 0, "knock_at_release": 2, "appearance_shift": 0, "move_hidden": 1,
+                                  "drop_after_grasp": 1}
 #: The event of perturbations that change the scene the episode starts from: it holds from the first step.
 START_EVENT = "start"
 #: Control steps for which a task perturbation's ``push_to`` replaces the position action.
@@ -117,6 +156,33 @@ OPEN_WIDTH = 0.06
 CARRY_LIFT = 0.05
 #: End-effector speed (m/s) above which a carried object slips under ``slip_fast``.
 SLIP_SPEED = 0.18
+#: ``vanish``: where a removed object is parked (m, world): 1 m below the floor (z = 0), 1.5 m behind the robot base.
+VANISH_POS = np.array([-1.5, 0.0, -1.0])
+#: ``knock_at_release``: a released object counts as over another when their centres are this close in xy (m) ...
+RELEASE_XY = 0.025
+#: ... and it is between these heights (m) above the other's centre.
+RELEASE_DZ = (0.01, 0.08)
+#: ``appearance_shift``: bodies whose visual geoms (group 1) make the work surface (robosuite's table arena, bins).
+SURFACE_BODIES: tuple[str, ...] = ("table", "bin1", "bin2")
+#: ``appearance_shift``: range of the per-channel factor the surface's colour is multiplied by.
+TINT = (0.35, 1.0)
+#: ``appearance_shift``: the lights' diffuse colour is multiplied by a factor drawn from one of these ranges (dimmer
+#: or brighter, one time in two each), then clipped to [0, 1].
+LIGHT_SCALE = ((0.35, 0.6), (1.3, 1.45))
+#: ``move_hidden``: the grip site hides an object when within this xy distance (m) of its centre ...
+HIDE_XY = 0.04
+#: ... and between these heights (m) above it.
+HIDE_DZ = (0.05, 0.25)
+#: ``move_hidden``: how far (m, xy) the hidden object moves.
+HIDE_SHIFT_M = (0.03, 0.06)
+#: ``move_hidden``: spots tried before declining (retried at the next step while the object is still hidden).
+HIDE_TRIES = 30
+#: Control steps the gripper is forced open by ``drop_after_grasp``.
+DROP_OPEN_STEPS = 10
+#: The MuJoCo model fields that perturbations may edit (``PerturbableEnv.set_model_value``); the env restores them at
+#: every reset and after ``restore_state`` (then re-applies :attr:`Perturber.model_edits`).
+EDITABLE_MODEL_FIELDS: tuple[str, ...] = ("mat_rgba", "light_diffuse", "geom_rgba", "geom_contype",
+                                          "geom_conaffinity")
 
 
 @dataclass(frozen=True)
@@ -137,7 +203,8 @@ class PerturbationSpec:
 def _event_prefix(name: str) -> str:
     return {"knock_top_cube": "on(", "pull_from_bin": "in_bin(", "open_gripper": "carried(",
             "close_gripper": "free(", "slip_fast": "carried(", "jam_on_peg": "grasped(", "miss_grasp": "grasped(",
-            "topple": START_EVENT}[name]
+            "topple": START_EVENT, "drop_after_grasp": "grasped(", "knock_at_release": "released(",
+            "move_hidden": "hidden(", "vanish": "goal", "appearance_shift": "goal"}[name]
 
 
 def _args_of(pred: str) -> tuple[str, ...]:
@@ -176,6 +243,10 @@ class Perturber:
         self.pending: str | None = None  # a triggering event whose task perturbation declined (retried)
         self.push_to: np.ndarray | None = None  # grip-site target (m, world) of a task perturbation's push
         self.push_left = 0
+        self.gripper_cmd = (0.0, 0.0)  # (previous, current) step's gripper command as applied (-1 open, +1 close)
+        self.held: list[str] = []  # objects grasped at the previous step (knock_at_release)
+        self.vanished: str | None = None  # vanish: the object pinned at VANISH_POS
+        self.model_edits: list[tuple[str, int, list[float]]] = []  # (field, row, value) written to the model
 
     @staticmethod
     def validate(spec: PerturbationSpec, task_def: TaskDefinition) -> None:
@@ -198,7 +269,9 @@ class Perturber:
                 "start_z": None if self.start_z is None else dict(self.start_z), "rng": self.rng.bit_generator.state,
                 "slipped": sorted(self.slipped), "n_fired": self.n_fired,
                 "prev_eef": None if self.prev_eef is None else self.prev_eef.tolist(), "pending": self.pending,
-                "push_to": None if self.push_to is None else self.push_to.tolist(), "push_left": self.push_left}
+                "push_to": None if self.push_to is None else self.push_to.tolist(), "push_left": self.push_left,
+                "gripper_cmd": list(self.gripper_cmd), "held": list(self.held), "vanished": self.vanished,
+                "model_edits": [[f, i, list(v)] for f, i, v in self.model_edits]}
 
     def set_state(self, st: dict[str, Any]) -> None:
         self.fired, self.events, self.seen = st["fired"], st["events"], set(st["seen"])
@@ -212,6 +285,9 @@ class Perturber:
         self.pending = st.get("pending")
         self.push_to = None if st.get("push_to") is None else np.asarray(st["push_to"], dtype=np.float64)
         self.push_left = int(st.get("push_left", 0))
+        self.gripper_cmd = tuple(st.get("gripper_cmd", (0.0, 0.0)))  # type: ignore[assignment]
+        self.held, self.vanished = list(st.get("held", ())), st.get("vanished")
+        self.model_edits = [(str(f), int(i), list(v)) for f, i, v in st.get("model_edits", ())]
 
     # -- hooks called by the env
     def before_step(self, env: PerturbableEnv, action: np.ndarray) -> np.ndarray:
@@ -232,12 +308,18 @@ class Perturber:
             self.force_close_left -= 1
             action = np.array(action, copy=True)
             action[-1] = 1.0
+        self.gripper_cmd = (self.gripper_cmd[1], float(action[-1]))
         return action
 
     def _current_events(self, env: PerturbableEnv, preds: dict[str, bool]) -> list[str]:
         prefix = _event_prefix(self.spec.name)
         if prefix == START_EVENT:
             return [START_EVENT]
+        if prefix == "goal":  # vanish, appearance_shift: goal predicates that hold (START_EVENT too with at_step)
+            goals = [g for g in env.episode.spec.goals if preds.get(g, False)]
+            return goals + ([START_EVENT] if self.spec.at_step is not None else [])
+        if prefix == "hidden(":
+            return self._hidden(env, preds)
         if self.spec.name == "close_gripper":
             grasping = any(v for p, v in preds.items() if p.startswith("grasped("))
             if grasping and not self.grasping:
@@ -262,14 +344,20 @@ class Perturber:
         """
         if self.spec.name == "slip_fast":
             return self._slip(env, preds)
+        if self.vanished is not None:
+            self._pin_vanished(env)
+        if preds is None:
+            preds = self.task_def.predicates(env.rs_env, env.episode)
+        if self.spec.name == "knock_at_release":
+            released = self._released(env, preds)
+            self.held = [o for o in self.task_def.object_poses(env.rs_env, env.episode) if preds.get(f"grasped({o})")]
+            preds = {**preds, **{e: True for e in released}}
         if self.start_z is None and self.spec.name == "open_gripper":
             # heights at the first step of the episode (objects settle on the table)
             poses = self.task_def.object_poses(env.rs_env, env.episode)
             self.start_z = {k: float(v["pos"][2]) for k, v in poses.items()}
         if self.fired:
             return None
-        if preds is None:
-            preds = self.task_def.predicates(env.rs_env, env.episode)
         current = self._current_events(env, preds)
         new = [e for e in current if e not in self.seen]
         self.seen.update(new)
@@ -324,6 +412,67 @@ class Perturber:
                     "detail": {"object": obj, "speed_mps": round(speed, 3), "n": self.n_fired}}
         return None
 
+    # -- surprises: triggers
+    def _released(self, env: PerturbableEnv, preds: dict[str, bool]) -> list[str]:
+        """``knock_at_release``: ``released(x,y)`` on the step the gripper command turned open while ``x``, grasped
+        at the previous step, is centred over object ``y`` (:data:`RELEASE_XY`, :data:`RELEASE_DZ`)."""
+        before, now = self.gripper_cmd
+        if not (now < 0.0 <= before) or not self.held:
+            return []
+        poses = self.task_def.object_poses(env.rs_env, env.episode)
+        out = []
+        for x in self.held:
+            px = np.asarray(poses[x]["pos"], dtype=float)
+            for y, pose in poses.items():
+                d = px - np.asarray(pose["pos"], dtype=float)
+                if y != x and np.linalg.norm(d[:2]) < RELEASE_XY and RELEASE_DZ[0] < d[2] < RELEASE_DZ[1]:
+                    out.append(f"released({x},{y})")
+        return out
+
+    def _hidden(self, env: PerturbableEnv, preds: dict[str, bool]) -> list[str]:
+        """``move_hidden``: ``hidden(x)`` while the grip site is above object ``x`` (:data:`HIDE_XY`,
+        :data:`HIDE_DZ`), ``x`` not grasped and named in no goal predicate that holds."""
+        done = {a for g in env.episode.spec.goals if preds.get(g, False) for a in _args_of(g)}
+        site = np.asarray(env.eef_pose()[0], dtype=float)
+        out = []
+        for x, pose in self.task_def.object_poses(env.rs_env, env.episode).items():
+            d = site - np.asarray(pose["pos"], dtype=float)
+            if (x not in done and not preds.get(f"grasped({x})", False) and np.linalg.norm(d[:2]) < HIDE_XY
+                    and HIDE_DZ[0] < d[2] < HIDE_DZ[1]):
+                out.append(f"hidden({x})")
+        return out
+
+    # -- surprises: effects
+    def _vanish(self, env: PerturbableEnv, trigger: str) -> dict[str, Any]:
+        """Remove an object (see the module doc): the one just placed (``trigger``'s first argument) or, one time in
+        two, a goal object not yet placed and not held; returns ``{"object", "kind": "placed" | "unplaced", "from",
+        "to"}`` (m, world)."""
+        preds = self.task_def.predicates(env.rs_env, env.episode)
+        goals = env.episode.spec.goals
+        unplaced = sorted({_args_of(g)[0] for g in goals if not preds.get(g, False)}
+                          - {o for o in self.task_def.object_poses(env.rs_env, env.episode)
+                             if preds.get(f"grasped({o})", False)})
+        placed = [] if trigger == START_EVENT else [_args_of(trigger)[0]]
+        use_unplaced = bool(unplaced) and (not placed or self.rng.uniform() < 0.5)
+        target = str(unplaced[int(self.rng.integers(len(unplaced)))]) if use_unplaced else placed[0]
+        before = np.asarray(self.task_def.object_poses(env.rs_env, env.episode)[target]["pos"], dtype=float)
+        for gid in object_geoms(env, target):
+            self._edit(env, "geom_contype", gid, [0])
+            self._edit(env, "geom_conaffinity", gid, [0])
+        self.vanished = target
+        self._pin_vanished(env)
+        return {"object": target, "kind": "unplaced" if use_unplaced else "placed",
+                "from": before.round(4).tolist(), "to": VANISH_POS.tolist()}
+
+    def _pin_vanished(self, env: PerturbableEnv) -> None:
+        """Hold the vanished object at :data:`VANISH_POS`, at rest (its joint frozen)."""
+        env.teleport({str(self.vanished): (VANISH_POS, np.array([1.0, 0.0, 0.0, 0.0]))})
+
+    def _edit(self, env: PerturbableEnv, field: str, index: int, value: list[float]) -> None:
+        """Write a model value and record it in :attr:`model_edits` (re-applied after ``restore_state``)."""
+        env.set_model_value(field, index, value)
+        self.model_edits.append((field, int(index), [float(v) for v in value]))
+
     # -- effects
     def _apply(self, env: PerturbableEnv, trigger: str) -> dict[str, Any] | None:
         args = _args_of(trigger)
@@ -333,8 +482,17 @@ class Perturber:
         if self.spec.name == "close_gripper":
             self.force_close_left = CLOSE_GRIPPER_STEPS
             return {"after_grasps": int(args[0]), "close_steps": CLOSE_GRIPPER_STEPS}
-        if self.spec.name == "knock_top_cube":
+        if self.spec.name in ("knock_top_cube", "knock_at_release"):
             return knock_off(env, args[0], args[1], self.rng)
+        if self.spec.name == "drop_after_grasp":
+            self.force_open_left = DROP_OPEN_STEPS
+            return {"object": args[0], "open_steps": DROP_OPEN_STEPS}
+        if self.spec.name == "vanish":
+            return self._vanish(env, trigger)
+        if self.spec.name == "appearance_shift":
+            return shift_appearance(env, self.rng, self._edit)
+        if self.spec.name == "move_hidden":
+            return move_aside(env, args[0], self.rng)
         target = None if trigger == START_EVENT else args[0]
         detail = self.task_def.perturb(env.rs_env, env.episode, self.spec.name, self.rng, target=target)
         if detail is not None:
@@ -379,3 +537,80 @@ def knock_off(env: PerturbableEnv, obj: str, support: str, rng: np.random.Genera
     to = np.array([best[0], best[1], z])
     env.teleport({obj: (to, quat)})
     return {"object": obj, "support": support, "from": before, "to": to.round(4).tolist()}
+
+
+def _model(env: PerturbableEnv) -> Any:
+    """The raw ``mujoco.MjModel`` behind ``env``."""
+    return env.rs_env.sim.model._model
+
+
+def object_geoms(env: PerturbableEnv, obj: str) -> list[int]:
+    """Ids of every geom of object ``obj``: those of its root body and of the bodies below it."""
+    m = _model(env)
+    root = m.body(env.task_def.mujoco_object(env.rs_env, env.episode, obj).root_body).id
+    bodies = {root}
+    for b in range(root + 1, m.nbody):  # MuJoCo numbers bodies depth first: a parent precedes its children
+        if int(m.body_parentid[b]) in bodies:
+            bodies.add(b)
+    return [g for g in range(m.ngeom) if int(m.geom_bodyid[g]) in bodies]
+
+
+def surface_geoms(env: PerturbableEnv) -> list[int]:
+    """Ids of the visual geoms (group 1) of the work surface's bodies (:data:`SURFACE_BODIES`)."""
+    m = _model(env)
+    return [g for g in range(m.ngeom)
+            if int(m.geom_group[g]) == 1 and m.body(int(m.geom_bodyid[g])).name in SURFACE_BODIES]
+
+
+def shift_appearance(env: PerturbableEnv, rng: np.random.Generator, edit: Any) -> dict[str, Any]:
+    """``appearance_shift``: tint the work surface and rescale the lights (see the module doc).
+
+    Args:
+        env: the simulator adapter.
+        rng: draws the tint (:data:`TINT`, per RGB channel) and the light factor (:data:`LIGHT_SCALE`).
+        edit: ``edit(env, field, row, value)`` writes one model row and records it (``Perturber._edit``).
+
+    Returns:
+        ``{"materials": [names], "geoms": n, "tint": [r, g, b], "light_scale": s, "light_diffuse": {"from": [[r, g,
+        b], ...], "to": [...]}}``: the surface's materials tinted, the material-less surface geoms tinted, the factors.
+    """
+    m = _model(env)
+    geoms = surface_geoms(env)
+    tint = rng.uniform(*TINT, size=3)
+    mats = sorted({int(m.geom_matid[g]) for g in geoms if int(m.geom_matid[g]) >= 0})
+    for mat in mats:
+        rgba = np.array(m.mat_rgba[mat], dtype=float)
+        edit(env, "mat_rgba", mat, [*(rgba[:3] * tint), rgba[3]])
+    bare = [g for g in geoms if int(m.geom_matid[g]) < 0]
+    for g in bare:
+        rgba = np.array(m.geom_rgba[g], dtype=float)
+        edit(env, "geom_rgba", g, [*(rgba[:3] * tint), rgba[3]])
+    scale = float(rng.uniform(*LIGHT_SCALE[int(rng.integers(2))]))
+    before = np.array(m.light_diffuse, dtype=float)
+    for i in range(m.nlight):
+        edit(env, "light_diffuse", i, np.clip(before[i] * scale, 0.0, 1.0).tolist())
+    return {"materials": [m.material(i).name for i in mats], "geoms": len(bare), "tint": tint.round(3).tolist(),
+            "light_scale": round(scale, 3), "light_diffuse": {"from": before.round(3).tolist(),
+                                                               "to": np.array(m.light_diffuse).round(3).tolist()}}
+
+
+def move_aside(env: PerturbableEnv, obj: str, rng: np.random.Generator) -> dict[str, Any] | None:
+    """``move_hidden``: move ``obj`` :data:`HIDE_SHIFT_M` (xy, random direction; height and orientation kept) to a
+    spot where, after ``mj_forward``, it interpenetrates nothing (another object, a bin wall, the gripper).
+
+    Returns:
+        ``{"object", "from": [x, y, z], "to": [x, y, z], "shift_m"}`` (m, world), or None (put back where it was) when
+        :data:`HIDE_TRIES` draws found no free spot.
+    """
+    joint = env.task_def.mujoco_object(env.rs_env, env.episode, obj).joints[0]
+    qpos = np.asarray(env.rs_env.sim.data.get_joint_qpos(joint), dtype=float)  # the body origin, not a task's point
+    before, quat = qpos[:3].copy(), qpos[3:7].copy()
+    for _ in range(HIDE_TRIES):
+        angle, dist = rng.uniform(-math.pi, math.pi), rng.uniform(*HIDE_SHIFT_M)
+        to = before + dist * np.array([math.cos(angle), math.sin(angle), 0.0])
+        env.teleport({obj: (to, quat)})
+        if not env.interpenetrations():
+            return {"object": obj, "from": before.round(4).tolist(), "to": to.round(4).tolist(),
+                    "shift_m": round(float(dist), 4)}
+    env.teleport({obj: (before, quat)})
+    return None

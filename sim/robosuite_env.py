@@ -29,7 +29,7 @@ import mujoco
 import numpy as np
 
 from sim import cameras as camgeo
-from sim.perturbations import ADDED_SUBGOALS, PerturbationSpec, Perturber
+from sim.perturbations import ADDED_SUBGOALS, EDITABLE_MODEL_FIELDS, PerturbationSpec, Perturber
 from sim.tasks.base import TaskDefinition, TaskEpisode
 from sim.tasks.registry import make_task
 from tandem.core.errors import (
@@ -197,6 +197,9 @@ class RobosuiteEnv:
 
         self.perturbation = perturbation
         self._perturber: Perturber | None = None
+        m = self.rs_env.sim.model._model
+        #: the model's own values of the fields perturbations may edit (restored at reset and restore_state)
+        self._model_defaults = {f: np.array(getattr(m, f), copy=True) for f in EDITABLE_MODEL_FIELDS}
         self.episode: TaskEpisode | None = None
         self.spec: TaskSpec | None = None  # type: ignore[assignment]
         self.seed: int | None = None
@@ -424,6 +427,7 @@ class RobosuiteEnv:
             control_dt=1.0 / self.control_freq,
         )
         self.episode.spec = self.spec
+        self._restore_model_defaults()  # undo the previous episode's perturbation (materials, lights, collisions)
         seed_placement(self.rs_env, rng)
         self.task_def.configure_episode(self.rs_env, self.episode)
         overlaps: list[tuple[str, str, float]] = []
@@ -709,9 +713,31 @@ class RobosuiteEnv:
             raise ConfigError(f"restore_state: snapshot lacks key {e}") from e
         if self._perturber is not None and state.get("perturber") is not None:
             self._perturber.set_state(state["perturber"])
+        self._restore_model_defaults()
+        for field, index, value in self._perturber.model_edits if self._perturber is not None else ():
+            self.set_model_value(field, index, value)
         if state.get("max_steps") is not None and int(state["max_steps"]) != self.spec.max_steps:
             self._set_max_steps(int(state["max_steps"]))
         self.forward()
+
+    def set_model_value(self, field: str, index: int, value: Any) -> None:
+        """Write row ``index`` of MuJoCo model array ``field`` (a scalar or a list; one of
+        :data:`sim.perturbations.EDITABLE_MODEL_FIELDS`: material and geom colours, light diffuse colours, geom
+        collision masks). Undone at the next :meth:`reset`.
+
+        Raises:
+            ConfigError: ``field`` is not editable.
+        """
+        if field not in self._model_defaults:
+            raise ConfigError(f"set_model_value: {field!r} is not one of {list(EDITABLE_MODEL_FIELDS)}")
+        array = getattr(self.rs_env.sim.model._model, field)
+        array[int(index)] = np.asarray(value, dtype=array.dtype).reshape(np.shape(array[int(index)]))
+
+    def _restore_model_defaults(self) -> None:
+        """Write back the model's own values of :data:`sim.perturbations.EDITABLE_MODEL_FIELDS`."""
+        m = self.rs_env.sim.model._model
+        for field, default in self._model_defaults.items():
+            getattr(m, field)[...] = default
 
     def teleport(self, poses: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
         """Move objects to poses instantly (free-joint qpos = pos + wxyz quat, qvel = 0), then ``mj_forward``.

@@ -26,7 +26,8 @@ class SuiteConfig(Schema):
         seed_start: first seed when ``seeds`` is a count.
         max_steps: cap on control steps per episode (None: each task's own budget).
         tasks: task names, or ``{name, perturb}`` entries (``perturb``: a name, or ``{name, at_step,
-            after_success}`` where ``after_success`` may be a list drawn per (task, seed)).
+            after_success}`` where ``after_success`` may be a list drawn per (task, seed), or ``{one_of: [such
+            entries]}`` drawing one per (task, seed)).
         instructions: ``template`` (each seed's own instruction) or ``paraphrase`` (the seed's goals worded by the
             held-out part of the phrasing grammar; :class:`tandem.evaluation.suite.Suite`).
     """

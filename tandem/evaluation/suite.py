@@ -4,7 +4,8 @@
 :class:`EpisodeJob` (one per episode). A job's ``key`` names the episode (``variant/task/perturbation/seedNNNN``)
 and its ``config_hash`` fingerprints everything that decides its outcome. "Perturbations at random subgoals": an
 ``after_success`` given as a list is drawn per (task, seed) from ``np.random.default_rng([seed, crc32(task)])``,
-so a rerun draws the same subgoal.
+so a rerun draws the same subgoal. A setting with ``one_of`` (``configs/suite/surprises.yaml``) draws from the same
+generator, first which of its perturbations the episode gets, then that one's subgoal.
 """
 
 from __future__ import annotations
@@ -129,25 +130,30 @@ class PerturbSetting:
     """One task's perturbation setting in a suite.
 
     Attributes:
-        name: perturbation name (``sim.perturbations.PERTURBATIONS``) or ``"none"``.
+        name: perturbation name (``sim.perturbations.PERTURBATIONS``) or ``"none"``; ``"one_of"`` with ``one_of``.
         at_step: fire at the first control step ``>= at_step`` where the condition holds (None = event-based).
         after_success: int, or a list of ints to draw from per (task, seed) ("at random subgoals").
+        one_of: settings to draw one from per (task, seed) (each with its own ``at_step`` / ``after_success``);
+            empty for a single perturbation.
     """
 
     name: str = "none"
     at_step: int | None = None
     after_success: int | tuple[int, ...] = 1
+    one_of: tuple[PerturbSetting, ...] = ()
 
     @classmethod
     def from_config(cls, cfg: Any) -> PerturbSetting:
-        """From ``"none"``, a name, or ``{"name", "at_step", "after_success"}``.
+        """From ``"none"``, a name, ``{"name", "at_step", "after_success"}``, or ``{"one_of": [such entries]}``.
 
         Raises:
-            ConfigError: empty choice list, or values < 1.
+            ConfigError: empty choice list, values < 1, or a ``one_of`` that is empty, nested or names ``none``.
         """
         if cfg is None or isinstance(cfg, str):
             return cls(name=cfg or "none")
         c = dict(to_dict(cfg))
+        if "one_of" in c:
+            return cls._one_of(c["one_of"])
         a = c.get("after_success", 1)
         a = int(a) if not isinstance(a, (list, tuple)) else tuple(int(x) for x in a)
         if isinstance(a, tuple) and (not a or min(a) < 1) or isinstance(a, int) and a < 1:
@@ -155,13 +161,36 @@ class PerturbSetting:
         at = c.get("at_step")
         return cls(name=str(c.get("name", "none")), at_step=None if at is None else int(at), after_success=a)
 
+    @classmethod
+    def _one_of(cls, entries: Any) -> PerturbSetting:
+        """A ``one_of`` setting from its list of entries (see :meth:`from_config`)."""
+        if not isinstance(entries, (list, tuple)) or not entries:
+            raise ConfigError(f"perturb.one_of must be a non-empty list of perturbations, got {entries!r}")
+        choices = tuple(cls.from_config(e) for e in entries)
+        bad = [c.name for c in choices if c.one_of or c.name in ("none", "one_of")]
+        if bad:
+            raise ConfigError(f"perturb.one_of lists perturbations by name, not {bad}")
+        return cls(name="one_of", one_of=choices)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The perturbations this setting may give an episode (``()`` for ``none``)."""
+        if self.one_of:
+            return tuple(c.name for c in self.one_of)
+        return () if self.name == "none" else (self.name,)
+
     def draw(self, task: str, seed: int) -> dict[str, Any] | None:
         """The concrete perturbation of episode (task, seed): ``{"name", "at_step", "after_success"}`` or None."""
         if self.name == "none":
             return None
+        return self._draw(np.random.default_rng([int(seed), zlib.crc32(task.encode())]))
+
+    def _draw(self, rng: np.random.Generator) -> dict[str, Any]:
+        """Draw from ``rng``: the ``one_of`` entry (when any), then ``after_success`` from a list."""
+        if self.one_of:
+            return self.one_of[int(rng.integers(len(self.one_of)))]._draw(rng)
         n = self.after_success
         if isinstance(n, tuple):
-            rng = np.random.default_rng([int(seed), zlib.crc32(task.encode())])
             n = int(n[int(rng.integers(len(n)))])
         return {"name": self.name, "at_step": self.at_step, "after_success": int(n)}
 
@@ -246,9 +275,10 @@ class Suite:
 
         for t in self.tasks:
             task_def = make_task(t.name)
-            if t.perturb.name != "none" and t.perturb.name not in task_def.perturbation_names:
-                raise UnknownNameError("perturbation", t.perturb.name, list(task_def.perturbation_names),
-                                       where=f"for task {t.name!r}")
+            for name in t.perturb.names:
+                if name not in task_def.perturbation_names:
+                    raise UnknownNameError("perturbation", name, list(task_def.perturbation_names),
+                                           where=f"for task {t.name!r}")
 
 
 @dataclass(frozen=True)
@@ -258,7 +288,8 @@ class EpisodeJob:
     Attributes:
         key: ``variant/task/perturbation/seedNNNN``; unique within a results folder.
         task, seed, variant: what it is.
-        setting: the suite's perturbation setting name (``"none"`` or e.g. ``"knock_top_cube"``).
+        setting: the suite's perturbation setting name (``"none"`` or e.g. ``"knock_top_cube"``); for a ``one_of``
+            setting, the name drawn for this episode (so that rows group by surprise).
         perturb: the drawn perturbation (``{"name", "at_step", "after_success"}``) or None.
         build: the nested config given to ``build_stack`` (task, planner, verifier, executor, goals, perturb, env,
             agent).
@@ -326,7 +357,8 @@ def expand_suite(suite: Suite, variants: Sequence[Variant], env: Mapping[str, An
                     words = f"~{suite.instructions}"
                 chash = config_hash({"build": build, "builder": v.builder, "max_steps": suite.max_steps, "seed": seed})
                 key = f"{v.name}/{t.name}/{perturb_label(p)}{words}/seed{seed:04d}"
-                jobs.append(EpisodeJob(key=key, task=t.name, seed=int(seed), variant=v.name, setting=t.perturb.name,
+                setting = p["name"] if t.perturb.one_of and p else t.perturb.name
+                jobs.append(EpisodeJob(key=key, task=t.name, seed=int(seed), variant=v.name, setting=setting,
                                        perturb=p, build=build, builder=v.builder, max_steps=suite.max_steps,
                                        config_hash=chash, labels=v.label()))
     jobs.sort(key=lambda j: j.key)

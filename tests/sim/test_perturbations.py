@@ -106,9 +106,9 @@ def test_close_gripper_closes_the_free_gripper_after_the_first_grasp_and_the_exp
 def test_bad_perturbations():
     from sim.robosuite_env import RobosuiteEnv
 
-    with pytest.raises(UnknownNameError, match="knock_top_cube, miss_grasp, open_gripper, pull_from_bin"):
+    with pytest.raises(UnknownNameError, match="knock_top_cube, miss_grasp, move_hidden, open_gripper, pull_from_bin"):
         RobosuiteEnv("stack_three", render=False, perturbation=PerturbationSpec("earthquake"))
-    with pytest.raises(UnknownNameError, match=r"stack_three.*knock_top_cube, open_gripper"):
+    with pytest.raises(UnknownNameError, match=r"stack_three.*knock_top_cube, move_hidden, open_gripper"):
         RobosuiteEnv("stack_three", render=False, perturbation=PerturbationSpec("pull_from_bin"))
     with pytest.raises(ConfigError, match="after_success"):
         RobosuiteEnv("stack_three", render=False, perturbation=PerturbationSpec("open_gripper", after_success=0))
@@ -256,4 +256,5 @@ def test_a_perturbation_the_task_lacks_is_named_with_the_task_and_its_perturbati
     with pytest.raises(UnknownNameError) as e:
         RobosuiteEnv("stack_three", render=False, perturbation=PerturbationSpec("jam_on_peg"))
     assert str(e.value) == ("unknown perturbation 'jam_on_peg' for task 'stack_three'; known perturbations for task "
-                            "'stack_three': close_gripper, knock_top_cube, open_gripper, slip_fast")
+                            "'stack_three': appearance_shift, close_gripper, knock_at_release, knock_top_cube, move_hidden, "
+                            "open_gripper, slip_fast, vanish")

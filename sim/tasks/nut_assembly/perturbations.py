@@ -1,6 +1,7 @@
 """``nut_assembly`` perturbations: its own ``jam_on_peg`` (a carried nut brought down off its peg's axis, so that it
 rests on the peg's top), and the generic gripper ones of ``sim/perturbations.py`` (a nut dropped mid-carry, a spurious
-closure before a grasp)."""
+closure before a grasp), and the surprises ``vanish``, ``appearance_shift`` and ``drop_after_grasp`` (a nut
+dropped right after its grasp)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ class NutAssemblyPerturbations(TaskPerturbations):
         predicates: the task's predicates (whether a nut is grasped).
     """
 
-    perturbation_names: tuple[str, ...] = ("jam_on_peg", "open_gripper", "close_gripper")
+    perturbation_names: tuple[str, ...] = ("jam_on_peg", "open_gripper", "close_gripper",
+                                          "vanish", "appearance_shift", "drop_after_grasp")
 
     def __init__(self, scene: NutAssemblyScene, predicates: NutAssemblyPredicates) -> None:
         self.scene = scene

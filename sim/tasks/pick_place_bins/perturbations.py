@@ -1,7 +1,8 @@
 """``pick_place_bins`` perturbations: its own ``pull_from_bin`` (an object taken back out of its bin),
 ``miss_grasp`` (a grasp that closes on nothing: the object moves away as the fingers take it) and ``topple`` (a tall
 object lying on its side in the source bin from the start), and the generic ``close_gripper`` of
-``sim/perturbations.py``."""
+``sim/perturbations.py``, and its surprises ``vanish``, ``appearance_shift`` (the bins' wood tinted),
+``move_hidden`` (the object under the arm moved within its bin) and ``drop_after_grasp``."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ class PickPlaceBinsPerturbations(TaskPerturbations):
         predicates: the task's predicates (which objects are in their bins, grasped or touched).
     """
 
-    perturbation_names = ("pull_from_bin", "miss_grasp", "topple", "close_gripper")
+    perturbation_names = ("pull_from_bin", "miss_grasp", "topple", "close_gripper",
+                          "vanish", "appearance_shift", "move_hidden", "drop_after_grasp")
 
     def __init__(self, scene: PickPlaceBinsScene, predicates: PickPlaceBinsPredicates) -> None:
         self.scene = scene
