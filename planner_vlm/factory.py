@@ -9,7 +9,8 @@ Config keys (all optional but those of the chosen backend):
 * transformers: ``model_path``, ``device``, ``dtype``;
 * scripted: ``replies`` (list of strings, replayed in order; the last repeats);
 * both: ``temperature``, ``max_new_tokens``, ``prompt_version``, ``max_repairs``, ``cameras``;
-* planner only: ``trace_camera``, ``canonical_text``, ``point_frame`` (``auto``: the frame the backend declares
+* planner only: ``geometry`` (``image`` | ``learned``: the learned models' 3-D traces, built by the registry and
+  passed in as ``geometry=``; see :mod:`planner_vlm.vlm_planner`), ``trace_camera``, ``canonical_text``, ``point_frame`` (``auto``: the frame the backend declares
   for its model, see :mod:`planner_vlm.point_frames`; or ``pixels``, ``resized_pixels``, ``grid1000``, ``unit``)
   and ``point_frame_resize`` (``{factor, min_pixels, max_pixels}`` of the server's processor, for
   ``resized_pixels``).
@@ -22,7 +23,7 @@ from typing import Any
 
 from planner_vlm.clients.base import VLMClient
 from planner_vlm.point_frames import point_frame_from_config
-from planner_vlm.vlm_planner import VLMPlanner
+from planner_vlm.vlm_planner import GEOMETRIES, SubgoalGeometry, VLMPlanner
 from planner_vlm.vlm_verifier import VLMVerifier
 from tandem.core.errors import ConfigError, UnknownNameError
 from tandem.core.types import TaskSpec
@@ -98,10 +99,24 @@ def make_vlm_client(cfg: Any) -> VLMClient:
 
 
 def make_vlm_planner(cfg: Any, task: TaskSpec | None = None, client: VLMClient | None = None,
-                     grounder: Any = None) -> VLMPlanner:
+                     grounder: Any = None, geometry: SubgoalGeometry | None = None) -> VLMPlanner:
     """A :class:`~planner_vlm.vlm_planner.VLMPlanner` from ``cfg`` (``client`` overrides the configured backend;
-    ``grounder``: a learned instruction grounder its first plan's goals are checked against)."""
+    ``grounder``: a learned instruction grounder its first plan's goals are checked against; ``geometry``: the
+    learned geometry that ``cfg["geometry"] == "learned"`` needs, e.g. a
+    :class:`~planner_vlm.learned.geometry.LearnedGeometry`).
+
+    Raises:
+        ConfigError: ``geometry`` not one of :data:`~planner_vlm.vlm_planner.GEOMETRIES` (named), ``learned``
+            without a ``geometry`` object, or a ``geometry`` object with ``image``; and as :func:`make_vlm_client`.
+    """
     c = _to_dict(cfg)
+    mode = c.get("geometry", "image")
+    if mode not in GEOMETRIES:
+        raise ConfigError(f"planner.geometry must be {' or '.join(GEOMETRIES)}, got {mode!r}")
+    if (mode == "learned") != (geometry is not None):
+        raise ConfigError(f"planner.geometry={mode} " + ("needs the learned state and trace models (the registry "
+                                                         "builds them)" if geometry is None else
+                                                         "takes no learned geometry (set planner.geometry=learned)"))
     client = client if client is not None else make_vlm_client(c)
     return VLMPlanner(
         client,
@@ -116,6 +131,7 @@ def make_vlm_planner(cfg: Any, task: TaskSpec | None = None, client: VLMClient |
         max_new_tokens=_opt_int(c.get("max_new_tokens")),
         temperature=_opt_float(c.get("temperature")),
         grounder=grounder,
+        geometry=geometry,
     )
 
 

@@ -16,12 +16,20 @@ first call) and records a ``vlm_fallback`` event. It never raises on model outpu
 Logging: every model exchange is recorded with ``memory.record_event("vlm_exchange", step, ...)``:
 prompt text (images as camera name + shape, never pixels), raw reply, parse result or error,
 latency (s) and backend metadata.
+
+Geometry (``planner.geometry``): ``image`` (the default) keeps the model's own 2-D trace of the next subgoal, in
+``trace_camera``'s pixels. ``learned`` (the hybrid mode) lets the model decide the subgoals only: the next subgoal
+(``remaining[0]``, of a parsed plan or of a fallback's kept plan) gets its 3-D trace ``trace_3d`` (``(K, 3)`` m,
+world frame, with yaw and gripper commands: what the track executors follow) from the learned state and trace
+models, as ``planner=learned`` gives its subgoals theirs (:class:`~planner_vlm.learned.geometry.LearnedGeometry`),
+and that trace projected into the state model's camera replaces the model's 2-D one. :attr:`VLMPlanner.source` then
+says ``"vlm+learned_geometry"``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient, VLMClientError
 from planner_vlm.exchange_log import exchange_record
@@ -34,11 +42,25 @@ from tandem.core.errors import ConfigError, PlanParseError
 from tandem.core.evidence import GoalRead, GoalReading, predicate_args
 from tandem.core.grounding import Grounding
 from tandem.core.protocols import TaskMemory
-from tandem.core.types import Observation, Plan, TaskSpec
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
 from tandem.core.vocabulary import goals_equal
 
 #: Characters of a bad reply echoed back to the model in a repair round.
 REPAIR_ECHO_CHARS = 4000
+#: ``planner.geometry`` values: where the next subgoal's trace comes from.
+GEOMETRIES = ("image", "learned")
+
+
+class SubgoalGeometry(Protocol):
+    """What the hybrid mode needs of its geometry (:class:`~planner_vlm.learned.geometry.LearnedGeometry`)."""
+
+    is_oracle: bool
+
+    def reset(self) -> None: ...
+
+    def check_task(self, task: TaskSpec) -> None: ...
+
+    def fill(self, subgoal: Subgoal, observation: Observation, memory: TaskMemory | None = None) -> Subgoal: ...
 
 
 class VLMPlanner:
@@ -59,9 +81,13 @@ class VLMPlanner:
         point_frame: the frame the model writes trace points in (None: the one the client declares for its
             model, ``client.point_frame``). The prompt (``plan_v2``) asks for it, and the parser converts the points
             to camera pixels.
+        geometry: None (``planner.geometry=image``: the model's 2-D trace), or the hybrid mode's geometry, a
+            non-oracle :class:`SubgoalGeometry` (a :class:`~planner_vlm.learned.geometry.LearnedGeometry`) that gives
+            the next subgoal its 3-D trace (see the module docstring).
 
     Attributes:
-        source: ``"vlm"`` (recorded with each plan in memory).
+        source: ``"vlm"``, or ``"vlm+learned_geometry"`` with a geometry (recorded with each plan in memory and in
+            the episode summary's ``planner_source``).
         current: the last successfully parsed plan, or None.
         last_fallback: whether the last :meth:`plan` call fell back (no usable model output); the plan it returned
             then has ``Plan.fallback=True``, which is what the agent reads.
@@ -69,12 +95,12 @@ class VLMPlanner:
         exchanges: every exchange record since :meth:`reset` (the same dicts as the ``vlm_exchange`` events).
 
     Raises:
-        ConfigError: from :meth:`reset` if ``trace_camera`` is not a camera of the task.
+        ConfigError: a geometry that is an oracle; from :meth:`reset` if ``trace_camera`` is not a camera of the
+            task, or the geometry cannot trace the task's subgoals.
     """
 
     #: False: it sees camera images, proprio and memory only, never ``Observation.privileged``.
     is_oracle: ClassVar[bool] = False
-    source: ClassVar[str] = "vlm"
     grounding: Grounding | None = None
 
     def __init__(
@@ -93,7 +119,11 @@ class VLMPlanner:
         max_chars: int = DEFAULT_MAX_CHARS,
         point_frame: PointFrame | None = None,
         grounder: Any = None,
+        geometry: SubgoalGeometry | None = None,
     ):
+        if geometry is not None and geometry.is_oracle:
+            raise ConfigError("the VLM planner is not an oracle: its geometry must not read the simulator's truth")
+        self.geometry = geometry
         self.client = client
         self.grounder = grounder
         self.reference: Grounding | None = None  # the grounder's reading of the instruction, that plans are checked by
@@ -118,15 +148,24 @@ class VLMPlanner:
         if task is not None:
             self.reset(task)
 
+    @property
+    def source(self) -> str:
+        """``"vlm"``, or ``"vlm+learned_geometry"`` where a geometry gives the subgoals their 3-D traces."""
+        return "vlm" if self.geometry is None else "vlm+learned_geometry"
+
     def reset(self, task: TaskSpec) -> None:
         """Start an episode of ``task``: forget the current plan and the subgoal id counter.
 
         Raises:
-            ConfigError: if ``trace_camera`` is not in ``task.cameras``.
+            ConfigError: if ``trace_camera`` is not in ``task.cameras``, or the geometry cannot trace the task's
+                subgoals (a trace checkpoint of another task).
         """
         if self.trace_camera not in task.cameras:
             raise ConfigError(f"planner.trace_camera={self.trace_camera!r} is not a camera of task "
                               f"{task.name!r}; cameras: {list(task.cameras)}")
+        if self.geometry is not None:
+            self.geometry.check_task(task)
+            self.geometry.reset()
         self.task = task
         self.current = None
         self.reference = self.grounder.ground(task.instruction) if self.grounder is not None else None
@@ -188,12 +227,24 @@ class VLMPlanner:
             memory: task memory; its ``view()`` goes into the prompt and every exchange is recorded in it.
 
         Returns:
-            The parsed plan (``remaining[0].trace`` set when the model gave a trace), or the current
-            plan (possibly empty) with a ``fallback`` rationale.
+            The parsed plan (``remaining[0].trace`` set when the model gave a trace; with a geometry,
+            ``remaining[0].trace_3d`` and ``.trace`` from it), or the current plan (possibly empty) with a
+            ``fallback`` rationale.
 
         Raises:
             ConfigError: for setup errors only (no task, camera missing from the observation).
         """
+        return self._with_geometry(self._model_plan(observation, memory), observation, memory)
+
+    def _with_geometry(self, plan: Plan, observation: Observation, memory: TaskMemory | None) -> Plan:
+        """``plan`` with its next subgoal traced by the geometry (unchanged without one, or with nothing remaining)."""
+        if self.geometry is None or not plan.remaining:
+            return plan
+        plan.remaining[0] = self.geometry.fill(plan.remaining[0], observation, memory)
+        return plan
+
+    def _model_plan(self, observation: Observation, memory: TaskMemory | None) -> Plan:
+        """The model's plan for ``observation``, or the fallback (see :meth:`plan`)."""
         task = self._task()
         step = int(observation.step)
         view = _safe_view(memory)

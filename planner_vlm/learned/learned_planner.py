@@ -20,7 +20,8 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    It is picked once the objects in front of it are gone, and a pick that failed on a misread object is not retried
    at once while a better-read one waits; the order is said in the rationale;
 4. the next subgoal gets its 3-D trace from the trace model (:class:`~planner_vlm.learned.trace_model.TraceModel`)
-   and, for videos, its projection into the camera (the 2-D trace). Only ``remaining[0]`` gets a trace: the agent
+   and, for videos, its projection into the camera (the 2-D trace), by
+   :class:`~planner_vlm.learned.geometry.LearnedGeometry` (shared with ``planner=vlm planner.geometry=learned``). Only ``remaining[0]`` gets a trace: the agent
    replans after every verdict (receding horizon), so later subgoals are given theirs from the state they start in.
    Where the trace model's checkpoint carries its task's workcell (``TraceModelConfig.workcell``), a pick's grasp
    yaw is checked against the perceived scene and turned where the open gripper would hit a wall or another object
@@ -99,7 +100,6 @@ It never reads ``Observation.privileged`` (``is_oracle = False``; the runtime wi
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 from typing import Any, ClassVar
 
@@ -107,13 +107,7 @@ import numpy as np
 
 from planner_vlm.goal_regression import GoalRegressionPlanner
 from planner_vlm.learned.absence import absent_by_depth, absent_objects
-from planner_vlm.learned.geometric_pick import (
-    geometric_pick_waypoints,
-    geometry_objects,
-    pick_geometry_from_dict,
-)
-from planner_vlm.learned.grasp_check import Workcell, checked_grasp_yaw, turn_trace_to
-from planner_vlm.learned.grasp_prior import GraspPrior, close_miss, close_rows, snapped_to_prior
+from planner_vlm.learned.geometry import GRASP_PRIOR_DEG, GRASP_PRIOR_M, HIDDEN_UNCERTAINTY, LearnedGeometry
 from planner_vlm.learned.hand_evidence import (
     HELD_RAY_M,
     SHARP_CONFIDENCE,
@@ -121,33 +115,14 @@ from planner_vlm.learned.hand_evidence import (
     hand_holds,
     with_held,
 )
-from planner_vlm.learned.proprio import gripper_yaw
 from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError
 from tandem.core.evidence import GoalRead, GoalReading
-from tandem.core.geometry import quat_yaw_mul, wrap_angle
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.grounding import Grounding
 from tandem.core.protocols import TaskMemory
-from tandem.core.types import KeypointTrace, Observation, Plan, Subgoal, TaskSpec, Trace3D
-from tandem.core.waypoints import waypoint_trace_3d
-from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD, WRIST_MARGIN_RAD, predicted_wrist, resolve_yaw
-
-
-def with_close_yaw(trace: Trace3D, event: int, yaw: float) -> Trace3D:
-    """``trace`` with row ``event`` (its close) at ``yaw`` (rad, not wrapped): row 0 stays, the rows between turn in
-    proportion, the rows after the close turn with it (:func:`~planner_vlm.learned.grasp_check.turn_trace_to`)."""
-    return Trace3D(points=trace.points, yaw=turn_trace_to(trace.yaw, event, yaw), gripper=trace.gripper,
-                   frame=trace.frame)
-
-
-#: A pick's object read with a heatmap uncertainty above this is hidden (``SceneState.object_uncertainty``: 1 is the
-#: training frames' 99th percentile); stack_three's validation picks of objects read above it failed 4 times in 5.
-HIDDEN_UNCERTAINTY = 0.5
-#: A pick's close farther than this (m, xy) from its object's demonstrated grasp, or turned more than
-#: :data:`GRASP_PRIOR_DEG` from it, is moved onto it (:mod:`planner_vlm.learned.grasp_prior`).
-GRASP_PRIOR_M = 0.01
-GRASP_PRIOR_DEG = 15.0
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
+from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD
 
 
 class LearnedPlanner(GoalRegressionPlanner):
@@ -219,53 +194,57 @@ class LearnedPlanner(GoalRegressionPlanner):
         self.grounder = grounder
         self.grounding: Grounding | None = None
         self.presence_model = presence_model
-        self.geometric_picks = bool(geometric_picks)
         self.use_absent_thresholds = bool(use_absent_thresholds)
-        if grasp_prior_m is not None and not (math.isfinite(grasp_prior_m) and grasp_prior_m > 0):
-            raise ConfigError(f"learned planner grasp_prior_m must be > 0 m or null, got {grasp_prior_m}")
-        if not (math.isfinite(grasp_prior_deg) and 0 < grasp_prior_deg <= 90):
-            raise ConfigError(f"learned planner grasp_prior_deg must be in (0, 90] deg, got {grasp_prior_deg}")
-        self.grasp_prior_m, self.grasp_prior_deg = grasp_prior_m, float(grasp_prior_deg)
         self.use_depth = bool(use_depth)
-        if hidden_uncertainty is not None and not (math.isfinite(hidden_uncertainty) and hidden_uncertainty > 0):
-            raise ConfigError(f"learned planner hidden_uncertainty must be > 0 or null, got {hidden_uncertainty}")
-        self.hidden_uncertainty = hidden_uncertainty
-        self._sharp_reads: dict[str, tuple[np.ndarray, int]] = {}  # object -> (keypoints (2, 3) m, step)
         if not 0.0 < threshold < 1.0:
             raise ConfigError(f"learned planner threshold must be in (0, 1), got {threshold}")
         if not threshold <= completion_confidence < 1.0:
             raise ConfigError(f"learned planner completion_confidence must be in [threshold={threshold}, 1), got "
                               f"{completion_confidence}")
-        self.state_model, self.trace_model = state_model, trace_model
+        self.state_model = state_model
         self.threshold = float(threshold)
         self.completion_confidence = float(completion_confidence)
         self.min_object_confidence = float(min_object_confidence)
         self.min_scene_confidence = float(min_scene_confidence)
         self.best_localized_first = bool(best_localized_first)
         self.empty_grip_m = empty_grip_m
-        if max_close_offset_m is not None and not max_close_offset_m > 0:
-            raise ConfigError(f"learned planner max_close_offset_m must be > 0 m or null, got {max_close_offset_m}")
-        self.max_close_offset_m = max_close_offset_m
         if held_ray_m is not None and not held_ray_m > 0:
             raise ConfigError(f"learned planner held_ray_m must be > 0 m or null, got {held_ray_m}")
         self.held_ray_m = held_ray_m
-        if wrist_limit_rad is not None and not (math.isfinite(wrist_limit_rad) and wrist_limit_rad > 0):
-            raise ConfigError(f"learned planner wrist_limit_rad must be > 0 rad or null, got {wrist_limit_rad}")
-        self.wrist_limit_rad = wrist_limit_rad
+        #: The 3-D traces of the subgoals handed out (where a trace model is given): shared with ``planner=vlm
+        #: planner.geometry=learned``, so both give a subgoal the same trace.
+        self.geometry = LearnedGeometry(
+            state_model, trace_model, threshold=threshold, min_object_confidence=min_object_confidence,
+            max_close_offset_m=max_close_offset_m, wrist_limit_rad=wrist_limit_rad,
+            hidden_uncertainty=hidden_uncertainty, grasp_prior_m=grasp_prior_m, grasp_prior_deg=grasp_prior_deg,
+            geometric_picks=geometric_picks, grasp_skill=grasp_skill, use_depth=use_depth)
         self._handed: Subgoal | None = None  # the subgoal the latest plan handed out (remaining[0])
-        self._start_proprio: np.ndarray | None = None  # the gripper where the episode started (first plan)
         self._object_of: dict[str, str] = {}  # goal predicate -> the object it moves (set by reset)
         self.last_state: SceneState | None = None
         self.last_presence: dict[str, float] | None = None  # object -> presence probability at the first plan
         self._refusal: str | None = None
         self._missing: list[str] = []
         self._plans = 0
-        cell = getattr(getattr(trace_model, "cfg", None), "workcell", None)
-        self._workcell = Workcell.from_dict(cell) if cell else None
-        prior = getattr(getattr(trace_model, "cfg", None), "grasp_prior", None)
-        self._grasp_prior = GraspPrior.from_dict(prior) if prior else None
-        geometry = getattr(getattr(trace_model, "cfg", None), "pick_geometry", None)
-        self._pick_geometry = pick_geometry_from_dict(geometry) if geometry not in (None, {}) else None
+
+    @property
+    def hidden_uncertainty(self) -> float | None:
+        """A pick of an object read more diffuse than this is planned from its last sharp read (None: off)."""
+        return self.geometry.hidden_uncertainty
+
+    @property
+    def geometric_picks(self) -> bool:
+        """Whether a pick whose expert geometry the trace checkpoint records gets that geometry."""
+        return self.geometry.geometric_picks
+
+    @property
+    def trace_model(self) -> Any:
+        """The trace model the subgoals' 3-D traces come from, or None (no traces)."""
+        return self.geometry.trace_model
+
+    def start_pose_proprio(self, proprio: np.ndarray) -> np.ndarray | None:
+        """:meth:`LearnedGeometry.start_pose_proprio <planner_vlm.learned.geometry.LearnedGeometry.start_pose_proprio>`
+        (``float64 (8,)``, the re-anchoring query's start), or None before the episode's first plan."""
+        return self.geometry.start_pose_proprio(proprio)
 
     # ------------------------------------------------------------------ setup
     def goals_of(self, task: TaskSpec) -> tuple[str, ...]:
@@ -304,8 +283,7 @@ class LearnedPlanner(GoalRegressionPlanner):
                               f"state model's {list(self.state_model.cfg.objects)}: a checkpoint of another task")
         self._plans, self._refusal, self._missing, self.last_state = 0, None, [], None
         self.last_presence = None
-        self._start_proprio = None
-        self._sharp_reads = {}
+        self.geometry.reset()
         self._handed = None
         self._object_of = {goal: obj for goal, obj, _, _ in self.goal_steps()}
         known = set(self.state_model.cfg.objects)
@@ -327,11 +305,11 @@ class LearnedPlanner(GoalRegressionPlanner):
         if lacking:
             raise ConfigError(f"the learned state model does not predict {lacking} needed by task {task.name!r} "
                               "(a checkpoint trained on another task?)")
-        if self._workcell is not None and self._workcell.extents:
-            lacking = sorted(o for o in goal_objects if o in known and o not in self._workcell.extents)
+        if self.geometry.workcell is not None and self.geometry.workcell.extents:
+            lacking = sorted(o for o in goal_objects if o in known and o not in self.geometry.workcell.extents)
             if lacking:
                 raise ConfigError(f"the trace checkpoint's workcell has no extents for {lacking} of task {task.name!r} "
-                                  f"(it knows {sorted(self._workcell.extents)}): the grasp check could not check "
+                                  f"(it knows {sorted(self.geometry.workcell.extents)}): the grasp check could not check "
                                   "their picks; retrain the trace model on this task's dataset (model.grasp_check)")
         if self.trace_model is not None:
             tm = self.trace_model.cfg
@@ -353,7 +331,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         self._plans += 1
         first = self._plans == 1
         if first:
-            self._start_proprio = np.array(observation.proprio, np.float64)
+            self.geometry.note_episode_start(observation.proprio)
         if self._refusal is not None:
             return self._refuse(memory, observation.step, first)
         state = self.state_model.predict(observation, use_depth=self.use_depth)
@@ -370,7 +348,7 @@ class LearnedPlanner(GoalRegressionPlanner):
                                  f"cannot find in the image ({why})")
                 return self._refuse(memory, observation.step, first)
         self._record(state, memory, observation.step)
-        self._remember_sharp_reads(state, observation.step)
+        self.geometry.remember_sharp_reads(state, observation.step)
         truth = state.truth(self.threshold)
         empty = self._empty_hand(observation, truth)
         unconfirmed = self._unconfirmed_goals(state, truth)
@@ -398,8 +376,8 @@ class LearnedPlanner(GoalRegressionPlanner):
         if state.scene_confidence < self.min_scene_confidence:
             notes.append(f"LOW SCENE CONFIDENCE {state.scene_confidence:.2f}: the image is unlike the training scenes")
         plan.rationale = "; ".join([*notes, plan.rationale]) if plan.rationale else "; ".join(notes)
-        if plan.remaining:
-            plan.remaining[0] = self._with_traces(plan.remaining[0], state, observation, memory)
+        if plan.remaining and self.trace_model is not None:  # its 3-D trace, and that trace projected (for videos)
+            plan.remaining[0] = self.geometry.fill(plan.remaining[0], observation, memory, state=state)
         self._handed = plan.remaining[0] if plan.remaining else None
         return plan
 
@@ -559,206 +537,3 @@ class LearnedPlanner(GoalRegressionPlanner):
         if state.scene_confidence < self.min_scene_confidence:
             memory.record_event("low_scene_confidence", step, scene_confidence=round(state.scene_confidence, 3),
                                 threshold=self.min_scene_confidence)
-
-    def _with_traces(self, sg: Subgoal, state: SceneState, observation: Observation, memory: TaskMemory) -> Subgoal:
-        """``sg`` with its 3-D trace (trace model, its grasp checked) and its 2-D projection in the state model's
-        camera."""
-        if self.trace_model is None:
-            return sg
-        state = self._hidden_target_remembered(sg, state, memory, observation.step)
-        trace = self._geometric_pick(sg, state, observation, memory)
-        if trace is None:
-            trace = self.trace_model.predict(state.keypoints_3d, observation.proprio, sg.skill, sg.args)
-            trace = self._anchored_pick(trace, sg, state, observation, memory)
-            trace = self._snapped_to_prior(trace, sg, state, memory, observation.step)
-            trace = self._checked_grasp(trace, sg, state, memory, observation.step)
-            trace = self._wrist_resolved(trace, sg, observation, memory)
-        sg.trace_3d = trace
-        cam = self.state_model.cfg.camera
-        image = observation.images.get(cam)
-        size = tuple(image.shape[:2]) if image is not None else tuple(self.state_model.calibration.image_size)
-        px = self.state_model.calibration.resized(size).project(trace.points)
-        h, w = size
-        px = np.where(np.isfinite(px), px, np.array([w / 2.0, h / 2.0]))
-        px = np.clip(px, [0.0, 0.0], [w - 1.0, h - 1.0])
-        sg.trace = KeypointTrace(camera=cam, points=px.astype(np.float32), image_size=size)
-        return sg
-
-    def _geometric_pick(self, sg: Subgoal, state: SceneState, observation: Observation,
-                        memory: TaskMemory) -> Trace3D | None:
-        """The expert's pick geometry over ``sg``'s object as read (see the module docstring, step 4), or None where
-        it does not apply: off, not a pick, an object the checkpoint's geometry does not know or the state model
-        does not find, no arm joints in the observation, or a read the geometry cannot plan from
-        (:func:`~planner_vlm.learned.geometric_pick.geometric_pick_waypoints`: non-finite, a degenerate x axis, lying
-        on its side). Where the geometry knows the object but cannot be used, a ``geometric_pick_skipped`` memory
-        event says why."""
-        target = sg.args[0] if sg.args else None
-        if (not self.geometric_picks or self._pick_geometry is None or sg.skill != self.grasp_skill
-                or target not in geometry_objects(self._pick_geometry)):
-            return None
-        why = None
-        if observation.joints is None:
-            why = "the observation carries no arm joints"
-        elif target not in state.objects:
-            why = "the state model does not know the object"
-        elif state.object_confidence[state.object_index(target)] < self.min_object_confidence:
-            why = "the state model does not find the object"
-        if why is not None:  # said, not silent: the trace model's pick is taken instead
-            memory.record_event("geometric_pick_skipped", observation.step, subgoal=sg.text, object=target, reason=why)
-            return None
-        proprio = np.asarray(observation.proprio, np.float64)
-        eef, eef_yaw, wrist = proprio[:3], float(gripper_yaw(proprio)), float(observation.joints[-1])
-        found = np.asarray(state.object_confidence) >= self.min_object_confidence
-        result = geometric_pick_waypoints(self._pick_geometry, target, state, found, eef, eef_yaw, wrist)
-        if isinstance(result, str):
-            memory.record_event("geometric_pick_skipped", observation.step, subgoal=sg.text, object=target,
-                                reason=result)
-            return None
-        waypoints, fields = result
-        memory.record_event("geometric_pick", observation.step, subgoal=sg.text, object=target, **fields)
-        return waypoint_trace_3d(eef, eef_yaw, wrist, waypoints)
-
-    def _remember_sharp_reads(self, state: SceneState, step: int) -> None:
-        """Keep each object's latest sharp read (uncertainty at most ``hidden_uncertainty``, not held)."""
-        if self.hidden_uncertainty is None or state.object_uncertainty is None:
-            return
-        for i, obj in enumerate(state.objects):
-            held = f"grasped({obj})" in state.predicates and state.probability(f"grasped({obj})") >= self.threshold
-            if state.object_uncertainty[i] <= self.hidden_uncertainty and not held:
-                self._sharp_reads[obj] = (state.keypoints_3d[i].copy(), step)
-
-    def _hidden_target_remembered(self, sg: Subgoal, state: SceneState, memory: TaskMemory, step: int) -> SceneState:
-        """``state``, or with a pick's object put back at its last sharp read where it is hidden now (see the module
-        docstring, step 4)."""
-        target = sg.args[0] if sg.args else None
-        if (self.hidden_uncertainty is None or sg.skill != self.grasp_skill or target not in state.objects
-                or state.object_uncertainty is None or target not in self._sharp_reads):
-            return state
-        i = state.object_index(target)
-        if state.object_uncertainty[i] <= self.hidden_uncertainty:
-            return state
-        remembered, read_step = self._sharp_reads[target]
-        keypoints = state.keypoints_3d.copy()
-        keypoints[i] = remembered
-        memory.record_event("hidden_target_remembered", step, subgoal=sg.text, object=target,
-                            uncertainty=round(float(state.object_uncertainty[i]), 3), read_step=int(read_step),
-                            shift_m=round(float(np.linalg.norm(remembered[0] - state.keypoints_3d[i, 0])), 4))
-        return replace(state, keypoints_3d=keypoints)
-
-    def start_pose_proprio(self, proprio: np.ndarray) -> np.ndarray | None:
-        """``float64 (8,)`` the gripper as the episode started (position m, level, opening m; the layout of
-        :data:`tandem.core.types.PROPRIO_LAYOUT`) turned about world +z to the yaw of ``proprio (8,)`` now: the
-        re-anchoring query's start (module docstring, step 4); None before the episode's first plan. Raises
-        nothing."""
-        if self._start_proprio is None:
-            return None
-        start = np.array(self._start_proprio, np.float64)
-        turn = float(gripper_yaw(proprio) - gripper_yaw(self._start_proprio))
-        start[3:7] = quat_yaw_mul(turn, self._start_proprio[3:7])
-        return start
-
-    def _close_offset(self, trace: Trace3D, target_xy: np.ndarray) -> float | None:
-        """xy distance (m) from ``trace``'s first close of an open gripper to ``target_xy`` (None: it closes none)."""
-        closes = close_rows(trace)
-        return None if not len(closes) else float(np.linalg.norm(trace.points[closes[0], :2] - target_xy))
-
-    def _anchored_pick(self, trace: Trace3D, sg: Subgoal, state: SceneState, observation: Observation,
-                       memory: TaskMemory) -> Trace3D:
-        """``trace``, or the trace asked again from the episode's start where its close misses ``sg``'s object (see
-        the module docstring, step 4). Only for a trace that closes an open gripper on an object the state model
-        finds."""
-        target = sg.args[0] if sg.args else None
-        if (self.max_close_offset_m is None or self._start_proprio is None or target not in state.objects
-                or self._workcell is None or target not in self._workcell.extents):
-            return trace  # off, no episode start yet, or an object whose geometry the workcell does not record
-        i = state.object_index(target)
-        if state.object_confidence[i] < self.min_object_confidence:
-            return trace
-        target_xy = state.keypoints_3d[i, 0, :2]
-        offset = self._close_offset(trace, target_xy)
-        if offset is None or offset <= self.max_close_offset_m:
-            return trace
-        again = self.trace_model.predict(state.keypoints_3d, self.start_pose_proprio(observation.proprio), sg.skill,
-                                         sg.args)
-        offset_again = self._close_offset(again, target_xy)
-        if offset_again is None or offset_again >= offset or len(again) < 2:
-            return trace
-        memory.record_event("pick_reanchored", observation.step, subgoal=sg.text, offset_from_m=round(offset, 4),
-                            offset_to_m=round(offset_again, 4))
-        points = np.array(again.points)
-        points[0] = trace.points[0]
-        return Trace3D(points=points, yaw=again.yaw, gripper=again.gripper, frame=trace.frame)
-
-    def _snapped_to_prior(self, trace: Trace3D, sg: Subgoal, state: SceneState, memory: TaskMemory,
-                          step: int) -> Trace3D:
-        """``trace``, or with its first close of an open gripper moved onto the demonstrated grasp of ``sg``'s object
-        where it misses it by more than ``grasp_prior_m`` (xy) or ``grasp_prior_deg`` (:mod:`grasp_prior
-        <planner_vlm.learned.grasp_prior>`; see the module docstring, step 4). Only for an object the trace
-        checkpoint's prior knows and the state model finds."""
-        target = sg.args[0] if sg.args else None
-        if (self.grasp_prior_m is None or self._grasp_prior is None or target not in self._grasp_prior.objects
-                or target not in state.objects):
-            return trace
-        i = state.object_index(target)
-        closes = close_rows(trace)
-        if state.object_confidence[i] < self.min_object_confidence or not len(closes):
-            return trace
-        grasp = self._grasp_prior.objects[target]
-        point, yaw = grasp.grasp(state.keypoints_3d[i])
-        event = int(closes[0])
-        miss_m, miss_rad = close_miss(trace, event, point, yaw, grasp.period_rad)
-        if miss_m <= self.grasp_prior_m and math.degrees(miss_rad) <= self.grasp_prior_deg:
-            return trace
-        snapped = snapped_to_prior(trace, event, point, yaw, grasp.period_rad)
-        memory.record_event("grasp_prior_snapped", step, subgoal=sg.text, object=target, miss_m=round(miss_m, 4),
-                            miss_deg=round(math.degrees(miss_rad), 1), yaw_from=round(float(trace.yaw[event]), 3),
-                            yaw_to=round(float(snapped.yaw[event]), 3))
-        return snapped
-
-    def _checked_grasp(self, trace: Trace3D, sg: Subgoal, state: SceneState, memory: TaskMemory, step: int) -> Trace3D:
-        """``trace`` with its grasp yaw checked against the perceived scene (:mod:`planner_vlm.learned.grasp_check`):
-        only for a trace that closes an open gripper (a pick, or a re-pick that starts closed, opens and closes) on
-        ``sg``'s first argument, with a workcell that knows it; only the objects the state model finds (object
-        confidence >= ``min_object_confidence``) are obstacles."""
-        closes = close_rows(trace)
-        target = sg.args[0] if sg.args else None
-        if self._workcell is None or not len(closes) or target not in self._workcell.extents:
-            return trace
-        found = {o: state.keypoints_3d[state.object_index(o)] for o in self.state_model.cfg.objects
-                 if state.object_confidence[state.object_index(o)] >= self.min_object_confidence}
-        if target not in found:
-            return trace
-        event = int(closes[0])
-        predicted = float(trace.yaw[event])
-        yaw, clear, before = checked_grasp_yaw(trace.points[event], predicted, target, found,
-                                               self.trace_model.cfg.symmetries, self._workcell)
-        if yaw == predicted:
-            return trace
-        # the same grasp (the fingers are symmetric under a half turn) by the shorter turn of the wrist from now
-        now = float(trace.yaw[0])
-        yaw = now + wrap_angle(yaw - now, math.pi)
-        memory.record_event("grasp_turned", step, subgoal=sg.text, yaw_from=round(predicted, 3), yaw_to=round(yaw, 3),
-                            clearance_from_m=round(before, 4), clearance_to_m=round(clear, 4))
-        return with_close_yaw(trace, event, yaw)
-
-    def _wrist_resolved(self, trace: Trace3D, sg: Subgoal, observation: Observation, memory: TaskMemory) -> Trace3D:
-        """``trace`` with its first close of an open gripper at a yaw, modulo a half turn, that keeps the wrist inside
-        ``wrist_limit_rad`` (see the module docstring, step 4). Unchanged when its own turn fits, when off, without
-        the arm's joints, for a trace that closes none, or for an object that a half turn does not map onto
-        itself."""
-        closes = close_rows(trace)
-        target = sg.args[0] if sg.args else None
-        if self.wrist_limit_rad is None or observation.joints is None or not len(closes) or target is None:
-            return trace
-        if int(self.trace_model.cfg.symmetries.get(target, 1)) % 2 == 1:
-            return trace  # a half turn changes the grasp (a nut): the trace model's turn stands
-        event = int(closes[0])
-        asked, now, wrist = float(trace.yaw[event]), float(trace.yaw[0]), float(observation.joints[-1])
-        if abs(predicted_wrist(wrist, asked, now)) <= self.wrist_limit_rad - WRIST_MARGIN_RAD:
-            return trace  # the model's turn fits (a long one may be planned for the swing to the place)
-        yaw = resolve_yaw(asked, now, wrist, limit=self.wrist_limit_rad)
-        if abs(yaw - asked) < 1e-6:
-            return trace
-        memory.record_event("grasp_wrist_resolved", observation.step, subgoal=sg.text, yaw_from=round(asked, 3),
-                            yaw_to=round(yaw, 3), wrist_rad=round(wrist, 3))
-        return with_close_yaw(trace, event, yaw)

@@ -82,7 +82,7 @@ def run(cfg) -> dict:
         stack.close()
     s = result.summary
     shown = {k: s.get(k) for k in ("task", "seed", "instruction", "success", "failure", "subgoals_done", "attempts",
-                                   "replans", "steps", "wall_time_s", "recovered", "privileged")}
+                                   "replans", "steps", "wall_time_s", "recovered", "privileged", "planner_source")}
     g = s.get("grounding") or {}
     shown["grounded_goals"] = g.get("goals") if g else None  # the planner's own reading of the words
     shown["grounded_by"] = g.get("grounded_by") if g else None

@@ -84,7 +84,7 @@ def run_bridge(cfg: Any, transport: Any = None) -> dict[str, Any]:
             s = result.summary
             episodes.append({k: s.get(k) for k in ("seed", "instruction", "success", "failure", "steps",
                                                   "subgoals_done", "attempts", "replans", "wall_time_s", "privileged",
-                                                  "grounding", "judge_goals")})
+                                                  "planner_source", "grounding", "judge_goals")})
             if env.safety.estopped:
                 ended = "e-stop latched"
                 break

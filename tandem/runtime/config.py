@@ -366,6 +366,24 @@ class InstructionPlannerConfig(ComponentConfig):
     name: str = "instruction"
 
 
+def check_camera_calibration(calibration: dict[str, Any] | None) -> None:
+    """Refuse a ``camera_calibration`` section that lacks one of its keys (None is allowed: no override).
+
+    Raises:
+        FieldError: naming the missing keys.
+    """
+    if calibration is not None:
+        missing = [k for k in ("intrinsics", "world_from_camera", "image_size") if k not in calibration]
+        if missing:
+            raise FieldError("camera_calibration", f"lacks {missing} (needs intrinsics 3x3, world_from_camera 4x4, "
+                                                   "image_size [H, W])")
+
+
+#: ``planner=vlm planner.geometry`` values (the same as ``planner_vlm.vlm_planner.GEOMETRIES``; a unit test keeps
+#: them equal without this module importing the planner).
+VLM_GEOMETRIES: tuple[str, ...] = ("image", "learned")
+
+
 @dataclass
 class VLMClientConfig(ComponentConfig):
     """Options of a VLM client (``planner_vlm.factory.make_vlm_client``), shared by the VLM planner and verifier.
@@ -437,6 +455,15 @@ class VLMPlannerConfig(VLMClientConfig):
             shipped ``checkpoints/grounder/<task>``), read the instruction with it too and record in memory where
             the VLM's first plan pursues other goals (``grounding_disagreement``); the VLM still decides.
         grounder_checkpoint: that grounder's checkpoint directory (None: the shipped one, where there is one).
+        geometry: where the next subgoal's trace comes from: ``image`` (the model's own 2-D trace in
+            ``trace_camera``'s pixels; no shipped executor follows one) or ``learned`` (the hybrid mode: the model
+            decides the subgoals, and the learned state and trace models give the next one its 3-D trace in m, world
+            frame, as ``planner=learned`` does: ``planner_vlm.learned.geometry.LearnedGeometry``; the env then renders
+            the state model's camera, and its depth where the state checkpoint uses it). Recorded in the summary's
+            ``planner_source`` (``vlm`` / ``vlm+learned_geometry``).
+        state_checkpoint, trace_checkpoint: ``geometry=learned``: the state and trace model checkpoint directories
+            (None: the shipped ``checkpoints/state/<task>`` and ``checkpoints/trace/<task>``).
+        camera_calibration, torch_threads, use_depth: ``geometry=learned``: as ``LearnedPerceptionConfig``.
     """
 
     name: str = "vlm"
@@ -447,12 +474,28 @@ class VLMPlannerConfig(VLMClientConfig):
     canonical_text: bool = True
     point_frame: str = "auto"
     point_frame_resize: dict[str, int] | None = None
+    geometry: str = "image"
+    state_checkpoint: str | None = None
+    trace_checkpoint: str | None = None
+    camera_calibration: dict[str, Any] | None = None
+    torch_threads: int | None = 1
+    use_depth: bool = True
 
     def check(self) -> None:
         super().check()
         if self.point_frame not in ("auto", "pixels", "resized_pixels", "grid1000", "unit"):
             raise FieldError("point_frame", "must be auto, pixels, resized_pixels, grid1000 or unit, got "
                                             f"{self.point_frame!r}")
+        if self.geometry not in VLM_GEOMETRIES:
+            raise FieldError("geometry", f"must be {' or '.join(VLM_GEOMETRIES)}, got {self.geometry!r}")
+        if self.torch_threads is not None and self.torch_threads < 1:
+            raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
+        check_camera_calibration(self.camera_calibration)
+
+    @property
+    def learned_geometry(self) -> bool:
+        """Whether the learned state and trace models give the subgoals their 3-D traces (``geometry=learned``)."""
+        return self.geometry == "learned"
 
 
 @dataclass
@@ -485,19 +528,6 @@ class LearnedPerceptionConfig(ComponentConfig):
         if self.torch_threads is not None and self.torch_threads < 1:
             raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
         check_camera_calibration(self.camera_calibration)
-
-
-def check_camera_calibration(calibration: dict[str, Any] | None) -> None:
-    """Refuse a ``camera_calibration`` section that lacks one of its keys (None is allowed: no override).
-
-    Raises:
-        FieldError: naming the missing keys.
-    """
-    if calibration is not None:
-        missing = [k for k in ("intrinsics", "world_from_camera", "image_size") if k not in calibration]
-        if missing:
-            raise FieldError("camera_calibration", f"lacks {missing} (needs intrinsics 3x3, world_from_camera 4x4, "
-                                                   "image_size [H, W])")
 
 
 def check_positive_length(name: str, value: float | None) -> None:

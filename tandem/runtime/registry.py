@@ -189,7 +189,9 @@ def _instruction_planner(spec: InstructionPlannerConfig, ctx: BuildContext) -> P
 
 @PLANNERS.register("vlm")
 def _vlm_planner(spec: VLMPlannerConfig, ctx: BuildContext) -> Planner:
-    """A VLM behind an OpenAI-compatible server or a local transformers model (ConfigError for a bad backend)."""
+    """A VLM behind an OpenAI-compatible server or a local transformers model (ConfigError for a bad backend); with
+    ``geometry=learned``, the learned state and trace models give its subgoals their 3-D traces
+    (:func:`_learned_geometry`)."""
     from planner_vlm.factory import make_vlm_planner
 
     grounder = None
@@ -201,7 +203,8 @@ def _vlm_planner(spec: VLMPlannerConfig, ctx: BuildContext) -> Planner:
             from planner_vlm.learned.grounder import InstructionGrounder
 
             grounder = InstructionGrounder.load(path)
-    return make_vlm_planner(asdict(spec), grounder=grounder)
+    geometry = _learned_geometry(spec, ctx) if spec.learned_geometry else None
+    return make_vlm_planner(asdict(spec), grounder=grounder, geometry=geometry)
 
 
 # ------------------------------------------------------------------------------------------- learned perception
@@ -292,12 +295,21 @@ def presence_cameras(cfg: StackConfig) -> tuple[str, ...]:
     return tuple(str(c) for c in cameras) if isinstance(cameras, list) else ()
 
 
+def state_model_sections(cfg: StackConfig) -> list[Any]:
+    """The planner and verifier sections of ``cfg`` that read the learned state model: a learned planner or verifier
+    (:class:`LearnedPerceptionConfig`), and the VLM planner with ``geometry=learned``. Each has ``state_checkpoint``,
+    ``camera_calibration``, ``torch_threads`` and ``use_depth``."""
+    return [s for s in (cfg.planner, cfg.verifier) if isinstance(s, LearnedPerceptionConfig)
+            or (isinstance(s, VLMPlannerConfig) and s.learned_geometry)]
+
+
 def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
-    """``(camera, (H, W) px)`` the learned state model of ``cfg``'s planner or verifier reads, or of its executor
+    """``(camera, (H, W) px)`` the learned state model of ``cfg``'s planner or verifier reads (a learned one, or the
+    VLM planner with ``geometry=learned``: :func:`state_model_sections`), or of its executor
     (a track checkpoint with ``scene_input="objects_3d"``), from the checkpoints' ``config.json`` without loading
     them: the first section whose checkpoint can be read; None when none reads one or none can be read (loading an
     unreadable one later raises the real error)."""
-    sections = [s for s in (cfg.planner, cfg.verifier) if isinstance(s, LearnedPerceptionConfig)]
+    sections: list[Any] = state_model_sections(cfg)
     if isinstance(cfg.executor, TandemCheckpointWiring) and cfg.executor.name in ("diffusion", "track"):
         try:
             if checkpoint_scene_input(resolve_checkpoint(cfg.executor, cfg.task.name, cfg.planner.name)) != "none":
@@ -315,14 +327,13 @@ def perception_camera(cfg: StackConfig) -> tuple[str, tuple[int, int]] | None:
 
 
 def perception_depth(cfg: StackConfig) -> bool:
-    """Whether a learned planner or verifier of ``cfg`` reads the camera's depth: its ``use_depth`` is set and its
+    """Whether a planner or verifier of ``cfg`` that reads the learned state model (:func:`state_model_sections`)
+    reads the camera's depth: its ``use_depth`` is set and its
     state checkpoint's ``config.json`` has a depth offset for some object, or (the learned planner's first-plan absent
     check, ``use_absent_thresholds``, where no presence model supersedes it) records the support surface
     ``support_z_m`` (read without loading the model).
     Raises nothing: an unreadable checkpoint reads no depth (loading it later raises the real error)."""
-    for section in (cfg.planner, cfg.verifier):
-        if not isinstance(section, LearnedPerceptionConfig):
-            continue
+    for section in state_model_sections(cfg):
         try:
             path = resolve_perception_checkpoint(section.state_checkpoint, cfg.task.name, "state")
             raw = json.loads((path / "config.json").read_text())
@@ -347,7 +358,7 @@ def perception_depth(cfg: StackConfig) -> bool:
 _STATE_MODELS: dict[tuple[str, str], Any] = {}
 
 
-def _state_model(spec: LearnedPerceptionConfig | TandemCheckpointWiring, ctx: BuildContext) -> Any:
+def _state_model(spec: LearnedPerceptionConfig | VLMPlannerConfig | TandemCheckpointWiring, ctx: BuildContext) -> Any:
     """The state model of ``spec`` with the camera calibration injected: ``spec.camera_calibration`` if given, else
     the simulator camera's (in simulation), else the one stored with the checkpoint (a robot without a calibration in
     its config: logged).
@@ -375,6 +386,22 @@ def _state_model(spec: LearnedPerceptionConfig | TandemCheckpointWiring, ctx: Bu
         _STATE_MODELS.clear()  # one model at a time: a new episode config replaces the previous one
         _STATE_MODELS[key] = StateModel.from_checkpoint(path, None if raw is None else CameraCalibration.from_json(raw))
     return _STATE_MODELS[key]
+
+
+def _learned_geometry(spec: VLMPlannerConfig, ctx: BuildContext) -> Any:
+    """The hybrid mode's :class:`~planner_vlm.learned.geometry.LearnedGeometry`: the state model of
+    ``spec.state_checkpoint`` (:func:`_state_model`, shared with a learned verifier) and the trace model of
+    ``spec.trace_checkpoint`` (None: the shipped ones of the task), with the learned planner's default rules.
+
+    Raises:
+        ConfigError: a missing checkpoint (names the training command). CheckpointError: a bad checkpoint.
+    """
+    from planner_vlm.learned.geometry import LearnedGeometry
+    from planner_vlm.learned.trace_model import TraceModel
+
+    state = _state_model(spec, ctx)
+    trace = TraceModel.from_checkpoint(resolve_perception_checkpoint(spec.trace_checkpoint, ctx.task, "trace"))
+    return LearnedGeometry(state, trace, use_depth=spec.use_depth)
 
 
 @PLANNERS.register("learned")
@@ -833,6 +860,6 @@ __all__ = [
     "EXECUTORS", "FLAT_PLANNER", "GOAL_PRODUCERS", "PLANNERS", "REGISTRIES", "SHIPPED_CHECKPOINTS", "VERIFIERS",
     "BuildContext", "Registry", "Stack", "build_agent", "build_bridge_stack", "build_memory", "build_robot_env",
     "build_sim_env", "build_stack", "check_executor_conditioning", "check_executor_task", "checkpoint_conditioning", "checkpoint_scene_input",
-    "executor_observation_spec", "perception_camera", "presence_cameras", "presence_checkpoint", "resolve_checkpoint",
+    "executor_observation_spec", "perception_camera", "state_model_sections", "presence_cameras", "presence_checkpoint", "resolve_checkpoint",
     "resolve_perception_checkpoint", "set_torch_threads",
 ]

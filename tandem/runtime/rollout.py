@@ -10,7 +10,8 @@ Artefacts written to ``out_dir`` (all optional):
   step, the goal images; ``tandem-replay <out_dir>`` reads it (written as the episode runs, so it survives a crash);
 * ``summary.json``: success, subgoals done, attempts, replans, steps, wall time, failure cause, latencies,
   ``privileged`` (bool: whether any component of the stack read the simulator's truth; ``oracle_components``
-  names them), the ``instruction`` given, the ``judge_goals`` the env judges success by (its task's reference
+  names them), ``planner_source`` (what the planner's plans come from, e.g. ``learned``, ``vlm``, or
+  ``vlm+learned_geometry``: a VLM's subgoals traced by the learned models), the ``instruction`` given, the ``judge_goals`` the env judges success by (its task's reference
   reading), and ``grounding``: the planner's own reading of the words (goals, ordered, confidence, refused,
   ``grounded_by``), None for a planner that grounds no goals.
 
@@ -152,7 +153,8 @@ def run_episode(
     log = EpisodeLog(meta={"seed": int(seed), "privileged": agent.privileged,
                            "oracle_components": agent.oracle_components, **(meta or {})})
     summary: dict[str, Any] = {"seed": int(seed), "success": False, "failure": None, "steps": 0,
-                               "privileged": agent.privileged, "oracle_components": agent.oracle_components}
+                               "privileged": agent.privileged, "oracle_components": agent.oracle_components,
+                               "planner_source": agent.planner.source}
     writer: VideoWriter | None = None
     step = 0
     success = False
