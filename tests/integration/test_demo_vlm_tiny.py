@@ -25,7 +25,8 @@ def test_demo_with_tiny_transformers_vlm_records_every_exchange(tmp_path):
         pytest.skip("tandem-demo is not installed in this environment (pip install -e .)")
     env = dict(os.environ, MUJOCO_GL=os.environ.get("MUJOCO_GL", "egl"), HF_HUB_OFFLINE="1")
     proc = subprocess.run(
-        [str(exe), "planner=vlm", "planner.backend=transformers", f"planner.model_path={model_dir}",
+        [str(exe), "planner=vlm", "verifier=oracle", "executor=scripted", "goals=oracle",  # the old default
+             "planner.backend=transformers", f"planner.model_path={model_dir}",
          "planner.device=cpu", "planner.max_new_tokens=8", "video=false", "env.image_size=[64,64]",
          f"out_dir={out}"],
         capture_output=True, text=True, timeout=600, env=env,
