@@ -27,8 +27,10 @@ from tandem.evaluation.rows import failed_row, row_from_result
 from tandem.evaluation.suite import EpisodeJob, config_hash
 from tandem.runtime.environment import prepare_runtime
 
-#: Stacks kept alive per worker process (an env build costs seconds; memory ~ 0.2 GB each).
-STACK_CACHE_SIZE = 2
+#: Stacks kept alive per worker process (an env build costs seconds; memory ~ 0.2 GB each). One: closing an env
+#: breaks the EGL depth render of every env built before the close (tests/sim/test_render_after_another_env_closed.py),
+#: so a stack is closed before the next one is built, never after.
+STACK_CACHE_SIZE = 1
 
 
 _STACKS: OrderedDict[str, Any] = OrderedDict()
@@ -45,11 +47,15 @@ def _load_builder(spec: str) -> Callable[[Any], Any]:
 
 
 def _stack_for(job: EpisodeJob) -> tuple[Any, bool]:
-    """(stack, built_now) for ``job`` from this process's cache; evicts the least recently used."""
+    """(stack, built_now) for ``job`` from this process's cache; before building, closes the least recently used
+    stacks beyond ``STACK_CACHE_SIZE - 1`` (see :data:`STACK_CACHE_SIZE`)."""
     ck = config_hash({"build": job.build, "builder": job.builder})
     if ck in _STACKS:
         _STACKS.move_to_end(ck)
         return _STACKS[ck], False
+    while _STACKS and len(_STACKS) >= STACK_CACHE_SIZE:
+        _, old = _STACKS.popitem(last=False)
+        _close_quietly(old)
     if job.builder:
         stack = _load_builder(job.builder)(job.build)
     else:

@@ -5,7 +5,8 @@ Seen in ``tandem-eval`` when one worker runs several tasks: the learned stack's 
 ("AssertionError" from robosuite's ``get_real_depth_map``: the z-buffer read back is uninitialised). Tried without
 success: re-binding the env's context before each render (done already), pausing the garbage collector around the
 render, re-binding the desktop-GL client API (robosuite's ``EGLGLContext.free`` calls ``eglReleaseThread``). Until it
-is fixed, evaluations run one process per task (docs/results/instructions.md).
+is fixed, a ``tandem-eval`` worker closes its stack before it builds the next one, never after
+(``tandem.evaluation.episode.STACK_CACHE_SIZE``).
 """
 
 from __future__ import annotations
