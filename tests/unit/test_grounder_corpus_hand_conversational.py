@@ -3,21 +3,20 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from planner_vlm.learned.grounder_corpora import hand_conversational as hand
+from sim.tasks.registry import task_vocabulary
 from tandem.core.vocabulary import TaskVocabulary
 
-ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("stack_three", "pick_place_bins", "nut_assembly")
 KINDS = {"out_of_vocabulary", "missing_skill", "impossible", "empty"}
 
 
 def _vocab(task: str) -> TaskVocabulary:
-    return TaskVocabulary.load(ROOT / "sim" / "tasks" / task / "vocabulary.yaml")
+    return task_vocabulary(task)
 
 
 @pytest.mark.parametrize("task", TASKS)

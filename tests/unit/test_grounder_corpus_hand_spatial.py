@@ -3,22 +3,20 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from planner_vlm.learned.grounder_corpora import hand_spatial as hand
-from tandem.core.vocabulary import TaskVocabulary
+from sim.tasks.registry import task_vocabulary
 
-ROOT = Path(__file__).resolve().parents[2]
 TASKS = ("stack_three", "pick_place_bins", "nut_assembly")
 KINDS = {"out_of_vocabulary", "missing_skill", "impossible", "empty"}
 
 
 @pytest.mark.parametrize("task", TASKS)
 def test_positives_and_negatives(task: str) -> None:
-    vocab = TaskVocabulary.load(ROOT / "sim" / "tasks" / task / "vocabulary.yaml")
+    vocab = task_vocabulary(task)
     rng = np.random.default_rng(7)
     missing = [re.compile(rf"\b{re.escape(m)}\b") for m in hand.MISSING_VERBS]
     texts = set()
