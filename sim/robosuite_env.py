@@ -436,8 +436,9 @@ class RobosuiteEnv:
                 self.rs_env.reset()
             except RandomizationError as e:
                 raise PlacementError(f"task {self.task_name!r}: object placement failed for seed {self.seed}: {e}") from e
+            fixed = self.task_def.after_reset(self.rs_env, self.episode, self.seed)
             self.forward()
-            overlaps = self.interpenetrations()
+            overlaps = [] if fixed else self.interpenetrations()
             if not overlaps:
                 break
         else:

@@ -150,6 +150,10 @@ class TaskDefinition:
         """See :meth:`TaskScene.configure_episode`."""
         self.parts.scene.configure_episode(rs_env, episode)
 
+    def after_reset(self, rs_env: Any, episode: TaskEpisode, seed: int) -> bool:
+        """See :meth:`TaskScene.after_reset`."""
+        return self.parts.scene.after_reset(rs_env, episode, seed)
+
     def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
         """See :meth:`TaskScene.object_names`."""
         return self.parts.scene.object_names(episode)

@@ -17,9 +17,28 @@ _TASKS: dict[str, str] = {
 }
 
 
+#: Prefixes of task families registered by name pattern: ``<prefix>/<name>`` -> "module:ClassName(name)", and the
+#: function listing the family's names (empty where its optional extra is not installed).
+_FAMILIES: dict[str, tuple[str, str]] = {
+    "libero_10": ("sim.tasks.libero:LiberoTask", "sim.tasks.libero.problem:registered_names"),
+}
+
+
+def _family(name: str) -> tuple[str, str] | None:
+    return _FAMILIES.get(name.partition("/")[0]) if "/" in name else None
+
+
+def _family_names() -> list[str]:
+    out: list[str] = []
+    for _, lister in dict.fromkeys(_FAMILIES.values()):
+        module, fn = lister.split(":")
+        out.extend(getattr(importlib.import_module(module), fn)())
+    return out
+
+
 def task_names() -> list[str]:
-    """Names of all registered tasks."""
-    return sorted(_TASKS)
+    """Names of all registered tasks: tandem's own, then every task of an installed family (``libero_10/...``)."""
+    return sorted(_TASKS) + _family_names()
 
 
 def make_task(name: str) -> TaskDefinition:
@@ -28,6 +47,10 @@ def make_task(name: str) -> TaskDefinition:
     Raises:
         UnknownTaskError: if ``name`` is not registered (the message lists the known tasks).
     """
+    family = _family(name)
+    if family is not None:
+        module, cls = family[0].split(":")
+        return getattr(importlib.import_module(module), cls)(name)
     if name not in _TASKS:
         raise UnknownTaskError(name, task_names())
     module, cls = _TASKS[name].split(":")
@@ -43,6 +66,8 @@ def task_vocabulary(name: str) -> TaskVocabulary:
     """
     from sim.tasks.roles import VOCABULARY_FILE, vocabulary_from_file
 
+    if _family(name) is not None:
+        return make_task(name).vocabulary
     if name not in _TASKS:
         raise UnknownTaskError(name, task_names())
     return vocabulary_from_file(Path(__file__).parent / name / VOCABULARY_FILE)

@@ -82,6 +82,12 @@ class TaskScene(abc.ABC):
     def configure_episode(self, rs_env: Any, episode: TaskEpisode) -> None:  # noqa: B027 - optional hook
         """Optional hook before ``reset()`` (e.g. choose which objects are active)."""
 
+    def after_reset(self, rs_env: Any, episode: TaskEpisode, seed: int) -> bool:
+        """Optional hook after robosuite's ``reset()`` drew the scene for ``seed`` (e.g. load a benchmark's fixed init
+        state). Returns True when the scene is now a fixed state that the adapter must not redraw for an overlap.
+        Default: nothing, False."""
+        return False
+
     @abc.abstractmethod
     def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
         """Graspable object names used in this episode's instruction, e.g. ``("red", "green", "blue")``."""

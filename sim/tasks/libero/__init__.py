@@ -1,0 +1,65 @@
+"""LIBERO tasks in tandem (the optional extra ``tandem[libero]``): ``libero_10/<LIBERO task name>``.
+
+Four parts (see :mod:`sim.tasks`): :mod:`.scene` (LIBERO's BDDL scene and its official init states),
+:mod:`.predicates` (the BDDL goal atoms, judged by LIBERO's own ``_eval_predicate``), :mod:`.expert` (the shared
+skills of :mod:`.skills`), :mod:`.perturbations`. :mod:`.installation` finds and patches LIBERO, :mod:`.problem`
+parses a task's BDDL, :mod:`.init_states` reads the official init states without torch.
+"""
+
+from __future__ import annotations
+
+import re
+
+from sim.tasks.base import TaskDefinition
+from sim.tasks.libero.expert import LiberoExpert
+from sim.tasks.libero.perturbations import LiberoPerturbations
+from sim.tasks.libero.predicates import LiberoPredicates
+from sim.tasks.libero.scene import LiberoScene
+from tandem.core.grounding import Grounding
+
+__all__ = ["LiberoTask"]
+
+
+def _normalised(text: str) -> str:
+    return re.sub(r"[^a-z0-9 ]+", "", re.sub(r"\s+", " ", text.lower())).strip()
+
+
+class LiberoTask(TaskDefinition):
+    """One LIBERO task, its four parts composed.
+
+    Args:
+        name: ``<suite>/<task>``.
+
+    Raises:
+        LiberoNotInstalled: the extra is missing. UnknownTaskError: no such LIBERO task.
+    """
+
+    def __init__(self, name: str) -> None:
+        scene = LiberoScene(name)
+        super().__init__(scene=scene, predicates=LiberoPredicates(scene), expert=LiberoExpert(scene),
+                         perturbations=LiberoPerturbations())
+
+    def read_instruction(self, instruction: str) -> Grounding:
+        """The judge's reading: LIBERO's own instruction (case, spacing and punctuation aside) means the BDDL goal;
+        any other text is refused, because LIBERO judges a task only by its BDDL goal."""
+        scene: LiberoScene = self.parts.scene  # type: ignore[assignment]
+        own = scene.problem.instruction
+        if _normalised(instruction) == _normalised(own):
+            return Grounding(instruction=instruction, goals=scene.problem.goals, ordered=True, confidence=1.0,
+                             grounded_by="reference_reading")
+        return Grounding(instruction=instruction, refused=f"LIBERO task {scene.name!r} is judged by its BDDL goal "
+                         f"only; its instruction is {own!r}", grounded_by="reference_reading")
+
+    def reference_subgoals(self, episode):  # type: ignore[no-untyped-def]
+        """``pick(o)`` then the placing skill for every goal over an object; the articulating skill alone otherwise
+        (``close``, ``turn_on``)."""
+        scene: LiberoScene = self.parts.scene  # type: ignore[assignment]
+        by_pred = {tpl.split("(")[0]: skill for skill, tpl in scene.skill_templates().items() if skill != "pick"}
+        out: list[tuple[str, tuple[str, ...]]] = []
+        for goal in episode.spec.goals:
+            pred, _, rest = goal.partition("(")
+            args = tuple(a.strip() for a in rest.rstrip(")").split(",") if a.strip())
+            if args[0] in scene.problem.objects:
+                out.append(("pick", args[:1]))
+            out.append((by_pred[pred], args))
+        return out

@@ -1,0 +1,49 @@
+"""Role 3 of 4 for a LIBERO task: the scripted expert, one shared skill planner per skill
+(:mod:`sim.tasks.libero.skills`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sim.tasks.libero.scene import LiberoScene
+from sim.tasks.libero.skills import skill_planner
+from sim.tasks.libero.world import LiberoWorld
+from sim.tasks.roles import TaskExpert
+from sim.tasks.types import TaskEpisode, Waypoint
+from tandem.core.errors import UnknownSkillError
+
+
+class LiberoExpert(TaskExpert):
+    """Expert of one LIBERO task.
+
+    Args:
+        scene: the task's scene (its skills).
+    """
+
+    def __init__(self, scene: LiberoScene) -> None:
+        self.scene = scene
+
+    def expert_waypoints(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> list[Waypoint]:
+        if skill not in self.scene.skills:
+            raise UnknownSkillError(skill, list(self.scene.skills))
+        return skill_planner(skill)(LiberoWorld(rs_env), tuple(args))
+
+    def goal_poses(self, rs_env: Any, episode: TaskEpisode, skill: str,
+                   args: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The moved object's pose once ``skill(*args)`` succeeded: above its place (put_in, put_on: the place's
+        centre, the object's height kept above the place's top) or lifted 10 cm (pick); nothing moves for the
+        skills that articulate a fixture."""
+        world = LiberoWorld(rs_env)
+        if skill == "pick":
+            pos, quat = world.pose(args[0])
+            return {args[0]: (pos + [0.0, 0.0, 0.10], quat)}
+        if skill in ("put_in", "put_on"):
+            pos, quat = world.pose(args[0])
+            lo, hi = world.body_box(args[0])
+            place = world.region_box(args[1]) if args[1] in rs_env.object_sites_dict else world.body_box(args[1])
+            centre = (place[0] + place[1]) / 2
+            target = np.array([centre[0], centre[1], place[1][2] + (pos[2] - lo[2])])
+            return {args[0]: (target, quat)}
+        return {}

@@ -1,0 +1,159 @@
+"""Role 1 of 4 for a LIBERO task: the BDDL scene, built through LIBERO's own problem classes.
+
+Episodes and seeds (LIBERO's protocol; ``/work/shared/FIELD-NOTES.md``):
+
+* seeds :data:`OFFICIAL_SEEDS` (1000-1049) are LIBERO's 50 official init states of the task, in order: the test
+  set, on which nothing is trained;
+* every other seed draws the scene with LIBERO's own placement samplers, seeded by the seed (training
+  demonstrations, validation).
+
+The instruction is LIBERO's; the goals are the BDDL goal's atoms (:mod:`sim.tasks.libero.problem`). The episode
+budget is LIBERO-10's 520 control steps at 20 Hz.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sim.tasks.libero.init_states import official_init_states
+from sim.tasks.libero.installation import require_libero
+from sim.tasks.libero.problem import GOAL_SKILLS, PICK, LiberoProblem, atom_of, load_problem, words_of
+from sim.tasks.libero.world import LiberoWorld
+from sim.tasks.roles import TaskScene
+from sim.tasks.types import TaskEpisode
+from tandem.core.errors import ConfigError
+from tandem.core.types import TaskSpec
+from tandem.core.vocabulary import TaskVocabulary
+
+#: The seeds that stand for LIBERO's official init states 0..49 (the test set).
+OFFICIAL_SEEDS = range(1000, 1050)
+#: LIBERO-10's episode cap (control steps at 20 Hz), as openpi's and LeRobot's evaluations use it.
+MAX_STEPS = 520
+#: Physics steps (2 ms each) that let a sampled placement push its objects out of the table before the adapter's
+#: overlap check (LIBERO's samplers place meshes up to 3 cm deep).
+SETTLE_PHYSICS_STEPS = 250
+
+
+def official_index(seed: int) -> int | None:
+    """The official init state a seed stands for (0..49), or None for a seed LIBERO's placement draws."""
+    return seed - OFFICIAL_SEEDS.start if seed in OFFICIAL_SEEDS else None
+
+
+class LiberoScene(TaskScene):
+    """The scene of one LIBERO task (see the module doc).
+
+    Args:
+        name: ``<suite>/<task>``, e.g. ``"libero_10/KITCHEN_SCENE3_turn_on_the_stove_and_put_the_moka_pot_on_it"``.
+
+    Raises:
+        LiberoNotInstalled: the extra is missing. UnknownTaskError: not a LIBERO task of a registered suite.
+    """
+
+    max_steps = MAX_STEPS
+    steps_per_subgoal = 130
+
+    def __init__(self, name: str) -> None:
+        self.problem: LiberoProblem = load_problem(name)
+        self.name = name
+        used = {atom_of(g)[0] for g in self.problem.goals}
+        self.skills = (PICK[0], *(GOAL_SKILLS[p][0] for p in GOAL_SKILLS if p in used))
+
+    # ---- the goal and its words
+    def skill_templates(self) -> dict[str, str]:
+        """Skill -> predicate template of this task's skills."""
+        used = {atom_of(g)[0] for g in self.problem.goals}
+        return {PICK[0]: PICK[1], **{GOAL_SKILLS[p][0]: GOAL_SKILLS[p][1] for p in GOAL_SKILLS if p in used}}
+
+    def targets(self) -> tuple[str, ...]:
+        """The places the goals name (regions and fixtures), in goal order."""
+        out: list[str] = []
+        for g in self.problem.goals:
+            atom = atom_of(g)
+            for a in atom[1:]:
+                if a not in self.problem.objects and a not in out:
+                    out.append(a)
+            if len(atom) == 3 and atom[2] in self.problem.objects and atom[2] not in out:
+                out.append(atom[2])  # a plate is an object and a place
+        return tuple(out)
+
+    def vocabulary(self) -> TaskVocabulary:
+        """The task's vocabulary, declared by its BDDL file: its objects and places in their own words, its skills."""
+        used = {atom_of(g)[0] for g in self.problem.goals}
+        return TaskVocabulary(
+            task=self.name, skills=self.skill_templates(),
+            goal_skills=tuple(GOAL_SKILLS[p][0] for p in GOAL_SKILLS if p in used),
+            objects={o: (words_of(o),) for o in self.problem.objects},
+            places={t: (words_of(t),) for t in self.targets() if t not in self.problem.objects},
+            skill_texts={PICK[0]: PICK[2], **{GOAL_SKILLS[p][0]: GOAL_SKILLS[p][2] for p in GOAL_SKILLS if p in used}})
+
+    def spec_for_goals(self, goals: tuple[str, ...], instruction: str) -> TaskSpec:
+        vocab = self.vocabulary()
+        return TaskSpec(name=self.name, instruction=instruction, objects=tuple(self.problem.objects),
+                        max_steps=self.max_steps, skills=self.skill_templates(), goals=tuple(goals),
+                        targets=self.targets(), skill_texts=dict(vocab.skill_texts), vocabulary=vocab)
+
+    def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
+        """LIBERO's own instruction and goal (the same for every seed; the scene is drawn at reset)."""
+        return TaskEpisode(spec=self.spec_for_goals(self.problem.goals, self.problem.instruction),
+                           choices={"instruction_from": "libero"})
+
+    # ---- the simulator
+    def make_robosuite_env(self, **env_kwargs: Any) -> Any:
+        """LIBERO's problem env for the BDDL file (Panda on LIBERO's mount, robosuite 1.5's composite controller with
+        an OSC_POSE arm, no initialization noise), as ``libero.libero.envs.env_wrapper.ControlEnv`` builds it."""
+        require_libero()
+        import libero.libero.envs.bddl_utils as bddl_utils
+        import robosuite
+        from libero.libero.envs import TASK_MAPPING
+
+        controller = robosuite.load_composite_controller_config(controller=None, robot="Panda")
+        for part in controller.get("body_parts", {}).values():
+            part["type"] = "OSC_POSE"
+        problem_name = bddl_utils.get_problem_info(str(self.problem.bddl_path))["problem_name"]
+        return TASK_MAPPING[problem_name](str(self.problem.bddl_path), robots=["Panda"],
+                                          controller_configs=controller, initialization_noise=None,
+                                          camera_names=["agentview", "robot0_eye_in_hand"], **env_kwargs)
+
+    def after_reset(self, rs_env: Any, episode: TaskEpisode, seed: int) -> bool:
+        """Load official init state ``seed - 1000`` for a seed of :data:`OFFICIAL_SEEDS` (recorded in
+        ``episode.choices["init_state"]``; a fixed state, True); any other seed keeps LIBERO's placement, drawn at
+        reset (False).
+
+        Raises:
+            ConfigError: the init state does not fit this model (names the task and sizes).
+        """
+        k = official_index(seed)
+        episode.choices["init_state"] = "sampled" if k is None else k
+        if k is None:
+            for _ in range(SETTLE_PHYSICS_STEPS):  # LIBERO's samplers drop meshes into the table by up to 3 cm
+                rs_env.sim.step()
+            return False
+        states = official_init_states(self.problem.init_states_path)
+        state = states[k]
+        expected = rs_env.sim.get_state().flatten().shape[0]
+        if state.shape[0] != expected:
+            raise ConfigError(f"LIBERO task {self.name!r}: init state {k} has {state.shape[0]} numbers, the model "
+                              f"{expected}")
+        rs_env.sim.set_state_from_flattened(state)
+        rs_env.sim.forward()
+        return True
+
+    def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
+        return tuple(self.problem.objects)
+
+    def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
+        world = LiberoWorld(rs_env)
+        out: dict[str, dict[str, list[float]]] = {}
+        for name in (*self.problem.objects, *(t for t in self.targets() if t not in self.problem.objects)):
+            pos, quat = world.pose(name)
+            out[name] = {"pos": pos.tolist(), "quat": quat.tolist()}
+        return out
+
+    def mujoco_object(self, rs_env: Any, episode: TaskEpisode, name: str) -> Any:
+        from tandem.core.errors import UnknownObjectError
+
+        if name not in rs_env.objects_dict:
+            raise UnknownObjectError(name, list(rs_env.objects_dict))
+        return rs_env.objects_dict[name]

@@ -1,0 +1,128 @@
+"""What a LIBERO skill may read of the live simulator: a small privileged view shared by every skill.
+
+Every skill (``sim/tasks/libero/skills/``) plans its waypoints from a :class:`LiberoWorld` only, so that one skill
+serves every LIBERO scene. Conventions: positions in m, world frame, z up; quaternions wxyz; yaw in rad about
+world +z; boxes are axis-aligned in the world frame.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mujoco
+import numpy as np
+
+from tandem.core.errors import UnknownObjectError
+
+
+class LiberoWorld:
+    """A privileged view of one LIBERO robosuite env (``rs_env``: a ``libero.libero.envs`` problem instance).
+
+    Args:
+        rs_env: the raw LIBERO env (only oracles reach it).
+    """
+
+    def __init__(self, rs_env: Any) -> None:
+        self.rs_env = rs_env
+        self.model = rs_env.sim.model._model
+        self.data = rs_env.sim.data._data
+        robot = rs_env.robots[0]
+        self._eef_site = int(robot.eef_site_id[robot.arms[0]])
+        self._gripper = robot.gripper[robot.arms[0]]
+
+    # ---- the robot
+    def eef_pos(self) -> np.ndarray:
+        """``float64 (3,)`` grip-site position (m, world)."""
+        return self.data.site_xpos[self._eef_site].copy()
+
+    def eef_mat(self) -> np.ndarray:
+        """``float64 (3, 3)`` grip-site rotation, site -> world."""
+        return self.data.site_xmat[self._eef_site].reshape(3, 3).copy()
+
+    def is_grasped(self, name: str) -> bool:
+        """Whether the gripper holds object ``name`` (robosuite's ``_check_grasp``: both finger pads touch it)."""
+        return bool(self.rs_env._check_grasp(gripper=self._gripper, object_geoms=self._object(name)))
+
+    # ---- objects, fixtures and their regions
+    def names(self) -> tuple[str, ...]:
+        """Every object, fixture and region (site) name of the scene."""
+        env = self.rs_env
+        return (*env.objects_dict, *env.fixtures_dict, *env.object_sites_dict)
+
+    def _object(self, name: str) -> Any:
+        env = self.rs_env
+        obj = env.objects_dict.get(name) or env.fixtures_dict.get(name)
+        if obj is None:
+            raise UnknownObjectError(name, list(env.objects_dict) + list(env.fixtures_dict))
+        return obj
+
+    def pose(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """``(pos (3,), quat wxyz (4,))`` of an object's or fixture's root body, or of a region's site.
+
+        Raises:
+            UnknownObjectError: no such object, fixture or region.
+        """
+        env = self.rs_env
+        if name in env.object_sites_dict:
+            sid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
+            quat = np.zeros(4)
+            mujoco.mju_mat2Quat(quat, self.data.site_xmat[sid])
+            return self.data.site_xpos[sid].copy(), quat
+        if name not in env.obj_body_id:
+            raise UnknownObjectError(name, list(self.names()))
+        bid = env.obj_body_id[name]
+        return self.data.xpos[bid].copy(), self.data.xquat[bid].copy()
+
+    def region_box(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """A region's extent: ``(lo (3,), hi (3,))`` world box of its site (centre +- half-size along the site's
+        axes, rotated into the world and made axis-aligned).
+
+        Raises:
+            UnknownObjectError: not a region of the scene.
+        """
+        if name not in self.rs_env.object_sites_dict:
+            raise UnknownObjectError(name, list(self.rs_env.object_sites_dict))
+        sid = mujoco.mj_name2id(self.model, mujoco.mjtObj.mjOBJ_SITE, name)
+        c = self.data.site_xpos[sid]
+        r = self.data.site_xmat[sid].reshape(3, 3)
+        half = np.abs(r) @ np.asarray(self.model.site_size[sid], dtype=np.float64)
+        return c - half, c + half
+
+    def body_box(self, name: str) -> tuple[np.ndarray, np.ndarray]:
+        """World axis-aligned box ``(lo (3,), hi (3,))`` around the collision geoms of an object or fixture (its
+        root body and every body below it), from each geom's bounding box.
+
+        Raises:
+            UnknownObjectError: no such object or fixture.
+        """
+        if name not in self.rs_env.obj_body_id:
+            raise UnknownObjectError(name, list(self.names()))
+        root = self.rs_env.obj_body_id[name]
+        m, d = self.model, self.data
+        lo, hi = np.full(3, np.inf), np.full(3, -np.inf)
+        for g in range(m.ngeom):
+            b = int(m.geom_bodyid[g])
+            if not self._below(b, root) or (m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0):
+                continue
+            r = d.geom_xmat[g].reshape(3, 3)
+            half = np.abs(r) @ np.asarray(m.geom_aabb[g][3:], dtype=np.float64)
+            centre = d.geom_xpos[g] + r @ np.asarray(m.geom_aabb[g][:3], dtype=np.float64)
+            lo, hi = np.minimum(lo, centre - half), np.maximum(hi, centre + half)
+        if not np.all(np.isfinite(lo)):
+            pos, _ = self.pose(name)
+            return pos.copy(), pos.copy()
+        return lo, hi
+
+    def _below(self, body: int, root: int) -> bool:
+        while body > 0:
+            if body == root:
+                return True
+            body = int(self.model.body_parentid[body])
+        return body == root
+
+    def joint_positions(self, name: str) -> list[float]:
+        """The qpos (rad or m) of every joint of an object, fixture or region (a drawer's slide, a knob's hinge)."""
+        env = self.rs_env
+        joints = (env.object_sites_dict[name].joints if name in env.object_sites_dict
+                  else self._object(name).joints)
+        return [float(env.sim.data.get_joint_qpos(j)) for j in joints]
