@@ -11,7 +11,7 @@ export TOKENIZERS_PARALLELISM := false
 TASK  ?= stack_three
 ARGS  ?=
 
-.PHONY: setup setup-dev demo test lint clean
+.PHONY: setup setup-dev demo test lint clean libero
 
 setup:
 	@scripts/setup_venv.sh
@@ -29,6 +29,10 @@ test: setup-dev
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(PY) -m pytest $(ARGS)
+
+## The optional LIBERO-10 extra (task=libero_10/<task>): LIBERO's task files, its assets (298 MB) and the link to them.
+libero: setup
+	@scripts/install_libero.sh
 
 lint: setup-dev
 	$(VENV)/bin/lint-imports

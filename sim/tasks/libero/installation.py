@@ -20,7 +20,9 @@ LIBERO's own ``libero.libero.benchmark`` module imports torch; ``sim`` never doe
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import importlib.util
 import os
 from pathlib import Path
@@ -84,8 +86,10 @@ def require_libero() -> Path:
     root = configure_libero()
     if not (root / "assets" / "scenes").is_dir():
         raise LiberoNotInstalled(f"LIBERO's assets are not linked at {root / 'assets'}; {INSTALL_HINT}")
-    try:
-        from libero.libero.envs.robots import on_the_ground_panda
+    try:  # gym 0.26, which LIBERO's env module imports, prints a deprecation notice on stderr at import
+        with contextlib.redirect_stderr(io.StringIO()):
+            import libero.libero.envs  # noqa: F401 - registers LIBERO's problem classes
+            from libero.libero.envs.robots import on_the_ground_panda
     except ImportError as e:  # bddl, easydict, gym, future ...
         raise LiberoNotInstalled(f"LIBERO cannot be imported ({e}); {INSTALL_HINT}") from e
     on_the_ground_panda.OnTheGroundPanda.default_base = property(lambda self: "NullMount")

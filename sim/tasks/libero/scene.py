@@ -116,6 +116,11 @@ class LiberoScene(TaskScene):
                                           controller_configs=controller, initialization_noise=None,
                                           camera_names=["agentview", "robot0_eye_in_hand"], **env_kwargs)
 
+    def configure_episode(self, rs_env: Any, episode: TaskEpisode) -> None:
+        """Seed LIBERO's placement samplers: they draw from numpy's global generator (``libero/envs/utils.py``), not
+        from the env's ``rng`` that the adapter seeds, so the global one is seeded from it (same seed, same scene)."""
+        np.random.seed(int(rs_env.rng.integers(2**31)))
+
     def after_reset(self, rs_env: Any, episode: TaskEpisode, seed: int) -> bool:
         """Load official init state ``seed - 1000`` for a seed of :data:`OFFICIAL_SEEDS` (recorded in
         ``episode.choices["init_state"]``; a fixed state, True); any other seed keeps LIBERO's placement, drawn at
