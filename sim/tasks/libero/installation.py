@@ -22,8 +22,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import io
 import importlib.util
+import io
 import os
 from pathlib import Path
 
