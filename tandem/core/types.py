@@ -127,6 +127,9 @@ class TaskSpec:
         control_dt: seconds per control step.
         vocabulary: the task's declared vocabulary (:class:`tandem.core.vocabulary.TaskVocabulary`): what the
             instruction may name, the skills, places and impossibility rules; None where none is declared.
+        arg_words: object or place name -> the words a subgoal text uses for it, e.g.
+            ``{"alphabet_soup_1": "alphabet soup"}`` (LIBERO's instance names); a name without an entry is written
+            as it is.
     """
 
     name: str
@@ -141,6 +144,7 @@ class TaskSpec:
     image_size: tuple[int, int] = (128, 128)
     control_dt: float = 0.05
     vocabulary: TaskVocabulary | None = None
+    arg_words: dict[str, str] = field(default_factory=dict)
 
     def predicate_for(self, skill: str, args: tuple[str, ...] | list[str]) -> str:
         """Ground predicate string that is true once ``skill(*args)`` succeeded.
@@ -153,9 +157,11 @@ class TaskSpec:
         return self.skills[skill].format(*args)
 
     def subgoal_text(self, skill: str, args: tuple[str, ...] | list[str]) -> str:
-        """Natural-language text of ``skill(*args)`` from ``skill_texts`` (falls back to ``"skill a b"``)."""
+        """Natural-language text of ``skill(*args)`` from ``skill_texts`` (falls back to ``"skill a b"``), each arg in
+        its :attr:`arg_words`."""
+        words = [self.arg_words.get(a, a) for a in args]
         template = self.skill_texts.get(skill)
-        return template.format(*args) if template else " ".join([skill, *args])
+        return template.format(*words) if template else " ".join([skill, *words])
 
 
 @dataclass

@@ -61,8 +61,12 @@ def registered_names() -> list[str]:
 
 
 def words_of(name: str) -> str:
-    """The words of a BDDL name: ``"akita_black_bowl_1"`` -> ``"akita black bowl"`` (instance number dropped)."""
-    return re.sub(r"_\d+$", "", name).replace("_", " ")
+    """The words of a BDDL name: ``"akita_black_bowl_1"`` -> ``"akita black bowl"`` (instance number dropped);
+    a region's: ``"basket_1_contain_region"`` -> ``"basket"``, ``"white_cabinet_1_bottom_region"`` ->
+    ``"white cabinet bottom"``, ``"living_room_table_plate_right_region"`` -> ``"living room table plate right"``."""
+    name = re.sub(r"_region$", "", name)
+    name = re.sub(r"_(contain|cook|heating)$", "", name)
+    return re.sub(r"_\d+(?=_|$)", "", name).replace("_", " ")
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,8 @@ class LiberoScene(TaskScene):
         return tuple(out)
 
     def vocabulary(self) -> TaskVocabulary:
-        """The task's vocabulary, declared by its BDDL file: its objects and places in their own words, its skills."""
+        """The task's vocabulary, declared by its BDDL file: its objects and places in their own words
+        (:func:`sim.tasks.libero.problem.words_of`), its skills."""
         used = {atom_of(g)[0] for g in self.problem.goals}
         return TaskVocabulary(
             task=self.name, skills=self.skill_templates(),
@@ -92,7 +93,8 @@ class LiberoScene(TaskScene):
         vocab = self.vocabulary()
         return TaskSpec(name=self.name, instruction=instruction, objects=tuple(self.problem.objects),
                         max_steps=self.max_steps, skills=self.skill_templates(), goals=tuple(goals),
-                        targets=self.targets(), skill_texts=dict(vocab.skill_texts), vocabulary=vocab)
+                        targets=self.targets(), skill_texts=dict(vocab.skill_texts), vocabulary=vocab,
+                        arg_words={n: words[0] for n, words in (*vocab.objects.items(), *vocab.places.items())})
 
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
         """LIBERO's own instruction and goal (the same for every seed; the scene is drawn at reset)."""
