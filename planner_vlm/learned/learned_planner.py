@@ -120,6 +120,7 @@ from tandem.core.errors import ConfigError
 from tandem.core.evidence import GoalRead, GoalReading
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.grounding import Grounding
+from tandem.core.pick_geometry import PickGeometryReader
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
 from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD
@@ -163,6 +164,9 @@ class LearnedPlanner(GoalRegressionPlanner):
         geometric_picks: a pick of an object whose expert geometry the trace checkpoint records
             (``TraceModelConfig.pick_geometry``) gets that geometry over the object as read (step 4 above); False:
             the trace model's trace for every pick.
+        pick_geometry_reader: reads the trace checkpoint's recorded pick geometry into its kind's implementation
+            (:mod:`tandem.core.pick_geometry`; the runtime hands in :func:`sim.tasks.registry.read_pick_geometry`);
+            needed where the checkpoint records one and ``geometric_picks`` is on, else a ConfigError.
         presence_model: anything with ``objects`` (O names), ``predict(images) -> (O,)`` presence probabilities and
             ``absent(probabilities, names) -> [(name, reason)]`` (a
             :class:`~planner_vlm.learned.presence_model.PresenceModel`), or None: at the first plan, under
@@ -189,7 +193,8 @@ class LearnedPlanner(GoalRegressionPlanner):
                  grasp_skill: str = "pick", id_prefix: str = "sg", use_depth: bool = True,
                  hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY, grasp_prior_m: float | None = GRASP_PRIOR_M,
                  grasp_prior_deg: float = GRASP_PRIOR_DEG, use_absent_thresholds: bool = True,
-                 geometric_picks: bool = True, presence_model: Any = None, grounder: Any = None):
+                 geometric_picks: bool = True, presence_model: Any = None, grounder: Any = None,
+                 pick_geometry_reader: PickGeometryReader | None = None):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
         self.grounder = grounder
         self.grounding: Grounding | None = None
@@ -217,7 +222,8 @@ class LearnedPlanner(GoalRegressionPlanner):
             state_model, trace_model, threshold=threshold, min_object_confidence=min_object_confidence,
             max_close_offset_m=max_close_offset_m, wrist_limit_rad=wrist_limit_rad,
             hidden_uncertainty=hidden_uncertainty, grasp_prior_m=grasp_prior_m, grasp_prior_deg=grasp_prior_deg,
-            geometric_picks=geometric_picks, grasp_skill=grasp_skill, use_depth=use_depth)
+            geometric_picks=geometric_picks, grasp_skill=grasp_skill, use_depth=use_depth,
+            pick_geometry_reader=pick_geometry_reader)
         self._handed: Subgoal | None = None  # the subgoal the latest plan handed out (remaining[0])
         self._object_of: dict[str, str] = {}  # goal predicate -> the object it moves (set by reset)
         self.last_state: SceneState | None = None

@@ -7,7 +7,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner_vlm.learned.geometric_pick import geometry_objects, pick_geometry_from_dict
 from planner_vlm.learned.grasp_check import Workcell
 from planner_vlm.learned.grasp_prior import GraspPrior
 from tandem.core.errors import ConfigError
@@ -64,14 +63,13 @@ class TraceModelConfig:
             pick attempts (``tandem-train-trace model.grasp_prior=true``) or added to a checkpoint by
             ``scripts/fit_grasp_prior.py``; the learned planner moves a pick's close that misses it onto it. It
             changes no weight. Empty: none (older checkpoints).
-        pick_geometry: the static facts of the task's expert pick geometry (nut_assembly:
-            :class:`tandem.core.nut_pick.NutPickGeometry` as a dict: each nut's handle grasp, squaring and peg, the
-            robot's base; pick_place_bins: :class:`tandem.core.bin_pick.BinPickGeometry`: each object's grasp choices,
-            extents and place point, the source bin, the floor, the robot's base; read by
-            :func:`planner_vlm.learned.geometric_pick.pick_geometry_from_dict`), recorded at training from the
-            dataset's task (``TaskDefinition.pick_geometry``); with the learned planner's ``geometric_picks`` a pick
-            of such an object gets the expert's geometry over the object as read instead of the network's trace. It
-            changes no weight. Empty: none.
+        pick_geometry: the static facts of the task's expert pick geometry, as a dict naming its ``kind``
+            (:mod:`tandem.core.pick_geometry`; e.g. nut_assembly's ``nut_pegs``: each nut's handle grasp, squaring
+            and peg, the robot's base), recorded at training from the dataset's task
+            (``TaskDefinition.pick_geometry``); with the learned planner's ``geometric_picks`` a pick of such an
+            object gets the expert's geometry over the object as read instead of the network's trace. Only its
+            being a mapping is checked here: the learned planner reads it with the reader of kinds the runtime hands
+            it. It changes no weight. Empty: none.
     """
 
     objects: tuple[str, ...] = ()
@@ -114,12 +112,9 @@ class TraceModelConfig:
             unknown = sorted(set(GraspPrior.from_dict(self.grasp_prior).objects) - set(self.objects))  # likewise
             if unknown:
                 raise ConfigError(f"trace model grasp_prior names {unknown}, not among its objects {list(self.objects)}")
-        if self.pick_geometry != {}:  # a falsy non-mapping ("", [], 0) is refused too, not skipped
-            geometry = pick_geometry_from_dict(self.pick_geometry)  # raises ConfigError naming a malformed field
-            unknown = sorted(set(geometry_objects(geometry)) - set(self.objects))
-            if unknown:
-                raise ConfigError(f"trace model pick_geometry names {unknown}, not among its objects "
-                                  f"{list(self.objects)}")
+        if not isinstance(self.pick_geometry, dict):  # its kind and fields: read by the learned planner
+            raise ConfigError(f"trace model pick_geometry must be a mapping naming its kind, got "
+                              f"{type(self.pick_geometry).__name__}")
         if self.ensemble < 1:
             raise ConfigError(f"trace model ensemble must be >= 1 member, got {self.ensemble}")
         if self.trace_len < 2 or self.hidden < 1 or self.layers < 1:
