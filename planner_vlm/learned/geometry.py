@@ -3,7 +3,7 @@
 The learned planner (:class:`~planner_vlm.learned.learned_planner.LearnedPlanner`) and the VLM planner's hybrid
 mode (``planner=vlm planner.geometry=learned``: the VLM decides the subgoals) share this component, so both give a
 subgoal ``(skill, args)`` the same trace from the same observation. :meth:`LearnedGeometry.fill` does, in order
-(the learned planner's module docstring, step 4, says why each rule exists and what it was measured on):
+(the learned planner's module docstring, step 4, says why each rule exists):
 
 1. read the scene with the state model (:class:`~planner_vlm.learned.state_model.StateModel`): every object's two
    keypoints ``(O, 2, 3)`` in m, world frame, with a confidence and a heatmap uncertainty (or take the caller's
@@ -47,7 +47,7 @@ from tandem.core.waypoints import waypoint_trace_3d
 from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD, WRIST_MARGIN_RAD, predicted_wrist, resolve_yaw
 
 #: A pick's object read with a heatmap uncertainty above this is hidden (``SceneState.object_uncertainty``: 1 is the
-#: training frames' 99th percentile); stack_three's validation picks of objects read above it failed 4 times in 5.
+#: training frames' 99th percentile): a pick planned from such a read mostly fails.
 HIDDEN_UNCERTAINTY = 0.5
 #: A pick's close farther than this (m, xy) from its object's demonstrated grasp, or turned more than
 #: :data:`GRASP_PRIOR_DEG` from it, is moved onto it (:mod:`planner_vlm.learned.grasp_prior`).

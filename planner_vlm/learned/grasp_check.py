@@ -2,10 +2,9 @@
 
 The trace model learns the expert's grasp yaw from demonstrations, but pick_place_bins' expert chooses it by
 geometry that the model does not see: it turns the open gripper so that the hand and fingers clear the source
-bin's walls and the other objects (:mod:`tandem.core.grasp_clearance`). Held out, a third of the model's pick yaws
-were more than 30 deg from the expert's (``event_yaw_error_deg`` in the trace model's metrics), and picks whose
-object was read within 1 cm failed with the hand on the bin's wall, 65-80 deg from the expert's yaw (validation
-seeds 704, 722, 725, 729, 738).
+bin's walls and the other objects (:mod:`tandem.core.grasp_clearance`). The model's pick yaws stray from the
+expert's (``event_yaw_error_deg`` in the trace model's metrics), and picks of objects read well then fail with the
+hand on the bin's wall.
 
 The check runs the same clearance on the state model's reading: the objects' footprints from their keypoints and
 known extents, and the workcell's fixed walls. When the predicted grasp would touch (clearance below

@@ -29,12 +29,12 @@ class TraceModelConfig:
         hidden: width of the MLP. layers: hidden layers.
         use_gripper_opening: whether the proprio's gripper opening is an input. It says nothing the skill does not
             (a pick starts open, a stack holds a cube), and in demonstrations a pick never starts with the gripper
-            closed; after a failed grasp it does, and a model that reads the opening put the re-pick's grasp point
-            8-14 mm off (stack_three, seed 1020). False zeroes it; True (the default of older checkpoints) keeps it.
+            closed; after a failed grasp it does, and a model that reads the opening puts the re-pick's grasp point
+            off. False zeroes it; True (the default of older checkpoints) keeps it.
         yaw_correction_deg: bound (deg) of the regressed yaw correction added to the chosen candidate (``tanh`` times
             this). 0: the yaw is exactly a candidate (the gripper's yaw or an argument's, up to a quarter turn), as
             for a stack_three cube, whose expert grasp yaw is the cube's own; off the demonstrations' states a free
-            correction drifted 7-29 deg from the state model's cube yaw (seeds 1019, 1020, 1046, 1049).
+            correction drifts from the state model's cube yaw.
         slot_order: which output slot predicts which trace point. ``"start"`` (the default of older checkpoints):
             slot k is the trace's row k. ``"end"``: slot 0 is still row 0 (the gripper now), and slot k >= 1 is the
             k-th row from the end, so a skill's closing points (a pick's hover, grasp, close and lift) sit in the

@@ -34,8 +34,7 @@ PANDA_OPEN_GRIPPER: tuple[tuple[float, float, float, float], ...] = (
 
 #: A Panda gripper closed to less than this opening (m, the proprio's finger gap) holds nothing. Every object held in
 #: the three tasks' demonstrations keeps the fingers 30 mm or more apart; closed on nothing they are 1.5-2.5 mm apart;
-#: a bread pinched by its edge in closed loop held at 9.4 mm (pick_place_bins, validation seed 702), so the line sits
-#: at 5 mm.
+#: a bread pinched by its edge can hold them under 10 mm apart, so the line sits at 5 mm.
 PANDA_EMPTY_OPENING_M = 0.005
 #: A Panda gripper opened to this or more (m) holds nothing either: open it reads 78-80 mm, and objects held in the
 #: demonstrations keep the fingers 31-60 mm apart (pick_place_bins' 113 demonstrations, frames closed for 10 steps).

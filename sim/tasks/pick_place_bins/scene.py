@@ -218,8 +218,7 @@ class PickPlaceBinsScene(TaskScene):
 
     def support_z(self) -> float:
         """The bins' floor (m, world z; both bins stand at the same height), for the learned state model's depth
-        absent check: its clearance chosen on validation seeds 700-999, where 2 of 3,022 present objects' read pixels
-        showed a surface at most 1 cm above it (docs/results/non-privileged-high-level.md)."""
+        absent check (:data:`planner_vlm.learned.absence.SUPPORT_CLEARANCE_M` above it)."""
         return TARGET_BIN_POS[2] + _FLOOR_HALF
 
     def workcell(self) -> dict[str, Any]:
