@@ -85,6 +85,20 @@ class PickGeometry(Protocol):
 PickGeometryReader = Callable[[Any], PickGeometry]
 
 
+def fields_of_kind(d: Any, kind: str) -> Any:
+    """A recorded geometry's fields for its kind's ``from_dict``: ``d`` without its ``kind`` where ``d`` is a mapping
+    (which names no kind or ``kind``), else ``d`` itself, for ``from_dict`` to refuse as not a mapping.
+
+    Raises:
+        ConfigError: ``d`` names another kind.
+    """
+    if not isinstance(d, dict):
+        return d
+    if d.get("kind", kind) != kind:
+        raise ConfigError(f"pick_geometry of kind {d['kind']!r} is not a {kind} geometry")
+    return {k: v for k, v in d.items() if k != "kind"}
+
+
 def checked_read(geometry: PickGeometry, target: str, objects: Sequence[str], keypoints_3d: np.ndarray,
                  found: np.ndarray, eef: np.ndarray, eef_yaw: float,
                  wrist: float) -> tuple[int, np.ndarray, np.ndarray] | str:

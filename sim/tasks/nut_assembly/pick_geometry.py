@@ -31,7 +31,7 @@ import numpy as np
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import wrap_pi
 from tandem.core.number_fields import finite_number
-from tandem.core.pick_geometry import PickOverRead, checked_read, rounded
+from tandem.core.pick_geometry import PickOverRead, checked_read, fields_of_kind, rounded
 from tandem.core.waypoints import Waypoint
 
 #: This geometry's kind, as recorded (``to_dict()["kind"]``) and registered (:mod:`sim.tasks.registry`).
@@ -159,18 +159,18 @@ class NutPickGeometry:
             d: the dict; its ``kind``, where it names one, must be :data:`KIND`.
 
         Raises:
-            ConfigError: not a mapping, another kind, an unknown or missing key, a value that is not a finite JSON number (a
-                numeric string, null, a bool: :func:`tandem.core.number_fields.finite_number`), a vector of the
-                wrong length, an offset outside (0, 0.5) m or a ``square_to_peg`` that is not a boolean (each named).
+            ConfigError: not a mapping, another kind, an unknown or missing key, a value that is not a finite JSON
+                number (a numeric string, null, a bool: :func:`tandem.core.number_fields.finite_number`), a vector of
+                the wrong length, an offset outside (0, 0.5) m or a ``square_to_peg`` that is not a boolean (each
+                named).
         """
         def vec3(where: str, v: Any) -> tuple[float, float, float]:
             if not isinstance(v, (list, tuple)) or len(v) != 3:
                 raise ConfigError(f"pick_geometry {where}: expected 3 numbers (m), got {v!r}")
             return tuple(finite_number(x, f"pick_geometry {where}") for x in v)  # type: ignore[return-value]
 
-        if isinstance(d, dict) and d.get("kind", KIND) != KIND:
-            raise ConfigError(f"pick_geometry of kind {d['kind']!r} is not a {KIND} geometry")
-        if not isinstance(d, dict) or set(d) - {"kind"} != {"base_pos", "nuts"}:
+        d = fields_of_kind(d, KIND)
+        if not isinstance(d, dict) or set(d) != {"base_pos", "nuts"}:
             raise ConfigError("pick_geometry must be a mapping with exactly base_pos and nuts, got "
                               f"{sorted(d, key=str) if isinstance(d, dict) else type(d).__name__}")
         if not isinstance(d["nuts"], dict) or not d["nuts"]:

@@ -52,7 +52,7 @@ from tandem.core.grasp_clearance import (
     open_gripper_clearance,
 )
 from tandem.core.number_fields import finite_number
-from tandem.core.pick_geometry import PickOverRead, checked_read, rounded
+from tandem.core.pick_geometry import PickOverRead, checked_read, fields_of_kind, rounded
 from tandem.core.waypoints import Waypoint
 
 #: This geometry's kind, as recorded (``to_dict()["kind"]``) and registered (:mod:`sim.tasks.registry`).
@@ -137,9 +137,9 @@ class BinPickGeometry:
             d: the dict; its ``kind``, where it names one, must be :data:`KIND`.
 
         Raises:
-            ConfigError: not a mapping, another kind, an unknown or missing key, a value of the wrong type, a non-finite number, a
-                vector of the wrong length, a box whose low corner is not below its high one, or a symmetry that is
-                not positive (each named).
+            ConfigError: not a mapping, another kind, an unknown or missing key, a value of the wrong type, a
+                non-finite number, a vector of the wrong length, a box whose low corner is not below its high one, or
+                a symmetry that is not positive (each named).
         """
         def num(where: str, v: Any) -> float:
             return finite_number(v, f"pick_geometry {where}")
@@ -155,10 +155,7 @@ class BinPickGeometry:
                                   f"{sorted(v, key=str) if isinstance(v, dict) else repr(v)}")
             return v
 
-        if isinstance(d, dict) and d.get("kind", KIND) != KIND:
-            raise ConfigError(f"pick_geometry of kind {d['kind']!r} is not a {KIND} geometry")
-        d = keys("(top level)", {k: v for k, v in d.items() if k != "kind"} if isinstance(d, dict) else d,
-                 {"base_pos", "source_bin", "floor_z", "objects"})
+        d = keys("(top level)", fields_of_kind(d, KIND), {"base_pos", "source_bin", "floor_z", "objects"})
         box = keys("source_bin", d["source_bin"], {"inner_lo", "inner_hi", "rim_z"})
         lo, hi = vec("source_bin.inner_lo", box["inner_lo"], 2), vec("source_bin.inner_hi", box["inner_hi"], 2)
         if not all(a < b for a, b in zip(lo, hi, strict=True)):
