@@ -40,7 +40,7 @@ def run(checkpoint: str, dataset: str, val_episodes: int, confidence: float, rec
     from planner_vlm.learned.state_data import StateDataset
     from planner_vlm.learned.state_model import StateModel
     from planner_vlm.learned.trace_data import parse_signature
-    from planner_vlm.oracle_verifier import DEFAULT_SKILL_PREDICATES
+    from tandem.core.vocabulary import SKILL_PREDICATES
     from tandem.evaluation.reliability import reliability_plot
 
     torch.set_num_threads(1)
@@ -74,9 +74,9 @@ def run(checkpoint: str, dataset: str, val_episodes: int, confidence: float, rec
             continue
         for att in rec.get("attempts", []):
             skill, args = parse_signature(att["signature"])
-            if skill not in DEFAULT_SKILL_PREDICATES:
+            if skill not in SKILL_PREDICATES:
                 continue
-            pred = DEFAULT_SKILL_PREDICATES[skill].format(*args)
+            pred = SKILL_PREDICATES[skill].format(*args)
             last = int(att["to_frame"]) - 1
             if (e, last) not in row_of or pred not in model.cfg.predicates:
                 continue

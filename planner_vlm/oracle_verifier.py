@@ -7,9 +7,8 @@ ground truth, so it is named *oracle* and cannot run on a real robot.
 Where the templates come from (the chosen design): the task is given per episode with
 :meth:`OracleVerifier.reset` (like ``Planner.reset``), because a ``TaskSpec``'s goals change with the
 seed; the constructor's ``task`` argument is a shortcut for ``reset(task)``. Without a ``reset`` the
-verifier falls back to :data:`DEFAULT_SKILL_PREDICATES` (the shared convention of
-``sim/tasks/base.py::SKILL_PREDICATES``, repeated here because ``planner_vlm`` may not import ``sim``)
-and takes the goals from ``privileged["goals"]``, so ``OracleVerifier()`` works with any sim task.
+verifier falls back to the templates every task shares (:data:`tandem.core.vocabulary.SKILL_PREDICATES`) and
+takes the goals from ``privileged["goals"]``, so ``OracleVerifier()`` works with any sim task.
 
 The verdict's reason is written for a replanner: on failure it says where the object is (world frame,
 m), how far it is from the place it should be at, from where it was before the attempt and from the
@@ -26,14 +25,7 @@ import numpy as np
 from tandem.core.errors import ConfigError, SubgoalSchemaError, UnknownNameError, UnknownSkillError
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
-
-#: Skill -> predicate template used when no TaskSpec was given (same as ``sim.tasks.base.SKILL_PREDICATES``).
-DEFAULT_SKILL_PREDICATES: dict[str, str] = {
-    "pick": "grasped({0})",
-    "place": "in_bin({0})",
-    "stack": "on({0},{1})",
-    "insert": "on_peg({0},{1})",
-}
+from tandem.core.vocabulary import SKILL_PREDICATES
 
 
 def _fmt(p: np.ndarray) -> str:
@@ -119,7 +111,7 @@ class OracleVerifier:
         return priv
 
     def _skills(self) -> dict[str, str]:
-        return dict(self.task.skills) if self.task is not None else dict(DEFAULT_SKILL_PREDICATES)
+        return dict(self.task.skills) if self.task is not None else dict(SKILL_PREDICATES)
 
     def _where(self, pred: str, sg: Subgoal, before: Observation, after: Observation,
                priv_before: dict[str, Any], priv_after: dict[str, Any]) -> str:

@@ -21,12 +21,10 @@ pixel that shows the bare support surface has nothing standing on it, so the pea
 object's pixel shows its occluder instead, so this check tells hidden from absent where the heatmap's spread cannot,
 but not a present object that the model reads on the bare floor far from where it is.
 
-Measured (``benchmarks/absent_object.py``, held-out seeds 1000-1199, each instruction object removed in turn):
-stack_three 598/600 refused and nut_assembly 400/400, no false refusal in 200 scenes each; pick_place_bins ships no
-thresholds (its objects hide behind each other at the start, and fitted ones refused 2 of 50 scenes that held the
-object); the depth check refused 370/613 there, and 4 of 200 scenes that held the object (a present object read on
-the bare floor), so a trained presence model (:mod:`planner_vlm.learned.presence_model`: 612/613, 1 of 200) replaces
-it where one is shipped, docs/results/non-privileged-high-level.md.
+``benchmarks/absent_object.py`` measures the three signals (each instruction object removed in turn; the figures:
+docs/results/non-privileged-high-level.md). pick_place_bins ships no thresholds (its objects hide behind each other
+at the start), and a trained presence model (:mod:`planner_vlm.learned.presence_model`) replaces the depth check where
+one is shipped (the depth check also refuses a present object read on the bare floor).
 
 The first two are an out-of-distribution check over a heatmap's spread (in the spirit of maximum-softmax-probability baselines,
 Hendrycks and Gimpel 2017), not a trained presence detector: an absent object whose heatmap stays sharp on some other
@@ -48,9 +46,8 @@ from tandem.core.number_fields import finite_number
 
 #: With the camera's depth, an object whose read origin pixel shows a surface at most this far (m) above the surface
 #: the objects rest on (or below it) is absent: an object standing (or lying) there would hide that surface along the
-#: ray. Chosen on pick_place_bins' validation seeds 700-999 (the workcell camera, ``benchmarks/absent_depth_signal.py``):
-#: 2 of 3,022 present objects' pixels showed a surface at most 1 cm above the bins' floor, against 473 of 920 removed
-#: objects' (docs/results).
+#: ray. Chosen on validation seeds with ``benchmarks/absent_depth_signal.py`` (the workcell camera): almost no present
+#: object's pixel shows a surface this close to the floor, about half of the removed objects' do.
 SUPPORT_CLEARANCE_M = 0.01
 #: The fitted threshold is this many times the largest uncertainty of the object seen present in the fit's scenes:
 #: a false refusal ends an episode that could have succeeded, so the threshold keeps a margin above every present

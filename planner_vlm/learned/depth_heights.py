@@ -1,10 +1,9 @@
 """Depth decides an object's height where one camera's image cannot: the RGB-D check of the state model's 3-D read.
 
 The state model finds an object's pixel well and lifts it to 3-D at a height (regressed, or a resting mode's:
-:mod:`planner_vlm.learned.rest_heights`). Along the camera ray a height error is a depth error: on stack_three's
-validation seeds (500-599) half of the failed picks of the learned stack went to a cube read one cube too high or too
-low (z off by 44 mm, the point 3-9 cm off along the ray) because a predicate was misread (``on(x, y)`` false for a
-stacked cube, so it was put at table height, or the reverse). An RGB-D camera measures the range along that ray.
+:mod:`planner_vlm.learned.rest_heights`). Along the camera ray a height error is a depth error: a
+failed pick of the learned stack often goes to a cube read one cube too high or too
+low (a predicate misread: ``on(x, y)`` false for a stacked cube, so it was put at table height, or the reverse). An RGB-D camera measures the range along that ray.
 
 The ray through an object's origin pixel meets the object's visible surface first; the origin lies a nearly constant
 distance behind it (the *depth offset*: 26-29 mm for stack_three's cubes seen from agentview, fitted per object from

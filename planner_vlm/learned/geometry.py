@@ -3,14 +3,15 @@
 The learned planner (:class:`~planner_vlm.learned.learned_planner.LearnedPlanner`) and the VLM planner's hybrid
 mode (``planner=vlm planner.geometry=learned``: the VLM decides the subgoals) share this component, so both give a
 subgoal ``(skill, args)`` the same trace from the same observation. :meth:`LearnedGeometry.fill` does, in order
-(the learned planner's module docstring, step 4, says why each rule exists and what it was measured on):
+(the learned planner's module docstring, step 4, says why each rule exists):
 
 1. read the scene with the state model (:class:`~planner_vlm.learned.state_model.StateModel`): every object's two
    keypoints ``(O, 2, 3)`` in m, world frame, with a confidence and a heatmap uncertainty (or take the caller's
    read, as the learned planner does after applying the hand's evidence);
 2. a pick of an object hidden now is planned from its last sharp read this episode (``hidden_uncertainty``);
 3. a pick of an object whose expert pick geometry the trace checkpoint records gets that geometry over the object
-   as read (``geometric_picks``; :mod:`planner_vlm.learned.geometric_pick`); otherwise the trace model's trace
+   as read (``geometric_picks``; :class:`tandem.core.pick_geometry.PickGeometry`, the kind's implementation read
+   with the ``pick_geometry_reader`` the runtime hands in); otherwise the trace model's trace
    (:class:`~planner_vlm.learned.trace_model.TraceModel`), re-asked from the episode's start where its close
    misses the object (``max_close_offset_m``), snapped onto the object's demonstrated grasp (``grasp_prior_m``),
    its grasp yaw checked against the perceived scene (the checkpoint's workcell) and against the wrist's limit
@@ -33,24 +34,20 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from planner_vlm.learned.geometric_pick import (
-    geometric_pick_waypoints,
-    geometry_objects,
-    pick_geometry_from_dict,
-)
 from planner_vlm.learned.grasp_check import Workcell, checked_grasp_yaw, turn_trace_to
 from planner_vlm.learned.grasp_prior import GraspPrior, close_miss, close_rows, snapped_to_prior
 from planner_vlm.learned.proprio import gripper_yaw
 from planner_vlm.learned.scene_state import SceneState
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import quat_yaw_mul, wrap_angle
+from tandem.core.pick_geometry import PickGeometry, PickGeometryReader
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import KeypointTrace, Observation, Subgoal, TaskSpec, Trace3D
 from tandem.core.waypoints import waypoint_trace_3d
 from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD, WRIST_MARGIN_RAD, predicted_wrist, resolve_yaw
 
 #: A pick's object read with a heatmap uncertainty above this is hidden (``SceneState.object_uncertainty``: 1 is the
-#: training frames' 99th percentile); stack_three's validation picks of objects read above it failed 4 times in 5.
+#: training frames' 99th percentile): a pick planned from such a read mostly fails.
 HIDDEN_UNCERTAINTY = 0.5
 #: A pick's close farther than this (m, xy) from its object's demonstrated grasp, or turned more than
 #: :data:`GRASP_PRIOR_DEG` from it, is moved onto it (:mod:`planner_vlm.learned.grasp_prior`).
@@ -98,9 +95,15 @@ class LearnedGeometry:
         grasp_skill: the skill that grasps (``"pick"``).
         use_depth: where :meth:`fill` reads the scene itself, read it with the camera's depth image where the
             observation carries one.
+        pick_geometry_reader: reads the trace checkpoint's ``cfg.pick_geometry`` into its kind's
+            :class:`~tandem.core.pick_geometry.PickGeometry` (the runtime hands in
+            :func:`sim.tasks.registry.read_pick_geometry`); needed only where the checkpoint records one and
+            ``geometric_picks`` is on.
 
     Raises:
-        ConfigError: a setting out of its range (named), or a trace checkpoint's pick geometry that cannot be read.
+        ConfigError: a setting out of its range (named); a trace checkpoint's pick geometry that cannot be read (an
+            unknown kind, named with the known ones, or a malformed field), that names an object the trace model does
+            not know, or that is recorded while ``geometric_picks`` is on and no reader was given.
     """
 
     is_oracle: ClassVar[bool] = False
@@ -110,7 +113,7 @@ class LearnedGeometry:
                  wrist_limit_rad: float | None = PANDA_WRIST_LIMIT_RAD,
                  hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY, grasp_prior_m: float | None = GRASP_PRIOR_M,
                  grasp_prior_deg: float = GRASP_PRIOR_DEG, geometric_picks: bool = True, grasp_skill: str = "pick",
-                 use_depth: bool = True):
+                 use_depth: bool = True, pick_geometry_reader: PickGeometryReader | None = None):
         if max_close_offset_m is not None and not max_close_offset_m > 0:
             raise ConfigError(f"learned planner max_close_offset_m must be > 0 m or null, got {max_close_offset_m}")
         if wrist_limit_rad is not None and not (math.isfinite(wrist_limit_rad) and wrist_limit_rad > 0):
@@ -135,9 +138,25 @@ class LearnedGeometry:
         cell, prior, pick = (getattr(cfg, k, None) for k in ("workcell", "grasp_prior", "pick_geometry"))
         self.workcell = Workcell.from_dict(cell) if cell else None
         self.grasp_prior = GraspPrior.from_dict(prior) if prior else None
-        self.pick_geometry = pick_geometry_from_dict(pick) if pick not in (None, {}) else None
+        self.pick_geometry = self._read_pick_geometry(pick, pick_geometry_reader, cfg)
         self._sharp_reads: dict[str, tuple[np.ndarray, int]] = {}  # object -> (keypoints (2, 3) m, step)
         self._start_proprio: np.ndarray | None = None  # proprio (8,) at the episode's first observation
+
+    def _read_pick_geometry(self, pick: Any, reader: PickGeometryReader | None, cfg: Any) -> PickGeometry | None:
+        """The trace checkpoint's recorded pick geometry, read with ``reader`` (None: none recorded, or
+        ``geometric_picks`` off and no reader). Raises ConfigError as the class docstring says."""
+        if pick is None or (isinstance(pick, dict) and not pick):  # a falsy non-mapping ("", [], 0) is refused
+            return None
+        if reader is None:
+            if not self.geometric_picks:
+                return None
+            raise ConfigError("the trace checkpoint records a pick_geometry but the learned planner was given no "
+                              "pick_geometry_reader to read it with (the runtime hands it the task registry's)")
+        geometry = reader(pick)
+        unknown = sorted(set(geometry.object_names()) - set(getattr(cfg, "objects", geometry.object_names())))
+        if unknown:
+            raise ConfigError(f"trace model pick_geometry names {unknown}, not among its objects {list(cfg.objects)}")
+        return geometry
 
     # ------------------------------------------------------------------ episode
     def reset(self) -> None:
@@ -258,12 +277,12 @@ class LearnedGeometry:
         """The expert's pick geometry over ``sg``'s object as read, or None where it does not apply: off, not a pick,
         an object the checkpoint's geometry does not know or the state model does not find, no arm joints in the
         observation, or a read the geometry cannot plan from
-        (:func:`~planner_vlm.learned.geometric_pick.geometric_pick_waypoints`: non-finite, a degenerate x axis, lying
+        (:meth:`tandem.core.pick_geometry.PickGeometry.pick_over_read`: e.g. non-finite, a degenerate x axis, lying
         on its side). Where the geometry knows the object but cannot be used, a ``geometric_pick_skipped`` memory
         event says why."""
         target = sg.args[0] if sg.args else None
         if (not self.geometric_picks or self.pick_geometry is None or sg.skill != self.grasp_skill
-                or target not in geometry_objects(self.pick_geometry)):
+                or target not in self.pick_geometry.object_names()):
             return None
         why = None
         if observation.joints is None:
@@ -278,7 +297,8 @@ class LearnedGeometry:
         proprio = np.asarray(observation.proprio, np.float64)
         eef, eef_yaw, wrist = proprio[:3], float(gripper_yaw(proprio)), float(observation.joints[-1])
         found = np.asarray(state.object_confidence) >= self.min_object_confidence
-        result = geometric_pick_waypoints(self.pick_geometry, target, state, found, eef, eef_yaw, wrist)
+        result = self.pick_geometry.pick_over_read(target, state.objects, state.keypoints_3d, found, eef, eef_yaw,
+                                                   wrist)
         if isinstance(result, str):
             self._event(memory, "geometric_pick_skipped", observation.step, subgoal=sg.text, object=target,
                         reason=result)

@@ -2,10 +2,9 @@
 
 The trace model learns the expert's grasp yaw from demonstrations, but pick_place_bins' expert chooses it by
 geometry that the model does not see: it turns the open gripper so that the hand and fingers clear the source
-bin's walls and the other objects (:mod:`tandem.core.grasp_clearance`). Held out, a third of the model's pick yaws
-were more than 30 deg from the expert's (``event_yaw_error_deg`` in the trace model's metrics), and picks whose
-object was read within 1 cm failed with the hand on the bin's wall, 65-80 deg from the expert's yaw (validation
-seeds 704, 722, 725, 729, 738).
+bin's walls and the other objects (:mod:`tandem.core.grasp_clearance`). The model's pick yaws stray from the
+expert's (``event_yaw_error_deg`` in the trace model's metrics), and picks of objects read well then fail with the
+hand on the bin's wall.
 
 The check runs the same clearance on the state model's reading: the objects' footprints from their keypoints and
 known extents, and the workcell's fixed walls. When the predicted grasp would touch (clearance below
@@ -28,12 +27,10 @@ from typing import Any
 import numpy as np
 
 from tandem.core.errors import ConfigError
-from tandem.core.grasp_clearance import Container, open_gripper_clearance
+from tandem.core.grasp_clearance import Container, footprint, open_gripper_clearance
 
 #: Candidate yaws over a half turn (every 15 deg, as the expert tries a can's).
 N_CANDIDATES = 12
-#: Symmetry order from which an object's footprint is taken as a disc (a can).
-ROUND_ORDER = 8
 
 
 @dataclass(frozen=True)
@@ -115,29 +112,6 @@ class Workcell:
         if scalars.get("enough_clearance_m", 0.02) < 0:
             raise ConfigError(f"workcell enough_clearance_m must be >= 0 m, got {scalars['enough_clearance_m']}")
         return cls(tuple(containers), extents, **scalars)
-
-
-def footprint(keypoints: np.ndarray, lo: np.ndarray, hi: np.ndarray, order: int) -> np.ndarray:
-    """``(N, 2)`` world xy (m) sampled on an upright object's outline from its keypoints ``(2, 3)`` and body-frame
-    box ``lo, hi (3,)``: a disc for symmetry order >= :data:`ROUND_ORDER`, the square of its larger half side for
-    order 4 (its yaw is only known modulo a quarter turn), else the box turned to the keypoints' yaw."""
-    kp = np.asarray(keypoints, np.float64)
-    centre = kp[0, :2]
-    if order >= ROUND_ORDER:
-        r = float(np.max(np.abs(np.concatenate([lo[:2], hi[:2]]))))
-        a = np.linspace(0.0, 2 * math.pi, 24, endpoint=False)
-        return centre + r * np.stack([np.cos(a), np.sin(a)], axis=1)
-    d = kp[1, :2] - kp[0, :2]
-    phi = math.atan2(d[1], d[0])
-    box_lo, box_hi = np.asarray(lo[:2], np.float64), np.asarray(hi[:2], np.float64)
-    if order % 4 == 0:
-        s = float(np.max(np.abs(np.concatenate([box_lo, box_hi]))))
-        box_lo, box_hi = np.array([-s, -s]), np.array([s, s])
-    corners = np.array([[box_lo[0], box_lo[1]], [box_hi[0], box_lo[1]], [box_hi[0], box_hi[1]], [box_lo[0], box_hi[1]]])
-    t = np.linspace(0.0, 1.0, 7)[:, None]
-    local = np.concatenate([corners[i] + t * (corners[(i + 1) % 4] - corners[i]) for i in range(4)])
-    rot = np.array([[math.cos(phi), -math.sin(phi)], [math.sin(phi), math.cos(phi)]])
-    return centre + local @ rot.T
 
 
 def width_across(outline: np.ndarray, yaw: float) -> float:

@@ -1,11 +1,9 @@
 """A closed hand held apart by something: proprioceptive evidence that a picked object is held.
 
 The learned state model reads ``grasped(x)`` off the agentview image. Right after a pick it sometimes reads a held
-object as not held: on pick_place_bins' validation seeds 700-739 (147 pick verdicts of the stack without this rule,
-read against the simulator's state) it missed 8 of the held objects, at p = 0.00-0.07 or uncertain with a can hidden
-by the arm. It then lifts the object to 3-D at its resting height on the table, along the camera ray through its
-keypoint, 10-20 cm from the gripper, and the planner asks for the same pick again while the object hangs in the
-fingers (3 of those 40 episodes failed so). The fingers say otherwise: closed on nothing they are 1.5-2.5 mm apart,
+object as not held (or uncertain, with the object hidden by the arm). It then lifts the object to 3-D at its resting
+height on the table, along the camera ray through its keypoint, 10-20 cm from the gripper, and the planner asks for
+the same pick again while the object hangs in the fingers. The fingers say otherwise: closed on nothing they are 1.5-2.5 mm apart,
 open 78-80 mm, and held apart by a demonstrated object 31-60 mm (pick_place_bins' 113 demonstrations; stack_three's
 and nut_assembly's hold 30 mm or more). Grasp success from the fingers' opening after the close is the classic test
 of learned grasping (Levine et al. 2016; Kalashnikov et al. 2018, QT-Opt).
@@ -14,11 +12,9 @@ The rule: after a pick of ``x``, a hand whose opening lies in ``[empty, held_max
 locates ``x`` confidently away from the hand, i.e. unless ``x`` is sharply located (object confidence at least
 ``min_confidence``) and the camera ray through its origin keypoint passes farther than ``max_ray_m`` from the grip
 site. One camera cannot tell height from depth along a ray, so a held object's pixel lies on a ray through the hand
-(3-5 cm from the grip site for boxes grasped near their top, under 1 cm for a can grasped at its middle; 113 of the
-116 verdicts on held objects above within 6 cm); an object on the table elsewhere does not. An object the model
-cannot locate sharply (an arm hides it) is not evidence against the hand. On those 147 verdicts every held object kept the fingers
-30-56 mm apart, and of the 31 on objects not held one did (a milk box pinched at 41 mm that the simulator
-did not count as grasped, seed 720).
+(3-5 cm from the grip site for boxes grasped near their top, under 1 cm for a can grasped at its middle); an object
+on the table elsewhere does not. An object the model cannot locate sharply (an arm hides it) is not evidence against
+the hand.
 
 numpy only. Conventions: positions in m, world frame; the proprio as :data:`tandem.core.types.PROPRIO_LAYOUT`
 (``proprio[:3]`` the grip site, ``proprio[7]`` the fingers' opening in m); pixels of the state model's camera.

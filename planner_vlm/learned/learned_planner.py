@@ -33,13 +33,11 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    ``max_close_offset_m`` (xy) from the object as read, the trace model is asked again with the gripper as the
    episode started (position, level, opening; turned to its yaw now), and that trace, its row 0 put back at the
    gripper now, is taken when it closes nearer (a ``pick_reanchored`` memory event: ``offset_from_m``,
-   ``offset_to_m``). On validation seeds (pick_place_bins 700-779) no successful pick closed more than 13 mm from its
-   object as read, and 12 of 56 failed picks closed 4-16 cm away: retries from a hand tilted by a timeout against a
-   wall or an object, a proprio the trace model never saw. Asked again, every such close landed within 13 mm.
+   ``offset_to_m``). Such far closes come from retries out of a hand tilted by a timeout against a wall or an object,
+   a proprio the trace model never saw; asked from the start pose, the model closes on the object.
    The close is judged only for objects whose geometry the trace checkpoint's workcell records (its ``extents``:
    objects grasped over their body, as pick_place_bins' boxes): a nut is grasped by its handle, 5-7 cm from the
-   origin that the state model reads, and on nut_assembly (no workcell) the rule fired on most picks and cost
-   held-out tasks (2026-12-03: `perturbed` 37/50 with it, against 40/50 before it).
+   origin that the state model reads, so on nut_assembly (no workcell) the rule would fire on most picks.
    Then, where the trace checkpoint records the object's demonstrated grasp in the object's own frame
    (``TraceModelConfig.grasp_prior``, :mod:`planner_vlm.learned.grasp_prior`: nut_assembly's nuts, always grasped
    by the handle), a close more than ``grasp_prior_m`` (xy) or ``grasp_prior_deg`` from that grasp, placed by the
@@ -48,21 +46,21 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    Last, a close whose turn would take the wrist joint (``Observation.joints[-1]``) past ``wrist_limit_rad`` less
    ``WRIST_MARGIN_RAD`` is turned to the equivalent yaw a half turn away (the fingers are symmetric) that keeps it
    inside, as the experts choose (:func:`tandem.core.wrist.resolve_yaw`). The trace model learns the turn from
-   demonstrations in which the expert chose it with the wrist angle, which the model does not see; on validation
-   seeds (stack_three 504, 530) it asked for -90 degrees where the expert turned +88, the wrist ran into its limit,
-   the hand swung the long way round and closed 6-8 cm off. A turn that fits is left as the model asked: the
-   pick_place_bins expert plans long turns on purpose, for the arm's swing to the bin (snapping every close to the
-   nearest turn lost 2 of 40 validation tasks there). Rows before the close turn in proportion, rows after it turn
+   demonstrations in which the expert chose it with the wrist angle, which the model does not see, so it can ask
+   for the turn the wrist cannot make, and the hand then swings the long way round and closes off the object. A turn
+   that fits is left as the model asked: the pick_place_bins expert plans long turns on purpose, for the arm's swing
+   to the bin. Rows before the close turn in proportion, rows after it turn
    with it (a ``grasp_wrist_resolved`` memory event: ``yaw_from``, ``yaw_to``, ``wrist_rad``). Not for objects that
    a half turn does not map onto themselves (odd symmetry order in the trace checkpoint: nut_assembly's nuts, whose
    pick's turn is planned with the insert's), nor without the arm's joints.
    Where ``geometric_picks`` is set and the trace checkpoint records its task's expert pick geometry
-   (``TraceModelConfig.pick_geometry``: nut_assembly's nuts, :mod:`tandem.core.nut_pick`; pick_place_bins' objects,
-   :mod:`tandem.core.bin_pick`), a pick of such an object found by the state model is not asked of the trace model:
-   its trace is the expert's own pick geometry over the object as read (its two keypoints: origin and x axis; for
-   pick_place_bins also the other objects found, as obstacles), the gripper's pose from the proprio and the wrist
-   from ``Observation.joints`` (:mod:`planner_vlm.learned.geometric_pick`,
-   :func:`tandem.core.waypoints.waypoint_trace_3d`), and none of the checks below apply to it (the geometry plans
+   (``TraceModelConfig.pick_geometry``, a record naming its kind, read into that kind's
+   :class:`tandem.core.pick_geometry.PickGeometry` with the ``pick_geometry_reader`` the runtime hands in:
+   nut_assembly's nuts, pick_place_bins' objects), a pick of such an object found by the state model is not asked of
+   the trace model: its trace is the expert's own pick geometry over the object as read (its two keypoints: origin
+   and x axis; for pick_place_bins also the other objects found, as obstacles), the gripper's pose from the proprio
+   and the wrist from ``Observation.joints`` (:meth:`~tandem.core.pick_geometry.PickGeometry.pick_over_read`,
+   :func:`tandem.core.waypoints.waypoint_trace_3d`), and none of the checks above apply to it (the geometry plans
    the yaw and the wrist itself; a ``geometric_pick`` memory event: ``object``, ``grasp``, ``grasp_yaw``, and a
    nut's ``turn``). A pick_place_bins object read as lying on its side is left to the trace model (a
    ``geometric_pick_skipped`` event with the reason). On both tasks' validation seeds the trace model's closes were
@@ -71,10 +69,9 @@ A state-tracker planner in the style of CES (a learned state tracker separate fr
    First of all, a pick whose object is hidden when it is planned (heatmap uncertainty above ``hidden_uncertainty``:
    typically behind the arm that just placed another object, where the read lands on another surface, 8-13 cm off)
    is planned from the object's last sharp read this episode (uncertainty at most that, not held), which memory keeps
-   (a ``hidden_target_remembered`` event: ``object``, ``uncertainty``, ``read_step``, ``shift_m``). On stack_three's
-   validation seeds 500-599, 4 of the 5 picks planned from a hidden object's read failed. On by default
-   (:data:`HIDDEN_UNCERTAINTY`), chosen on validation seeds: stack_three 500-699 picks 88.2% -> 89.8% (tasks 173/200
-   either way), pick_place_bins 700-759 151/192 -> 155/194 picks, nut_assembly 700-739 80/85 -> 80/83 (docs/results/non-privileged-high-level.md).
+   (a ``hidden_target_remembered`` event: ``object``, ``uncertainty``, ``read_step``, ``shift_m``): a pick planned
+   from a hidden object's read mostly fails. On by default (:data:`HIDDEN_UNCERTAINTY`, chosen on validation seeds;
+   the figures: docs/results/history.md, "Figures moved out of the code").
 
 Where the state model reads the object of the latest pick as not held while the hand says it is (the fingers closed
 on something, the object's pixel on a ray through the hand: :mod:`planner_vlm.learned.hand_evidence`), the hand
@@ -120,6 +117,7 @@ from tandem.core.errors import ConfigError
 from tandem.core.evidence import GoalRead, GoalReading
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.grounding import Grounding
+from tandem.core.pick_geometry import PickGeometryReader
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
 from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD
@@ -142,9 +140,8 @@ class LearnedPlanner(GoalRegressionPlanner):
             (see the module docstring); False keeps the instruction's order.
         empty_grip_m: a gripper closed to less than this opening (m, ``proprio[7]``) holds nothing: every grasp
             predicate is then false, whatever the state model reads (default: the Panda's
-            :data:`tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M`; None: off). A misread "held" made the planner
-            plan a place for an object still in the source bin, again after each failure (pick_place_bins, found
-            on held-out seeds 1008, 1031, 1048).
+            :data:`tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M`; None: off). Without it a misread "held"
+            makes the planner plan a place for an object still in the source bin, again after each failure.
         max_close_offset_m: a pick trace whose close lands farther than this (m, xy) from the object as read is
             asked again from the episode's start (see the module docstring, step 4), for objects whose extents the
             trace checkpoint's workcell records; None: off.
@@ -163,6 +160,9 @@ class LearnedPlanner(GoalRegressionPlanner):
         geometric_picks: a pick of an object whose expert geometry the trace checkpoint records
             (``TraceModelConfig.pick_geometry``) gets that geometry over the object as read (step 4 above); False:
             the trace model's trace for every pick.
+        pick_geometry_reader: reads the trace checkpoint's recorded pick geometry into its kind's implementation
+            (:mod:`tandem.core.pick_geometry`; the runtime hands in :func:`sim.tasks.registry.read_pick_geometry`);
+            needed where the checkpoint records one and ``geometric_picks`` is on, else a ConfigError.
         presence_model: anything with ``objects`` (O names), ``predict(images) -> (O,)`` presence probabilities and
             ``absent(probabilities, names) -> [(name, reason)]`` (a
             :class:`~planner_vlm.learned.presence_model.PresenceModel`), or None: at the first plan, under
@@ -189,7 +189,8 @@ class LearnedPlanner(GoalRegressionPlanner):
                  grasp_skill: str = "pick", id_prefix: str = "sg", use_depth: bool = True,
                  hidden_uncertainty: float | None = HIDDEN_UNCERTAINTY, grasp_prior_m: float | None = GRASP_PRIOR_M,
                  grasp_prior_deg: float = GRASP_PRIOR_DEG, use_absent_thresholds: bool = True,
-                 geometric_picks: bool = True, presence_model: Any = None, grounder: Any = None):
+                 geometric_picks: bool = True, presence_model: Any = None, grounder: Any = None,
+                 pick_geometry_reader: PickGeometryReader | None = None):
         super().__init__(grasp_skill=grasp_skill, id_prefix=id_prefix)
         self.grounder = grounder
         self.grounding: Grounding | None = None
@@ -217,7 +218,8 @@ class LearnedPlanner(GoalRegressionPlanner):
             state_model, trace_model, threshold=threshold, min_object_confidence=min_object_confidence,
             max_close_offset_m=max_close_offset_m, wrist_limit_rad=wrist_limit_rad,
             hidden_uncertainty=hidden_uncertainty, grasp_prior_m=grasp_prior_m, grasp_prior_deg=grasp_prior_deg,
-            geometric_picks=geometric_picks, grasp_skill=grasp_skill, use_depth=use_depth)
+            geometric_picks=geometric_picks, grasp_skill=grasp_skill, use_depth=use_depth,
+            pick_geometry_reader=pick_geometry_reader)
         self._handed: Subgoal | None = None  # the subgoal the latest plan handed out (remaining[0])
         self._object_of: dict[str, str] = {}  # goal predicate -> the object it moves (set by reset)
         self.last_state: SceneState | None = None

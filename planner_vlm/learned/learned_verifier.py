@@ -15,9 +15,8 @@ a release are the typical case: the cube has not settled yet.
 A pick that the image reads as failed, or as uncertain, while the hand says it holds the object (the fingers closed
 on something, the object's pixel on a ray through the hand, or the object not located sharply: an arm hides it)
 is a success with confidence :data:`~planner_vlm.learned.hand_evidence.HELD_PROBABILITY`, and the reason says why
-(:mod:`planner_vlm.learned.hand_evidence`; ``held_ray_m``, None: off). On pick_place_bins' validation seeds 700-739 the
-image missed 8 of the 116 held objects at the pick's verdict, and the planner then asked for the same pick again
-with the object in the fingers.
+(:mod:`planner_vlm.learned.hand_evidence`; ``held_ray_m``, None: off): where the image misses a held object at the
+pick's verdict, the planner would otherwise ask for the same pick again with the object in the fingers.
 
 The reason says where the object is (its 3-D origin keypoint, m, world frame), how far from the second argument
 and from the gripper, and whether it still seems held, for a replanning planner. A failed verdict also says which other

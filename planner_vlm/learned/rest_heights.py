@@ -18,7 +18,7 @@ understanding" priors); objects that something else supports keep the regressed 
 
 An object can rest in more than one way. A milk or cereal box knocked over lies on its side, its origin 4-5 cm
 lower than upright (pick_place_bins: milk 0.881 m upright, 0.840 m lying); lifted at the upright height, its point
-landed 3-7 cm off along the ray, and every re-pick of it closed on nothing (held-out seeds 1005, 1030, 1046). So an
+lands centimetres off along the ray, and a re-pick of it closes on nothing. So an
 object has up to :data:`MAX_REST_MODES` *resting modes*, each a height that at least :data:`MIN_MODE_FRACTION` of its
 free frames share to :data:`MAX_REST_SPREAD_M`, and the modes together must hold 90% of its free frames (else it
 gets none: it rests anywhere). A free object is lifted at the mode nearest its regressed origin height; with one

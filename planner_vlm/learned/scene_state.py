@@ -36,9 +36,8 @@ class SceneState:
             object's origin heatmap is against the training frames, ``(H - H50) / (H99 - H50)`` of that keypoint
             (<= 0: as sharp as a typical training frame, 1: the training 99th percentile). Unlike
             :attr:`object_confidence`, which stays 1 below the 99th percentile (it flags scenes unlike the training
-            ones), it ranks objects within a familiar scene: on pick_place_bins' held-out frames an object's 3-D
-            error is above 2 cm in 0-3% of the frames in the sharper half and 11-88% of those in the most diffuse
-            fifth (an object hidden behind another). With ``best_localized_first`` the learned planner plans the
+            ones), it ranks objects within a familiar scene: a diffuse read (an object hidden behind another) is
+            far more often centimetres off than a sharp one. With ``best_localized_first`` the learned planner plans the
             best-localized object first.
         depth_moved: ``bool (O,)`` or None (no depth image read): the objects whose 3-D read the camera's depth
             contradicted and moved along their rays (:mod:`planner_vlm.learned.depth_heights`).

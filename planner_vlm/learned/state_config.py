@@ -136,7 +136,7 @@ class StateTrainConfig:
             demonstrations a closed gripper almost always holds a cube, so without it the model learns the shortcut
             "closed gripper -> the stack is not built yet" (causal confusion, de Haan et al., NeurIPS 2019): after a
             failed grasp a verified ``on(x,y)`` was read as false. Redrawing over all openings instead removed the
-            opening as a grasp cue and the model missed held cubes (measured: 34/50 against 36/50). 0 = off.
+            opening as a grasp cue and the model missed held cubes. 0 = off.
         val_frames: at most this many held-out frames per validation pass (evenly spaced).
         init_from: a state model checkpoint directory to start from (fine-tuning, e.g. on closed-loop rollouts added
             to the demonstrations, DAgger-style: Ross et al. 2011); its network config must equal ``model``'s, and its

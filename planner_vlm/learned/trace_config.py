@@ -7,7 +7,6 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from planner_vlm.learned.geometric_pick import geometry_objects, pick_geometry_from_dict
 from planner_vlm.learned.grasp_check import Workcell
 from planner_vlm.learned.grasp_prior import GraspPrior
 from tandem.core.errors import ConfigError
@@ -30,12 +29,12 @@ class TraceModelConfig:
         hidden: width of the MLP. layers: hidden layers.
         use_gripper_opening: whether the proprio's gripper opening is an input. It says nothing the skill does not
             (a pick starts open, a stack holds a cube), and in demonstrations a pick never starts with the gripper
-            closed; after a failed grasp it does, and a model that reads the opening put the re-pick's grasp point
-            8-14 mm off (stack_three, seed 1020). False zeroes it; True (the default of older checkpoints) keeps it.
+            closed; after a failed grasp it does, and a model that reads the opening puts the re-pick's grasp point
+            off. False zeroes it; True (the default of older checkpoints) keeps it.
         yaw_correction_deg: bound (deg) of the regressed yaw correction added to the chosen candidate (``tanh`` times
             this). 0: the yaw is exactly a candidate (the gripper's yaw or an argument's, up to a quarter turn), as
             for a stack_three cube, whose expert grasp yaw is the cube's own; off the demonstrations' states a free
-            correction drifted 7-29 deg from the state model's cube yaw (seeds 1019, 1020, 1046, 1049).
+            correction drifts from the state model's cube yaw.
         slot_order: which output slot predicts which trace point. ``"start"`` (the default of older checkpoints):
             slot k is the trace's row k. ``"end"``: slot 0 is still row 0 (the gripper now), and slot k >= 1 is the
             k-th row from the end, so a skill's closing points (a pick's hover, grasp, close and lift) sit in the
@@ -64,14 +63,13 @@ class TraceModelConfig:
             pick attempts (``tandem-train-trace model.grasp_prior=true``) or added to a checkpoint by
             ``scripts/fit_grasp_prior.py``; the learned planner moves a pick's close that misses it onto it. It
             changes no weight. Empty: none (older checkpoints).
-        pick_geometry: the static facts of the task's expert pick geometry (nut_assembly:
-            :class:`tandem.core.nut_pick.NutPickGeometry` as a dict: each nut's handle grasp, squaring and peg, the
-            robot's base; pick_place_bins: :class:`tandem.core.bin_pick.BinPickGeometry`: each object's grasp choices,
-            extents and place point, the source bin, the floor, the robot's base; read by
-            :func:`planner_vlm.learned.geometric_pick.pick_geometry_from_dict`), recorded at training from the
-            dataset's task (``TaskDefinition.pick_geometry``); with the learned planner's ``geometric_picks`` a pick
-            of such an object gets the expert's geometry over the object as read instead of the network's trace. It
-            changes no weight. Empty: none.
+        pick_geometry: the static facts of the task's expert pick geometry, as a dict naming its ``kind``
+            (:mod:`tandem.core.pick_geometry`; e.g. nut_assembly's ``nut_pegs``: each nut's handle grasp, squaring
+            and peg, the robot's base), recorded at training from the dataset's task
+            (``TaskDefinition.pick_geometry``); with the learned planner's ``geometric_picks`` a pick of such an
+            object gets the expert's geometry over the object as read instead of the network's trace. Only its
+            being a mapping is checked here: the learned planner reads it with the reader of kinds the runtime hands
+            it. It changes no weight. Empty: none.
     """
 
     objects: tuple[str, ...] = ()
@@ -114,12 +112,9 @@ class TraceModelConfig:
             unknown = sorted(set(GraspPrior.from_dict(self.grasp_prior).objects) - set(self.objects))  # likewise
             if unknown:
                 raise ConfigError(f"trace model grasp_prior names {unknown}, not among its objects {list(self.objects)}")
-        if self.pick_geometry != {}:  # a falsy non-mapping ("", [], 0) is refused too, not skipped
-            geometry = pick_geometry_from_dict(self.pick_geometry)  # raises ConfigError naming a malformed field
-            unknown = sorted(set(geometry_objects(geometry)) - set(self.objects))
-            if unknown:
-                raise ConfigError(f"trace model pick_geometry names {unknown}, not among its objects "
-                                  f"{list(self.objects)}")
+        if not isinstance(self.pick_geometry, dict):  # its kind and fields: read by the learned planner
+            raise ConfigError(f"trace model pick_geometry must be a mapping naming its kind, got "
+                              f"{type(self.pick_geometry).__name__}")
         if self.ensemble < 1:
             raise ConfigError(f"trace model ensemble must be >= 1 member, got {self.ensemble}")
         if self.trace_len < 2 or self.hidden < 1 or self.layers < 1:

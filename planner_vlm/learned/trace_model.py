@@ -360,8 +360,8 @@ def coherent_turns(yaw: np.ndarray, mask: np.ndarray, gripper: np.ndarray | None
     open and closes at row ``c`` (``gripper (B, K)``: command > 0), the rule above makes only rows ``0 .. c`` one
     turn; after ``c`` the last row keeps the network's own yaw relative to row ``c`` (it moves by the half turns row
     ``c`` moved), and each row between goes to its representative nearest that turn's interval. Applied to the
-    whole trace, the rule turned the lifted nut the other way round in 31% of nut_assembly's held-out picks (4% with
-    the network's own turns), and a nut held with its handle away from the robot was not inserted."""
+    whole trace, the rule turns a lifted nut the other way round far more often than the network's own turns, and a
+    nut held with its handle away from the robot is not inserted."""
     out = np.array(yaw, np.float64, copy=True)
     n = np.asarray(mask).sum(1).astype(int)
     ks = np.arange(-3, 4) * np.pi

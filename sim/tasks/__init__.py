@@ -6,6 +6,9 @@ Each task is a package ``sim/tasks/<task>/`` with one file per role of :mod:`sim
 ``__init__.py`` that only composes them into a :class:`~sim.tasks.base.TaskDefinition`::
 
     sim/tasks/<task>/
+        pick_geometry.py  optional: the expert's pick as geometry over poses, a kind of
+                          tandem.core.pick_geometry.PickGeometry (the scene's pick_geometry() records it, the
+                          expert plans with it); register its kind in registry._PICK_GEOMETRY_KINDS
         scene.py          TaskScene: name, skills, max_steps; make_robosuite_env (env, placement);
                           sample_spec (per-seed instruction, goals, subgoal wording); object_names,
                           object_poses (privileged), optionally object_symmetries / mujoco_object
@@ -21,5 +24,6 @@ object is grasped), handed to it in its constructor; never one listed below it. 
 ``tests/unit/test_task_parts.py`` checks the composition of every registered task.
 
 Modules: :mod:`.types` (``Waypoint``, ``TaskEpisode``, ``SKILL_PREDICATES``), :mod:`.roles` (the four role
-classes), :mod:`.base` (``TaskDefinition``, the composition; re-exports the types), :mod:`.registry`.
+classes), :mod:`.base` (``TaskDefinition``, the composition; re-exports the types), :mod:`.registry` (tasks and
+pick-geometry kinds).
 """

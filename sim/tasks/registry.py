@@ -1,12 +1,20 @@
-"""Registry of long-horizon tasks: name -> TaskDefinition class, imported lazily."""
+"""Registry of long-horizon tasks (name -> TaskDefinition class) and of their pick-geometry kinds (kind -> the
+:class:`tandem.core.pick_geometry.PickGeometry` implementation beside its task), both imported lazily.
+
+The learned planner may not import ``sim``: the runtime hands it :func:`read_pick_geometry`, with which it reads the
+pick geometry its trace checkpoint records (the design: :mod:`tandem.core.pick_geometry`). Adding a kind: its file
+beside its task and one line in :data:`_PICK_GEOMETRY_KINDS`.
+"""
 
 from __future__ import annotations
 
 import importlib
 from pathlib import Path
+from typing import Any
 
 from sim.tasks.base import TaskDefinition
-from tandem.core.errors import UnknownTaskError
+from tandem.core.errors import ConfigError, UnknownNameError, UnknownTaskError
+from tandem.core.pick_geometry import PickGeometry
 from tandem.core.vocabulary import TaskVocabulary
 
 #: task name -> "module:ClassName"
@@ -14,6 +22,13 @@ _TASKS: dict[str, str] = {
     "stack_three": "sim.tasks.stack_three:StackThreeTask",
     "pick_place_bins": "sim.tasks.pick_place_bins:PickPlaceBinsTask",
     "nut_assembly": "sim.tasks.nut_assembly:NutAssemblyTask",
+}
+
+#: pick-geometry kind -> "module:ClassName" of its implementation (a class with ``from_dict``, whose instances are
+#: :class:`~tandem.core.pick_geometry.PickGeometry`), beside its task.
+_PICK_GEOMETRY_KINDS: dict[str, str] = {
+    "nut_pegs": "sim.tasks.nut_assembly.pick_geometry:NutPickGeometry",
+    "bin_objects": "sim.tasks.pick_place_bins.pick_geometry:BinPickGeometry",
 }
 
 
@@ -71,3 +86,54 @@ def task_vocabulary(name: str) -> TaskVocabulary:
     if name not in _TASKS:
         raise UnknownTaskError(name, task_names())
     return vocabulary_from_file(Path(__file__).parent / name / VOCABULARY_FILE)
+
+
+def pick_geometry_kinds() -> list[str]:
+    """Names of all registered pick-geometry kinds."""
+    return sorted(_PICK_GEOMETRY_KINDS)
+
+
+def read_pick_geometry(d: Any) -> PickGeometry:
+    """The pick geometry a trace checkpoint records (``TraceModelConfig.pick_geometry``, from
+    ``TaskDefinition.pick_geometry()``), read by its kind's implementation: a
+    :data:`tandem.core.pick_geometry.PickGeometryReader`.
+
+    Args:
+        d: a dict naming its ``kind``, or a record made before kinds were named (:func:`_kind_of_unnamed`).
+
+    Raises:
+        UnknownNameError (a ConfigError): an unknown kind, naming it and the known ones. ConfigError: not a mapping, a
+            kind that is not a string, a record without a kind that the old rule cannot place, or a malformed field
+            of its kind (each named).
+    """
+    if not isinstance(d, dict):
+        raise ConfigError(f"pick_geometry must be a mapping naming its kind, got {type(d).__name__}")
+    kind = d["kind"] if "kind" in d else _kind_of_unnamed(d)
+    if not isinstance(kind, str):
+        raise ConfigError(f"pick_geometry kind must be a string, got {kind!r}")
+    if kind not in _PICK_GEOMETRY_KINDS:
+        raise UnknownNameError("pick_geometry kind", kind, pick_geometry_kinds())
+    module, cls = _PICK_GEOMETRY_KINDS[kind].split(":")
+    return getattr(importlib.import_module(module), cls).from_dict({**d, "kind": kind})
+
+
+def _kind_of_unnamed(d: dict[str, Any]) -> str:
+    """The kind of a record that names none. Trace checkpoints recorded before kinds were named (the shipped
+    ``checkpoints/trace/nut_assembly`` and ``checkpoints/trace/pick_place_bins`` among them) held one of two kinds,
+    told apart by a key: ``nuts`` (nut_assembly's, ``nut_pegs``) or ``objects`` (pick_place_bins', ``bin_objects``).
+    This is the one place that old rule lives; every record made since names its kind, and a new kind is never added
+    here.
+
+    Raises:
+        ConfigError: the record holds both keys or neither.
+    """
+    if "nuts" in d and "objects" in d:
+        raise ConfigError("pick_geometry names no kind and both nuts (nut_assembly) and objects (pick_place_bins); "
+                          "one kind only")
+    if "nuts" in d:
+        return "nut_pegs"
+    if "objects" in d:
+        return "bin_objects"
+    raise ConfigError(f"pick_geometry must name its kind (known kinds: {', '.join(pick_geometry_kinds())}) or, recorded "
+                      f"before kinds, be a mapping naming nuts (nut_assembly) or objects (pick_place_bins), got "
+                      f"{sorted(d, key=str)}")

@@ -45,7 +45,7 @@ class TaskScene(abc.ABC):
 
     Class attributes:
         name: registry name.
-        skills: the skills this task uses (subset of :data:`sim.tasks.types.SKILL_PREDICATES`).
+        skills: the skills this task uses (subset of :data:`tandem.core.vocabulary.SKILL_PREDICATES`).
         max_steps: whole-episode control-step budget at 20 Hz.
         steps_per_subgoal: the budget's share of one subgoal (control steps at 20 Hz): what the episode's budget
             grows by for each subgoal a perturbation undoes (:data:`sim.perturbations.ADDED_SUBGOALS`).
@@ -109,9 +109,10 @@ class TaskScene(abc.ABC):
 
     def pick_geometry(self) -> dict[str, Any]:
         """The static facts a pick's expert geometry needs besides poses, JSON-safe, for the learned planner's
-        ``geometric_picks`` (nut_assembly: :class:`tandem.core.nut_pick.NutPickGeometry` as a dict; pick_place_bins:
-        :class:`tandem.core.bin_pick.BinPickGeometry`). Facts of the
-        scene's design, the same in every episode, never a pose. Default: empty (the trace model's picks)."""
+        ``geometric_picks``, as a dict naming its ``kind``: the ``to_dict`` of a
+        :class:`tandem.core.pick_geometry.PickGeometry` kind beside the task, registered in :mod:`sim.tasks.registry`
+        (nut_assembly: ``nut_pegs``, pick_place_bins: ``bin_objects``). Facts of the scene's design, the same in
+        every episode, never a pose. Default: empty (the trace model's picks)."""
         return {}
 
     def support_z(self) -> float | None:

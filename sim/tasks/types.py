@@ -1,4 +1,5 @@
-"""The values a task and its four parts exchange: skill -> predicate templates, expert waypoints, a drawn episode.
+"""The values a task and its four parts exchange: skill -> predicate templates (``SKILL_PREDICATES``, defined in
+:mod:`tandem.core.vocabulary`), expert waypoints, a drawn episode.
 
 Conventions: positions in m, world frame; yaw in rad about world +z; gripper -1 open, +1 closed.
 """
@@ -9,17 +10,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tandem.core.types import TaskSpec
+from tandem.core.vocabulary import SKILL_PREDICATES
 from tandem.core.waypoints import Waypoint
 
 __all__ = ["SKILL_PREDICATES", "TaskEpisode", "Waypoint"]
-
-#: Skill name -> predicate template shared by all tasks (``{0}``, ``{1}`` are the subgoal args).
-SKILL_PREDICATES: dict[str, str] = {
-    "pick": "grasped({0})",
-    "place": "in_bin({0})",
-    "stack": "on({0},{1})",
-    "insert": "on_peg({0},{1})",
-}
 
 
 @dataclass

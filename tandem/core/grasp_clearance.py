@@ -4,7 +4,8 @@ One geometry for the scripted expert, which reads the simulator's poses (``sim/t
 and for the learned planner's grasp check, which reads the state model's estimates
 (:mod:`planner_vlm.learned.grasp_check`).
 
-Also the Panda's empty-hand opening (:data:`PANDA_EMPTY_OPENING_M`), read by the executor and the learned planner, and the
+Also an upright object's outline from its two keypoints and box (:func:`footprint`), which the learned planner's grasp
+check and pick_place_bins' pick geometry over a read draw their obstacles with, and the Panda's empty-hand opening (:data:`PANDA_EMPTY_OPENING_M`), read by the executor and the learned planner, and the
 widest opening of a hand that holds something (:data:`PANDA_HELD_MAX_OPENING_M`).
 
 Conventions: positions in m, world frame, z up; yaw in rad about world +z from world +x; a gripper's yaw is the
@@ -33,8 +34,7 @@ PANDA_OPEN_GRIPPER: tuple[tuple[float, float, float, float], ...] = (
 
 #: A Panda gripper closed to less than this opening (m, the proprio's finger gap) holds nothing. Every object held in
 #: the three tasks' demonstrations keeps the fingers 30 mm or more apart; closed on nothing they are 1.5-2.5 mm apart;
-#: a bread pinched by its edge in closed loop held at 9.4 mm (pick_place_bins, validation seed 702), so the line sits
-#: at 5 mm.
+#: a bread pinched by its edge can hold them under 10 mm apart, so the line sits at 5 mm.
 PANDA_EMPTY_OPENING_M = 0.005
 #: A Panda gripper opened to this or more (m) holds nothing either: open it reads 78-80 mm, and objects held in the
 #: demonstrations keep the fingers 31-60 mm apart (pick_place_bins' 113 demonstrations, frames closed for 10 steps).
@@ -102,3 +102,30 @@ def open_gripper_clearance(grasp: np.ndarray, yaw: float, obstacles: Sequence[tu
                     c = grasp[:2] + sx * x_hi * closing + sy * half_y * across
                     clear = min(clear, float(np.min(c - lo)), float(np.min(hi - c)))
     return float(clear)
+
+
+#: Symmetry order from which an object's footprint is taken as a disc (a can).
+ROUND_ORDER = 8
+
+
+def footprint(keypoints: np.ndarray, lo: np.ndarray, hi: np.ndarray, order: int) -> np.ndarray:
+    """``(N, 2)`` world xy (m) sampled on an upright object's outline from its keypoints ``(2, 3)`` and body-frame
+    box ``lo, hi (3,)``: a disc for symmetry order >= :data:`ROUND_ORDER`, the square of its larger half side for
+    order 4 (its yaw is only known modulo a quarter turn), else the box turned to the keypoints' yaw."""
+    kp = np.asarray(keypoints, np.float64)
+    centre = kp[0, :2]
+    if order >= ROUND_ORDER:
+        r = float(np.max(np.abs(np.concatenate([lo[:2], hi[:2]]))))
+        a = np.linspace(0.0, 2 * math.pi, 24, endpoint=False)
+        return centre + r * np.stack([np.cos(a), np.sin(a)], axis=1)
+    d = kp[1, :2] - kp[0, :2]
+    phi = math.atan2(d[1], d[0])
+    box_lo, box_hi = np.asarray(lo[:2], np.float64), np.asarray(hi[:2], np.float64)
+    if order % 4 == 0:
+        s = float(np.max(np.abs(np.concatenate([box_lo, box_hi]))))
+        box_lo, box_hi = np.array([-s, -s]), np.array([s, s])
+    corners = np.array([[box_lo[0], box_lo[1]], [box_hi[0], box_lo[1]], [box_hi[0], box_hi[1]], [box_lo[0], box_hi[1]]])
+    t = np.linspace(0.0, 1.0, 7)[:, None]
+    local = np.concatenate([corners[i] + t * (corners[(i + 1) % 4] - corners[i]) for i in range(4)])
+    rot = np.array([[math.cos(phi), -math.sin(phi)], [math.sin(phi), math.cos(phi)]])
+    return centre + local @ rot.T

@@ -33,6 +33,16 @@ from typing import Any
 
 from tandem.core.errors import ConfigError
 
+#: Skill name -> the ground predicate template that holds once the skill succeeded, shared by every task (``{0}``,
+#: ``{1}`` are the subgoal's args): the one definition, read by the tasks (``sim.tasks``; each task's vocabulary
+#: declares the subset it uses) and by the oracle verifier where it was given no task. A new skill is one line here.
+SKILL_PREDICATES: dict[str, str] = {
+    "pick": "grasped({0})",
+    "place": "in_bin({0})",
+    "stack": "on({0},{1})",
+    "insert": "on_peg({0},{1})",
+}
+
 #: Impossibility rules a vocabulary may declare, each with what it forbids.
 RULES: dict[str, str] = {
     "distinct_args": "an object on or in itself",

@@ -4,8 +4,7 @@ An expert plans a skill as a list of :class:`Waypoint` (grip-site targets); its 
 them. :func:`waypoint_trace_3d` turns such a list into the subgoal's :class:`~tandem.core.types.Trace3D`, with the yaw
 the tracker will command at each waypoint (:func:`resolved_yaws`). The oracle's goal producer
 (``sim.goal_render.OracleGoalProducer``) calls it with the simulator's state; the learned planner calls it with the
-waypoints of an expert's geometry over the perceived state (:mod:`tandem.core.nut_pick`,
-:mod:`tandem.core.bin_pick`).
+waypoints of an expert's geometry over the perceived state (:class:`tandem.core.pick_geometry.PickGeometry`).
 
 Conventions: positions in m, world frame, z up; yaw in rad about world +z from world +x, the direction of the finger
 axis with the gripper pointing down; gripper -1 open, +1 closed (robosuite's OSC convention). numpy only.

@@ -590,7 +590,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
             checkpoint records one (``planner_vlm.learned.grasp_prior``), is moved onto it; ``grasp_prior_m`` None:
             off.
         geometric_picks: a pick of an object whose expert pick geometry the trace checkpoint records (nut_assembly's
-            nuts, ``tandem.core.nut_pick``; pick_place_bins' objects read upright, ``tandem.core.bin_pick``) gets that
+            nuts, pick_place_bins' objects read upright; ``tandem.core.pick_geometry``) gets that
             geometry over the object as read instead of the trace model's trace (``LearnedPlanner``, step 4 of its
             docs); false: the trace model's for every pick.
 

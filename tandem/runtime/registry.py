@@ -398,10 +398,11 @@ def _learned_geometry(spec: VLMPlannerConfig, ctx: BuildContext) -> Any:
     """
     from planner_vlm.learned.geometry import LearnedGeometry
     from planner_vlm.learned.trace_model import TraceModel
+    from sim.tasks.registry import read_pick_geometry
 
     state = _state_model(spec, ctx)
     trace = TraceModel.from_checkpoint(resolve_perception_checkpoint(spec.trace_checkpoint, ctx.task, "trace"))
-    return LearnedGeometry(state, trace, use_depth=spec.use_depth)
+    return LearnedGeometry(state, trace, use_depth=spec.use_depth, pick_geometry_reader=read_pick_geometry)
 
 
 @PLANNERS.register("learned")
@@ -414,6 +415,7 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
     from planner_vlm.learned.grounder import InstructionGrounder
     from planner_vlm.learned.learned_planner import LearnedPlanner
     from planner_vlm.learned.trace_model import TraceModel
+    from sim.tasks.registry import read_pick_geometry
 
     state = _state_model(spec, ctx)
     trace = TraceModel.from_checkpoint(resolve_perception_checkpoint(spec.trace_checkpoint, ctx.task, "trace"))
@@ -432,7 +434,8 @@ def _learned_planner(spec: LearnedPlannerConfig, ctx: BuildContext) -> Planner:
                           wrist_limit_rad=spec.wrist_limit_rad, use_depth=spec.use_depth,
                           hidden_uncertainty=spec.hidden_uncertainty, grasp_prior_m=spec.grasp_prior_m,
                           grasp_prior_deg=spec.grasp_prior_deg, use_absent_thresholds=spec.use_absent_thresholds,
-                          geometric_picks=spec.geometric_picks, presence_model=presence, grounder=grounder)
+                          geometric_picks=spec.geometric_picks, presence_model=presence, grounder=grounder,
+                          pick_geometry_reader=read_pick_geometry)  # the task's kinds: planner_vlm can't import sim
 
 
 # ------------------------------------------------------------------------------------------- verifiers

@@ -8,10 +8,10 @@ from sim_helpers import make_subgoal, run_subgoal
 
 from sim.experts import ScriptedExecutor
 from sim.tasks.nut_assembly import NUT_REST_Z, NUTS, ON_PEG_MAX_Z, PEGS
+from sim.tasks.nut_assembly.pick_geometry import handle_turn, yaw_steps
 from sim.tasks.registry import make_task
 from tandem.core.errors import UnknownObjectError, UnknownSkillError
 from tandem.core.geometry import wrap_angle, yaw_of_quat
-from tandem.core.nut_pick import handle_turn, yaw_steps
 
 pytestmark = pytest.mark.sim
 
@@ -172,9 +172,9 @@ def test_the_recorded_pick_geometry_over_the_true_pose_is_the_experts_trace(nut_
     """The static facts recorded for the learned planner's geometric picks are the live scene's, and the geometry
     over a nut's pose (two keypoints, as the state model reads them) gives the oracle's trace exactly."""
     from sim.goal_render import OracleGoalProducer
+    from sim.tasks.nut_assembly.pick_geometry import NutPickGeometry, nut_pick_waypoints, plan_nut_pick
     from tandem.core.dataset_schema import object_keypoints
     from tandem.core.geometry import yaw_of_mat
-    from tandem.core.nut_pick import NutPickGeometry, nut_pick_waypoints, plan_nut_pick
     from tandem.core.types import Subgoal
     from tandem.core.waypoints import waypoint_trace_3d
 

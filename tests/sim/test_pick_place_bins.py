@@ -254,13 +254,12 @@ def test_the_recorded_pick_geometry_over_the_true_poses_is_the_experts_pick(env)
     the objects' true keypoints (as the state model reads them: origin and x axis, upright footprints) grasps where
     the expert does, at the expert's yaw or a near-equal one (the outlines differ a little: a can as a disc, a bread
     as a square)."""
-    from planner_vlm.learned.geometric_pick import geometric_pick_waypoints, pick_geometry_from_dict
-    from planner_vlm.learned.scene_state import SceneState
     from sim.tasks.pick_place_bins.scene import OBJECTS
+    from sim.tasks.registry import read_pick_geometry
     from tandem.core.dataset_schema import object_keypoints
     from tandem.core.geometry import yaw_of_mat
 
-    geometry = pick_geometry_from_dict(env.task_def.pick_geometry())
+    geometry = read_pick_geometry(env.task_def.pick_geometry())
     scene, expert = env.task_def.parts.scene, env.task_def.parts.expert
     yaw_off = []
     for seed in range(1000, 1005):
@@ -269,12 +268,11 @@ def test_the_recorded_pick_geometry_over_the_true_poses_is_the_experts_pick(env)
         np.testing.assert_allclose(rs.sim.data.body_xpos[rs.sim.model.body_name2id("robot0_base")], geometry.base_pos)
         assert geometry.floor_z == pytest.approx(scene.floor_z(rs)) == pytest.approx(env.task_def.support_z())
         keypoints = np.stack([object_keypoints(*scene.pose(rs, o)) for o in OBJECTS])
-        state = SceneState(OBJECTS, (), np.zeros(0), np.zeros((4, 2, 2)), keypoints, np.ones(4), 1.0, np.zeros((4, 2)))
         eef, rot = env.eef_pose()
         for obj in OBJECTS:
             np.testing.assert_allclose(geometry.objects[obj].place_xy, expert._place_xy(rs, obj), atol=1e-3)
-            waypoints, fields = geometric_pick_waypoints(geometry, obj, state, np.ones(4, bool), eef, yaw_of_mat(rot),
-                                                         env.wrist_angle())
+            waypoints, fields = geometry.pick_over_read(obj, OBJECTS, keypoints, np.ones(4, bool), eef,
+                                                        yaw_of_mat(rot), env.wrist_angle())
             plan = expert.plan_pick(rs, obj)
             np.testing.assert_allclose(fields["grasp"], plan.grasp, atol=5e-4)
             yaw_off.append(abs(math.remainder(fields["grasp_yaw"] - plan.yaw, math.pi)))

@@ -17,6 +17,7 @@ from planner_vlm.learned.learned_verifier import LearnedVerifier
 from planner_vlm.learned.proprio import gripper_yaw
 from planner_vlm.learned.scene_state import SceneState
 from planner_vlm.learned.synthetic import synthetic_calibration
+from sim.tasks.registry import read_pick_geometry
 from tandem.core.errors import ConfigError, PrivilegedAccessError, UnknownNameError
 from tandem.core.geometry import quat_yaw_mul
 from tandem.core.privileged import observation_for
@@ -36,6 +37,7 @@ STACK = TaskSpec(
 
 def LearnedPlanner(*args, **kwargs):  # noqa: N802 - the planner under test, reading the tests' instructions
     kwargs.setdefault("grounder", ListedGrounder(STACK, readings={"stack purple on green": ("on(purple,green)",)}))
+    kwargs.setdefault("pick_geometry_reader", read_pick_geometry)  # as the runtime hands it
     return _LearnedPlanner(*args, **kwargs)
 
 

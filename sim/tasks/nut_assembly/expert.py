@@ -4,7 +4,7 @@ thread it on its peg, with the Panda's wrist (joint 7) kept inside its range thr
 Conventions: positions in m, world frame; quaternions wxyz; angles in rad about world +z. The gripper yaw of a
 :class:`~sim.tasks.types.Waypoint` is the direction of the finger axis (grip-site x axis) from world +x, as in
 ``sim/experts.py``; its tracker resolves a yaw modulo pi to the one nearest the current yaw, so this expert
-never asks for more than :data:`~tandem.core.nut_pick.YAW_STEP` of rotation per waypoint and picks the direction itself.
+never asks for more than :data:`~sim.tasks.nut_assembly.pick_geometry.YAW_STEP` of rotation per waypoint and picks the direction itself.
 """
 
 from __future__ import annotations
@@ -14,14 +14,20 @@ from typing import Any
 
 import numpy as np
 
+from sim.tasks.nut_assembly.pick_geometry import (
+    LIFT_HEIGHT,
+    NutInfoForPick,
+    PickPlan,
+    nut_pick_waypoints,
+    plan_nut_pick,
+)
 from sim.tasks.nut_assembly.predicates import NutAssemblyPredicates
 from sim.tasks.nut_assembly.scene import NUT_REST_Z, NUTS, PEG_TOP_Z, NutAssemblyScene
 from sim.tasks.roles import TaskExpert
 from sim.tasks.types import TaskEpisode, Waypoint
 from tandem.core.geometry import quat_to_mat, quat_yaw_mul, rotate_z, yaw_of_mat, yaw_of_quat
-from tandem.core.nut_pick import LIFT_HEIGHT, NutInfoForPick, PickPlan, nut_pick_waypoints, plan_nut_pick
 
-# ---- expert parameters (m, rad, control steps); the pick's are tandem.core.nut_pick's ----
+# ---- expert parameters (m, rad, control steps); the pick's are sim.tasks.nut_assembly.pick_geometry's ----
 CARRY_NUT_Z = PEG_TOP_Z + 0.05  # nut origin height while moving over the peg
 ALIGN_NUT_Z = PEG_TOP_Z + 0.025  # nut origin height when aligned over the peg, before descending onto it
 RELEASE_NUT_Z = NUT_REST_Z + 0.035  # nut origin height at which the gripper opens (threaded on the peg)
@@ -49,7 +55,7 @@ class NutAssemblyExpert(TaskExpert):
 
     def plan_pick(self, rs_env: Any, nut: str) -> PickPlan:
         """Where and how the expert grasps ``nut``, and how far it turns the lifted nut: :func:`plan_nut_pick
-        <tandem.core.nut_pick.plan_nut_pick>` over the simulator's poses (see :class:`PickPlan`)."""
+        <sim.tasks.nut_assembly.pick_geometry.plan_nut_pick>` over the simulator's poses (see :class:`PickPlan`)."""
         pos, quat = self.scene.nut_pose(rs_env, nut)
         eef, eef_rot = self._eef(rs_env)
         info = NutInfoForPick(NUTS[nut].grasp_offset, NUTS[nut].square_to_peg,
@@ -60,9 +66,9 @@ class NutAssemblyExpert(TaskExpert):
     def expert_waypoints(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> list[Waypoint]:
         """Waypoints of the scripted expert from the current state (grip-site positions, m, world).
 
-        ``pick(nut)``: rise and turn (<= :data:`~tandem.core.nut_pick.YAW_STEP` per waypoint) to above the handle -> slow descent ->
-        close and hold -> lift :data:`~tandem.core.nut_pick.LIFT_HEIGHT` -> turn the nut so its handle points towards the robot
-        (:data:`~tandem.core.nut_pick.HANDLE_WINDOW`; keeps the grip site within reach when the nut is over its peg).
+        ``pick(nut)``: rise and turn (<= :data:`~sim.tasks.nut_assembly.pick_geometry.YAW_STEP` per waypoint) to above the handle -> slow descent ->
+        close and hold -> lift :data:`~sim.tasks.nut_assembly.pick_geometry.LIFT_HEIGHT` -> turn the nut so its handle points towards the robot
+        (:data:`~sim.tasks.nut_assembly.pick_geometry.HANDLE_WINDOW`; keeps the grip site within reach when the nut is over its peg).
         ``insert(nut, peg)``: measures the grip-site -> hole-centre offset now (after the grasp, so any slip is
         accounted for), carries the nut so its hole centre is over the peg axis, aligns, descends slowly until
         the nut is threaded on the peg, opens, and retreats straight up. The yaw is held. If the nut is not

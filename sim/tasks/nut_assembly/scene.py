@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from sim.tasks.nut_assembly.pick_geometry import KIND as PICK_GEOMETRY_KIND
 from sim.tasks.roles import TaskScene
 from sim.tasks.types import SKILL_PREDICATES, TaskEpisode
 from tandem.core.errors import UnknownObjectError, UnknownSkillError
@@ -227,8 +228,8 @@ class NutAssemblyScene(TaskScene):
 
     def pick_geometry(self) -> dict[str, Any]:
         """Each nut's handle grasp, squaring and peg, and the robot's base (:meth:`TaskScene.pick_geometry`;
-        :class:`tandem.core.nut_pick.NutPickGeometry` as a dict)."""
-        return {"base_pos": list(ROBOT_BASE_POS),
+        :class:`sim.tasks.nut_assembly.pick_geometry.NutPickGeometry` as a dict, naming its kind)."""
+        return {"kind": PICK_GEOMETRY_KIND, "base_pos": list(ROBOT_BASE_POS),
                 "nuts": {n: {"grasp_offset_m": i.grasp_offset, "square_to_peg": i.square_to_peg,
                              "peg_pos": list(PEG_BODY_POS[i.peg])} for n, i in NUTS.items()}}
 

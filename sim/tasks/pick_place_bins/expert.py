@@ -15,10 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from sim.tasks.pick_place_bins.scene import GRASP, OBJECTS, WALL_HEIGHT, PickPlaceBinsScene
-from sim.tasks.roles import TaskExpert
-from sim.tasks.types import TaskEpisode, Waypoint
-from tandem.core.bin_pick import (
+from sim.tasks.pick_place_bins.pick_geometry import (
     CELL_MARGIN,
     CLOSE_HOLD,
     DESCENT_STEP,
@@ -34,10 +31,13 @@ from tandem.core.bin_pick import (
     plan_bin_pick,
     yaw_candidates,
 )
+from sim.tasks.pick_place_bins.scene import GRASP, OBJECTS, WALL_HEIGHT, PickPlaceBinsScene
+from sim.tasks.roles import TaskExpert
+from sim.tasks.types import TaskEpisode, Waypoint
 from tandem.core.geometry import quat_to_mat, yaw_of_mat
 from tandem.core.grasp_clearance import PANDA_OPEN_GRIPPER
 
-#: Expert place parameters (m, control steps); the pick's, and the shared ones, are tandem.core.bin_pick's.
+#: Expert place parameters (m, control steps); the pick's, and the shared ones, are sim.tasks.pick_place_bins.pick_geometry's.
 _CARRY_CLEARANCE = 0.07  # carried object's lowest point above the bin walls' top while moving
 _RELEASE_CLEARANCE = 0.015  # carried object's lowest point above the goal-bin floor at release
 
@@ -60,7 +60,7 @@ class PickPlaceBinsExpert(TaskExpert):
         (0.02 m/step), close and hold, lift 0.12 m. place: rise so the object clears the walls, move above
         the centre of its cell (offset by the current grasp offset so the object, not the gripper, is
         centred), descend until the object is 1.5 cm above the floor, open and hold, retreat upwards.
-        The gripper points down; yaw is chosen per object (:func:`tandem.core.bin_pick.grasp_yaw`).
+        The gripper points down; yaw is chosen per object (:func:`sim.tasks.pick_place_bins.pick_geometry.grasp_yaw`).
 
         Raises:
             UnknownSkillError / UnknownObjectError: for names this task does not know.
@@ -75,7 +75,7 @@ class PickPlaceBinsExpert(TaskExpert):
     def goal_poses(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         """Object poses once ``skill(*args)`` succeeded (for the teleport-render-restore goal image).
 
-        pick(x): ``x`` lifted :data:`~tandem.core.bin_pick.LIFT` m straight up, same orientation. place(x, bin): ``x`` upright at
+        pick(x): ``x`` lifted :data:`~sim.tasks.pick_place_bins.pick_geometry.LIFT` m straight up, same orientation. place(x, bin): ``x`` upright at
         its current yaw, resting on the goal-bin floor at the centre of its cell.
 
         Returns:
@@ -107,8 +107,8 @@ class PickPlaceBinsExpert(TaskExpert):
 
     def _yaw_candidates(self, rs_env: Any, obj: str) -> list[tuple[float, float]]:
         """``(finger yaw in [-pi/2, pi/2), penalty (m))`` pairs that can grasp ``obj``: upright as its shape allows
-        (:func:`tandem.core.bin_pick.yaw_candidates`), lying over across its long axis
-        (:func:`tandem.core.bin_pick.lying_close_yaw`)."""
+        (:func:`sim.tasks.pick_place_bins.pick_geometry.yaw_candidates`), lying over across its long axis
+        (:func:`sim.tasks.pick_place_bins.pick_geometry.lying_close_yaw`)."""
         if not self._is_upright(rs_env, obj):
             _, quat = self.scene.pose(rs_env, obj)
             return [(lying_close_yaw(quat_to_mat(quat)[:, 2]), 0.0)]
@@ -128,7 +128,7 @@ class PickPlaceBinsExpert(TaskExpert):
         return out
 
     def plan_pick(self, rs_env: Any, obj: str) -> BinPickPlan:
-        """Where and how the expert grasps ``obj``: :func:`tandem.core.bin_pick.plan_bin_pick` over the simulator's
+        """Where and how the expert grasps ``obj``: :func:`sim.tasks.pick_place_bins.pick_geometry.plan_bin_pick` over the simulator's
         poses (the object's bounding box, the other objects' boxes, the grip site and joint 7)."""
         site, rot = self.scene.site(rs_env)
         pos, _ = self.scene.pose(rs_env, obj)
@@ -168,7 +168,7 @@ class PickPlaceBinsExpert(TaskExpert):
         ]
 
     def _clamp_fingers(self, rs_env: Any, obj: str, site_xy: np.ndarray, yaw: float) -> np.ndarray:
-        """Move a release position ``site_xy`` (2,) m so the open fingers at ``yaw`` stay :data:`~tandem.core.bin_pick.CELL_MARGIN`
+        """Move a release position ``site_xy`` (2,) m so the open fingers at ``yaw`` stay :data:`~sim.tasks.pick_place_bins.pick_geometry.CELL_MARGIN`
         inside ``obj``'s cell walls (the cell is only 18 cm wide in x)."""
         lo, hi = self.scene.cell_bounds(rs_env, obj)
         c, s = abs(math.cos(yaw)), abs(math.sin(yaw))
@@ -186,7 +186,7 @@ class PickPlaceBinsExpert(TaskExpert):
         return azimuth(self._base(rs_env)[:2], xy)
 
     def _place_xy(self, rs_env: Any, obj: str) -> np.ndarray:
-        """Where ``obj``'s centre is put down (world xy, m): :func:`tandem.core.bin_pick.place_xy_in_cell` in its
+        """Where ``obj``'s centre is put down (world xy, m): :func:`sim.tasks.pick_place_bins.pick_geometry.place_xy_in_cell` in its
         goal cell."""
         return place_xy_in_cell(*self.scene.cell_bounds(rs_env, obj), self._base(rs_env)[:2],
                                 self.scene.half_extents(rs_env, obj))

@@ -24,7 +24,7 @@ _MISS_CLEARANCE = 0.02
 #: miss_grasp: how far (m, xy) the object moves from where the fingers took it.
 MISS_SHIFT_M = (0.04, 0.10)
 #: topple: the objects that can be laid on their side. These tall boxes are the ones a failed grasp knocks over in
-#: closed loop (validation seeds 704, 725, 729, 745, 749); the can would roll and the bread is nearly a cube.
+#: closed loop; the can would roll and the bread is nearly a cube.
 TOPPLE_OBJECTS = ("milk", "cereal")
 #: The perturbations this task implements itself (``sim.perturbations.TASK_IMPLEMENTED``), and the predicate whose
 #: objects each may move when no target is given.

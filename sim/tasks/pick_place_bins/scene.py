@@ -18,9 +18,10 @@ from typing import Any
 
 import numpy as np
 
+from sim.tasks.pick_place_bins.pick_geometry import KIND as PICK_GEOMETRY_KIND
+from sim.tasks.pick_place_bins.pick_geometry import place_xy_in_cell
 from sim.tasks.roles import TaskScene
 from sim.tasks.types import SKILL_PREDICATES, TaskEpisode
-from tandem.core.bin_pick import place_xy_in_cell
 from tandem.core.errors import ConfigError, UnknownObjectError, UnknownSkillError
 from tandem.core.geometry import quat_to_mat
 from tandem.core.grasp_clearance import Container
@@ -196,7 +197,8 @@ class PickPlaceBinsScene(TaskScene):
 
     def pick_geometry(self) -> dict[str, Any]:
         """The static facts of the expert's pick (:meth:`TaskScene.pick_geometry`;
-        :class:`tandem.core.bin_pick.BinPickGeometry` as a dict): each object's grasp choices (:data:`GRASP`),
+        :class:`sim.tasks.pick_place_bins.pick_geometry.BinPickGeometry` as a dict, naming its kind): each object's
+        grasp choices (:data:`GRASP`),
         extents (:data:`OBJECT_EXTENTS`) and place point in its goal cell, the source bin's walls, the bins' floor
         and the robot's base, all from this module's constants (robosuite's goal cells: milk in the cell at low x and
         low y, bread high x low y, cereal low x high y, can high x high y)."""
@@ -210,14 +212,13 @@ class PickPlaceBinsScene(TaskScene):
             objects[obj] = {"grasp_dz": spec["grasp_dz"], "yaw_sym": spec["yaw_sym"], "yaw_offset": spec["yaw_offset"],
                             "narrow_side": obj == "bread", "extents": [list(v) for v in OBJECT_EXTENTS[obj]],
                             "place_xy": [float(v) for v in place]}
-        return {"base_pos": list(ROBOT_BASE_POS),
+        return {"kind": PICK_GEOMETRY_KIND, "base_pos": list(ROBOT_BASE_POS),
                 "source_bin": {"inner_lo": list(box.inner_lo), "inner_hi": list(box.inner_hi), "rim_z": box.rim_z},
                 "floor_z": TARGET_BIN_POS[2] + _FLOOR_HALF, "objects": objects}
 
     def support_z(self) -> float:
         """The bins' floor (m, world z; both bins stand at the same height), for the learned state model's depth
-        absent check: its clearance chosen on validation seeds 700-999, where 2 of 3,022 present objects' read pixels
-        showed a surface at most 1 cm above it (docs/results/non-privileged-high-level.md)."""
+        absent check (:data:`planner_vlm.learned.absence.SUPPORT_CLEARANCE_M` above it)."""
         return TARGET_BIN_POS[2] + _FLOOR_HALF
 
     def workcell(self) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""The nut_assembly expert's pick, as geometry over a nut's pose: one implementation for the scripted expert, which
-reads the simulator's poses (``sim/tasks/nut_assembly/expert.py``), and for the learned planner, which reads the
-state model's estimate (:mod:`planner_vlm.learned.learned_planner`, ``geometric_picks``).
+"""nut_assembly's pick geometry, kind ``nut_pegs`` (:data:`KIND`): the expert's pick as geometry over a nut's pose,
+one implementation for the scripted expert, which reads the simulator's poses (:mod:`sim.tasks.nut_assembly.expert`),
+and for the learned planner, which reads the state model's estimate (``geometric_picks``; through
+:class:`tandem.core.pick_geometry.PickGeometry`, registered in :mod:`sim.tasks.registry`).
 
 The expert grasps a nut across its handle, ``grasp_offset_m`` along the nut's local x axis from its origin (the
 hole's centre), lifts it and turns it so that the handle points towards the robot (:data:`HANDLE_WINDOW` around
@@ -9,7 +10,9 @@ world -x), planning the grasp's yaw and the turn together so that the Panda's wr
 (:class:`PickPlan`) from the nut's pose, the gripper's pose and joint 7; :func:`nut_pick_waypoints` makes the
 waypoints (:class:`tandem.core.waypoints.Waypoint`) the expert's tracker follows. :class:`NutPickGeometry` holds the
 static facts the plan needs besides poses (each nut's grasp offset and peg, whether it must be squared to its peg,
-the robot base's position), recorded in a trace checkpoint at training (``TraceModelConfig.pick_geometry``).
+the robot base's position), recorded in a trace checkpoint at training (``TraceModelConfig.pick_geometry``), and
+plans the same pick over a read nut (:meth:`NutPickGeometry.pick_over_read`: its origin keypoint and the direction of
+its x keypoint, levelled).
 
 Conventions: positions in m, world frame, z up; yaws in rad about world +z from world +x (a nut's yaw: its local x
 axis, the handle's direction; the gripper's: its finger axis, with the gripper pointing down); gripper -1 open,
@@ -19,15 +22,20 @@ axis, the handle's direction; the gripper's: its finger axis, with the gripper p
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import wrap_pi
 from tandem.core.number_fields import finite_number
+from tandem.core.pick_geometry import PickOverRead, checked_read, fields_of_kind, rounded
 from tandem.core.waypoints import Waypoint
+
+#: This geometry's kind, as recorded (``to_dict()["kind"]``) and registered (:mod:`sim.tasks.registry`).
+KIND = "nut_pegs"
 
 #: The most yaw change the expert asks for in one waypoint (the tracker resolves yaw modulo pi).
 YAW_STEP = 1.0
@@ -126,18 +134,20 @@ class NutInfoForPick:
 @dataclass(frozen=True)
 class NutPickGeometry:
     """The static facts of nut_assembly's pick (see the module docstring): the same in every episode, never a pose.
+    Implements :class:`tandem.core.pick_geometry.PickGeometry`.
 
     Attributes:
         base_pos: ``(3,)`` world position (m) of the robot's base.
         nuts: nut name -> :class:`NutInfoForPick`.
     """
 
+    kind: ClassVar[str] = KIND
     base_pos: tuple[float, float, float]
     nuts: dict[str, NutInfoForPick] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (:meth:`from_dict` reads it back)."""
-        return {"base_pos": list(self.base_pos),
+        """JSON-safe dict naming its kind (:meth:`from_dict` reads it back)."""
+        return {"kind": KIND, "base_pos": list(self.base_pos),
                 "nuts": {n: {"grasp_offset_m": i.grasp_offset_m, "square_to_peg": i.square_to_peg,
                              "peg_pos": list(i.peg_pos)} for n, i in self.nuts.items()}}
 
@@ -145,16 +155,21 @@ class NutPickGeometry:
     def from_dict(cls, d: Any) -> NutPickGeometry:
         """Inverse of :meth:`to_dict`.
 
+        Args:
+            d: the dict; its ``kind``, where it names one, must be :data:`KIND`.
+
         Raises:
-            ConfigError: not a mapping, an unknown or missing key, a value that is not a finite JSON number (a
-                numeric string, null, a bool: :func:`tandem.core.number_fields.finite_number`), a vector of the
-                wrong length, an offset outside (0, 0.5) m or a ``square_to_peg`` that is not a boolean (each named).
+            ConfigError: not a mapping, another kind, an unknown or missing key, a value that is not a finite JSON
+                number (a numeric string, null, a bool: :func:`tandem.core.number_fields.finite_number`), a vector of
+                the wrong length, an offset outside (0, 0.5) m or a ``square_to_peg`` that is not a boolean (each
+                named).
         """
         def vec3(where: str, v: Any) -> tuple[float, float, float]:
             if not isinstance(v, (list, tuple)) or len(v) != 3:
                 raise ConfigError(f"pick_geometry {where}: expected 3 numbers (m), got {v!r}")
             return tuple(finite_number(x, f"pick_geometry {where}") for x in v)  # type: ignore[return-value]
 
+        d = fields_of_kind(d, KIND)
         if not isinstance(d, dict) or set(d) != {"base_pos", "nuts"}:
             raise ConfigError("pick_geometry must be a mapping with exactly base_pos and nuts, got "
                               f"{sorted(d, key=str) if isinstance(d, dict) else type(d).__name__}")
@@ -173,6 +188,33 @@ class NutPickGeometry:
                                   f"got {raw['square_to_peg']!r}")
             nuts[str(name)] = NutInfoForPick(offset, raw["square_to_peg"], vec3(f"nuts.{name}.peg_pos", raw["peg_pos"]))
         return cls(base_pos=vec3("base_pos", d["base_pos"]), nuts=nuts)
+
+    def object_names(self) -> tuple[str, ...]:
+        """The nuts whose pick this geometry plans."""
+        return tuple(self.nuts)
+
+    def pick_over_read(self, target: str, objects: Sequence[str], keypoints_3d: np.ndarray, found: np.ndarray,
+                       eef: np.ndarray, eef_yaw: float, wrist: float) -> PickOverRead:
+        """The expert's pick of nut ``target`` over a read (:meth:`tandem.core.pick_geometry.PickGeometry.pick_over_read`
+        documents the arguments and errors): :func:`plan_nut_pick` from its origin keypoint and its x keypoint's
+        direction, levelled. The other objects play no part.
+
+        Returns:
+            ``(waypoints, {grasp (m), grasp_yaw (rad), turn (rad)})``, or the reason it does not apply (a non-finite
+            read or proprio, a degenerate x axis).
+        """
+        checked = checked_read(self, target, objects, keypoints_3d, found, eef, eef_yaw, wrist)
+        if isinstance(checked, str):
+            return checked
+        keypoints = checked[1]
+        axis = keypoints[1] - keypoints[0]
+        flat = math.hypot(float(axis[0]), float(axis[1]))
+        if flat < 1e-6:
+            return "the read's x axis is degenerate"
+        plan = plan_nut_pick(keypoints[0], np.array([axis[0] / flat, axis[1] / flat, 0.0]), self.nuts[target],
+                             eef, eef_yaw, wrist, np.asarray(self.base_pos))
+        return nut_pick_waypoints(plan, eef), {"grasp": rounded(plan.grasp), "grasp_yaw": round(plan.grasp_yaw, 3),
+                                               "turn": round(plan.turn, 3)}
 
 
 def plan_nut_pick(nut_pos: np.ndarray, nut_x_axis: np.ndarray, info: NutInfoForPick, eef: np.ndarray,

@@ -1,7 +1,8 @@
-"""The pick_place_bins expert's top-down pick among other objects in a bin, as geometry over poses: one implementation
-for the scripted expert, which reads the simulator's poses (``sim/tasks/pick_place_bins/expert.py``), and for the
-learned planner, which reads the state model's estimate (:mod:`planner_vlm.learned.geometric_pick`,
-``geometric_picks``).
+"""pick_place_bins' pick geometry, kind ``bin_objects`` (:data:`KIND`): the expert's top-down pick among other objects
+in a bin, as geometry over poses, one implementation for the scripted expert, which reads the simulator's poses
+(:mod:`sim.tasks.pick_place_bins.expert`), and for the learned planner, which reads the state model's estimate
+(``geometric_picks``; through :class:`tandem.core.pick_geometry.PickGeometry`, registered in
+:mod:`sim.tasks.registry`).
 
 The expert grasps an object from above at its centre (``grasp_dz`` above it when upright, never so low that the palm
 touches its top), turned to the finger yaw that keeps the open gripper farthest from the other objects and the source
@@ -14,6 +15,18 @@ follows. :class:`BinPickGeometry` holds the static facts the plan needs besides 
 extents and place point, the source bin, the bins' floor, the robot base), recorded in a trace checkpoint at training
 (``TraceModelConfig.pick_geometry``).
 
+Over a read (:meth:`BinPickGeometry.pick_over_read`: each object's origin keypoint and a point along its local x axis)
+the geometry needs the target standing upright (its grasp height and the yaws that close on its faces follow from
+that); an object read as lying on its side (its x keypoint steeply over or under its origin, or its origin
+:data:`LYING_DROP_M` or more below its upright rest height on the floor) is left to the caller, with the reason. Two
+lying poses pass as upright: a bread on its y face (3 mm lower, its x axis level: near a cube, grasped alike) and any
+object lying on top of another (the drop is measured from the floor). The other objects found are the obstacles the
+open gripper must clear, as outlines from their keypoints and extents: upright, the box turned to the read
+(:func:`tandem.core.grasp_clearance.footprint`); read as lying with its x axis level, the box laid along the read x axis
+(its long z extent across it); read with its x axis steep, a disc as wide as its longest extent. The bread's yaw is
+read modulo a quarter turn (the state model's symmetry order 4), so its ``narrow_side`` preference falls on whichever
+face reads as its x.
+
 Conventions: positions in m, world frame, z up; yaws in rad about world +z from world +x. An object's yaw is the
 direction of its body y axis; the gripper's is its finger axis, the line the fingers close along, with the gripper
 pointing down. Gripper -1 open, +1 closed. The numbers were measured on robosuite's PickPlace (Zhu et al. 2020) with
@@ -25,15 +38,25 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from tandem.core.errors import ConfigError
 from tandem.core.geometry import wrap_angle
-from tandem.core.grasp_clearance import PANDA_OPEN_GRIPPER, Container, open_gripper_clearance
+from tandem.core.grasp_clearance import (
+    PANDA_OPEN_GRIPPER,
+    ROUND_ORDER,
+    Container,
+    footprint,
+    open_gripper_clearance,
+)
 from tandem.core.number_fields import finite_number
+from tandem.core.pick_geometry import PickOverRead, checked_read, fields_of_kind, rounded
 from tandem.core.waypoints import Waypoint
+
+#: This geometry's kind, as recorded (``to_dict()["kind"]``) and registered (:mod:`sim.tasks.registry`).
+KIND = "bin_objects"
 
 HOVER = 0.10  # pre-grasp height above the grasp point (m)
 DESCENT_STEP = 0.02  # max translation per step while descending onto an object (m)
@@ -47,6 +70,12 @@ CELL_MARGIN = 0.012  # gap (m) kept between a placed object's bounding circle an
 ENOUGH_CLEARANCE = 0.02  # clearances above this (m) count as equal when choosing the grasp yaw
 #: An object whose body z axis is tilted more than 45 deg from world +z lies on its side.
 UPRIGHT_MIN_COS = math.cos(math.radians(45))
+#: A read origin this far (m) or more below its upright rest height on the bins' floor reads as lying on its side (a
+#: lying cereal box's origin is 6 cm lower, a milk carton's 4 cm, a can's 1.5 cm; the state model's 3-D error is 3 mm
+#: at the median).
+LYING_DROP_M = 0.012
+#: A read whose x keypoint is this steep (sin of its elevation) or steeper has its x axis up: lying on its side.
+STEEP_AXIS_SIN = math.sin(math.radians(45))
 
 
 @dataclass(frozen=True)
@@ -75,6 +104,7 @@ class BinObjectForPick:
 @dataclass(frozen=True)
 class BinPickGeometry:
     """The static facts of pick_place_bins' pick (see the module docstring): the same in every episode, never a pose.
+    Implements :class:`tandem.core.pick_geometry.PickGeometry`.
 
     Attributes:
         base_pos: ``(3,)`` world position (m) of the robot's base.
@@ -83,15 +113,16 @@ class BinPickGeometry:
         objects: object name -> :class:`BinObjectForPick`.
     """
 
+    kind: ClassVar[str] = KIND
     base_pos: tuple[float, float, float]
     source_bin: Container
     floor_z: float
     objects: dict[str, BinObjectForPick] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-safe dict (:meth:`from_dict` reads it back)."""
+        """JSON-safe dict naming its kind (:meth:`from_dict` reads it back)."""
         box = self.source_bin
-        return {"base_pos": list(self.base_pos),
+        return {"kind": KIND, "base_pos": list(self.base_pos),
                 "source_bin": {"inner_lo": list(box.inner_lo), "inner_hi": list(box.inner_hi), "rim_z": box.rim_z},
                 "floor_z": self.floor_z,
                 "objects": {n: {"grasp_dz": o.grasp_dz, "yaw_sym": o.yaw_sym, "yaw_offset": o.yaw_offset,
@@ -102,10 +133,13 @@ class BinPickGeometry:
     def from_dict(cls, d: Any) -> BinPickGeometry:
         """Inverse of :meth:`to_dict`.
 
+        Args:
+            d: the dict; its ``kind``, where it names one, must be :data:`KIND`.
+
         Raises:
-            ConfigError: not a mapping, an unknown or missing key, a value of the wrong type, a non-finite number, a
-                vector of the wrong length, a box whose low corner is not below its high one, or a symmetry that is
-                not positive (each named).
+            ConfigError: not a mapping, another kind, an unknown or missing key, a value of the wrong type, a
+                non-finite number, a vector of the wrong length, a box whose low corner is not below its high one, or
+                a symmetry that is not positive (each named).
         """
         def num(where: str, v: Any) -> float:
             return finite_number(v, f"pick_geometry {where}")
@@ -121,7 +155,7 @@ class BinPickGeometry:
                                   f"{sorted(v, key=str) if isinstance(v, dict) else repr(v)}")
             return v
 
-        d = keys("(top level)", d, {"base_pos", "source_bin", "floor_z", "objects"})
+        d = keys("(top level)", fields_of_kind(d, KIND), {"base_pos", "source_bin", "floor_z", "objects"})
         box = keys("source_bin", d["source_bin"], {"inner_lo", "inner_hi", "rim_z"})
         lo, hi = vec("source_bin.inner_lo", box["inner_lo"], 2), vec("source_bin.inner_hi", box["inner_hi"], 2)
         if not all(a < b for a, b in zip(lo, hi, strict=True)):
@@ -153,6 +187,47 @@ class BinPickGeometry:
         return cls(base_pos=vec("base_pos", d["base_pos"], 3),  # type: ignore[arg-type]
                    source_bin=Container(lo, hi, num("source_bin.rim_z", box["rim_z"])),  # type: ignore[arg-type]
                    floor_z=num("floor_z", d["floor_z"]), objects=objects)
+
+    def object_names(self) -> tuple[str, ...]:
+        """The objects whose pick this geometry plans."""
+        return tuple(self.objects)
+
+    def pick_over_read(self, target: str, objects: Sequence[str], keypoints_3d: np.ndarray, found: np.ndarray,
+                       eef: np.ndarray, eef_yaw: float, wrist: float) -> PickOverRead:
+        """The expert's pick of ``target`` over a read (see the module docstring;
+        :meth:`tandem.core.pick_geometry.PickGeometry.pick_over_read` documents the arguments and errors): the
+        other objects found (``found``) that this geometry knows are the obstacles.
+
+        Returns:
+            ``(waypoints, {grasp (m), grasp_yaw (rad)})``, or the reason it does not apply (a non-finite read or
+            proprio, a degenerate x axis, the target read as lying on its side).
+        """
+        checked = checked_read(self, target, objects, keypoints_3d, found, eef, eef_yaw, wrist)
+        if isinstance(checked, str):
+            return checked
+        _, keypoints, found = checked
+        info = self.objects[target]
+        lo, hi = (np.asarray(v, np.float64) for v in info.extents)
+        pose = _read_pose(keypoints, lo, self.floor_z)
+        if pose == "steep":
+            return "the object reads as lying on its side (its x axis points up or down)"
+        if pose == "degenerate":
+            return "the read's x axis is degenerate"
+        if pose != "upright":
+            return f"the object reads as lying on its side ({pose} below its upright rest height)"
+        obstacles = []
+        for j, name in enumerate(objects):
+            if name == target or name not in self.objects or not found[j]:
+                continue
+            kp = np.asarray(keypoints_3d[j], np.float64)
+            if np.all(np.isfinite(kp)):
+                obstacles.append(_obstacle(kp, self.objects[name], self.floor_z))
+        axis = keypoints[1] - keypoints[0]
+        object_yaw = math.atan2(float(axis[1]), float(axis[0])) + math.pi / 2  # body y, the object's yaw, upright
+        plan = plan_bin_pick(keypoints[0], float(keypoints[0, 2] + hi[2]), float(keypoints[0, 2] + (lo[2] + hi[2]) / 2),
+                             info.grasp_dz, yaw_candidates(info, object_yaw), obstacles, self,
+                             np.asarray(info.place_xy), eef, eef_yaw, wrist)
+        return bin_pick_waypoints(plan, eef, eef_yaw), {"grasp": rounded(plan.grasp), "grasp_yaw": round(plan.yaw, 3)}
 
 
 @dataclass(frozen=True)
@@ -323,3 +398,39 @@ def bin_pick_waypoints(plan: BinPickPlan, site: np.ndarray, yaw_now: float) -> l
         Waypoint(grasp + [0.0, 0.0, LIFT], yaw, 1.0, 0.015, 0.03, 0, "lift"),
     ]
     return wps
+
+
+def _read_pose(keypoints: np.ndarray, lo: np.ndarray, floor_z: float) -> str:
+    """How an object's read keypoints ``(2, 3)`` m stand: ``"upright"``; ``"steep"`` (its x axis up or down: lying);
+    ``"degenerate"`` (no x axis); or, lying with its x axis level, its drop below the upright rest height on the
+    floor at ``floor_z`` m (its box's low corner ``lo (3,)`` m), as text (``"3.0 cm"``)."""
+    axis = keypoints[1] - keypoints[0]
+    norm = float(np.linalg.norm(axis))
+    if norm < 1e-6:
+        return "degenerate"
+    if abs(float(axis[2])) >= STEEP_AXIS_SIN * norm:
+        return "steep"
+    drop = floor_z - lo[2] - keypoints[0, 2]
+    return f"{100 * drop:.1f} cm" if drop >= LYING_DROP_M else "upright"
+
+
+def _obstacle(keypoints: np.ndarray, info: BinObjectForPick, floor_z: float) -> tuple[np.ndarray, float]:
+    """An object found, as the open gripper must clear it: ``(xy outline (N, 2) m, top z m)`` from its read
+    keypoints ``(2, 3)`` m as it stands (see the module docstring)."""
+    lo, hi = (np.asarray(v, np.float64) for v in info.extents)
+    pose = _read_pose(keypoints, lo, floor_z)
+    if pose == "upright":
+        return footprint(keypoints, lo, hi, _symmetry_order(info.yaw_sym)), float(keypoints[0, 2] + hi[2])
+    reach = float(np.max(np.abs(np.concatenate([lo, hi]))))
+    if pose in ("steep", "degenerate"):
+        a = np.linspace(0.0, 2 * math.pi, 24, endpoint=False)
+        return keypoints[0, :2] + reach * np.stack([np.cos(a), np.sin(a)], axis=1), float(keypoints[0, 2] + reach)
+    # lying with its x axis level: its body z (the long side) lies across x in the table's plane, its y is up
+    laid = (np.array([lo[0], lo[2], lo[1]]), np.array([hi[0], hi[2], hi[1]]))
+    top = float(keypoints[0, 2] + max(abs(lo[1]), abs(hi[1])))
+    return footprint(keypoints, laid[0], laid[1], 1), top
+
+
+def _symmetry_order(yaw_sym: float | None) -> int:
+    """The footprint's symmetry order for grasp symmetry ``yaw_sym`` (rad; None: a cylinder, a disc)."""
+    return ROUND_ORDER if yaw_sym is None else max(1, round(2 * math.pi / yaw_sym))

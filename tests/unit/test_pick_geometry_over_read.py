@@ -1,5 +1,5 @@
-"""The learned planner's geometric picks over a reading (planner_vlm.learned.geometric_pick): obstacles as they stand,
-lying targets left to the trace model with the reason, bad calls named."""
+"""pick_place_bins' pick geometry over a reading (BinPickGeometry.pick_over_read, the learned planner's geometric
+picks): obstacles as they stand, lying targets left to the trace model with the reason, bad calls named."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from planner_vlm.learned.geometric_pick import geometric_pick_waypoints, pick_geometry_from_dict
 from planner_vlm.learned.scene_state import SceneState
+from sim.tasks.registry import read_pick_geometry
 from tandem.core.dataset_schema import object_keypoints
 from tandem.core.errors import ConfigError, UnknownNameError
 from tandem.core.grasp_clearance import open_gripper_clearance
@@ -38,8 +38,9 @@ def _state(poses: dict[str, tuple[list[float], np.ndarray]]) -> SceneState:
 
 
 def _plan(state: SceneState, target: str):
-    return geometric_pick_waypoints(pick_geometry_from_dict(GEOMETRY), target, state, np.ones(len(state.objects), bool),
-                                    np.array([-0.1, 0.0, 1.0]), 0.0, 0.0)
+    return read_pick_geometry(GEOMETRY).pick_over_read(target, state.objects, state.keypoints_3d,
+                                                      np.ones(len(state.objects), bool), np.array([-0.1, 0.0, 1.0]),
+                                                      0.0, 0.0)
 
 
 def test_a_milk_lying_beside_the_can_is_cleared_as_it_lies():
@@ -71,10 +72,10 @@ def test_a_target_read_lying_is_left_to_the_trace_model_with_the_reason():
 
 def test_bad_calls_are_named():
     state = _state({"milk": ([0.1, -0.25, FLOOR + 0.061], UPRIGHT), "can": ([0.0, -0.3, FLOOR + 0.04], UPRIGHT)})
-    geometry = pick_geometry_from_dict(GEOMETRY)
+    geometry = read_pick_geometry(GEOMETRY)
     with pytest.raises(ConfigError, match="found must hold one flag per object"):
-        geometric_pick_waypoints(geometry, "milk", state, np.ones(3, bool), np.zeros(3), 0.0, 0.0)
+        geometry.pick_over_read("milk", state.objects, state.keypoints_3d, np.ones(3, bool), np.zeros(3), 0.0, 0.0)
     with pytest.raises(UnknownNameError):
-        geometric_pick_waypoints(geometry, "bread", state, np.ones(2, bool), np.zeros(3), 0.0, 0.0)
+        geometry.pick_over_read("bread", state.objects, state.keypoints_3d, np.ones(2, bool), np.zeros(3), 0.0, 0.0)
     with pytest.raises(ConfigError, match="both nuts"):
-        pick_geometry_from_dict({**GEOMETRY, "nuts": {}})
+        read_pick_geometry({**GEOMETRY, "nuts": {}})

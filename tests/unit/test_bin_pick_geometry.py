@@ -1,4 +1,4 @@
-"""pick_place_bins' expert pick as geometry (tandem.core.bin_pick): the grasp clears the walls and the other objects,
+"""pick_place_bins' expert pick as geometry (sim.tasks.pick_place_bins.pick_geometry): the grasp clears the walls and the other objects,
 the wrist stays in range, the waypoints descend, close and lift, the record reads back and bad records are named."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from tandem.core.bin_pick import (
+from sim.tasks.pick_place_bins.pick_geometry import (
     LIFT,
     PALM_CLEARANCE,
     BinPickGeometry,

@@ -1,4 +1,4 @@
-"""The nut_assembly expert's pick as geometry (tandem.core.nut_pick) and the waypoints' 3-D trace
+"""The nut_assembly expert's pick as geometry (sim.tasks.nut_assembly.pick_geometry) and the waypoints' 3-D trace
 (tandem.core.waypoints): the plan keeps the wrist in range, the record reads back, bad records are named."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from tandem.core.errors import ConfigError
-from tandem.core.nut_pick import (
+from sim.tasks.nut_assembly.pick_geometry import (
     LIFT_HEIGHT,
     Q7_LIMIT,
     NutInfoForPick,
@@ -18,6 +17,7 @@ from tandem.core.nut_pick import (
     nut_pick_waypoints,
     plan_nut_pick,
 )
+from tandem.core.errors import ConfigError
 from tandem.core.waypoints import Waypoint, waypoint_trace_3d
 
 GEOMETRY = {"base_pos": [-0.56, 0.0, 0.912],
