@@ -16,6 +16,7 @@ The gripper may be driven through the ``control_msgs/action/GripperCommand`` act
 
 from __future__ import annotations
 
+import atexit
 import importlib
 import threading
 from collections.abc import Callable
@@ -54,9 +55,14 @@ class RclpyTransport:
         self.node = rclpy.create_node(node_name, context=self._context)
         self._executor = MultiThreadedExecutor(context=self._context)
         self._executor.add_node(self.node)
-        self._thread = threading.Thread(target=self._executor.spin, name="rclpy-spin", daemon=True)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name="rclpy-spin", daemon=True)
         self._thread.start()
         self._action_clients: dict[str, Any] = {}
+        self._closed = False
+        # A transport never closed (an error while the bridge starts) must not leave its spin thread inside rclpy
+        # at interpreter exit: a daemon thread stopped there aborts the process ("terminate called ...").
+        atexit.register(self.close)
 
     def msg_type(self, name: str) -> type:
         """The generated Python class of ``pkg/msg/Type`` (or ``pkg/action/Type``) from ROS 2's ``pkg`` package.
@@ -112,7 +118,19 @@ class RclpyTransport:
     def now(self) -> float:
         return self.node.get_clock().now().nanoseconds * 1e-9
 
+    def _spin(self) -> None:
+        while not self._stop.is_set() and self._context.ok():
+            self._executor.spin_once(timeout_sec=0.05)
+
     def close(self) -> None:
+        """Stop the spin thread, then shut the executor, node and context down (in that order: rclpy's
+        ``Executor.shutdown`` destroys its guard condition under a thread still waiting on it). Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        atexit.unregister(self.close)
+        self._stop.set()
+        self._thread.join(timeout=2.0)
         self._executor.shutdown()
         self.node.destroy_node()
         self._rclpy.shutdown(context=self._context)
