@@ -41,7 +41,7 @@ import numpy as np
 from bridge import conversions as cv
 from bridge.action_mapping import action_dim, action_to_command
 from bridge.config import BridgeConfig
-from bridge.errors import MalformedMessageError, MissingTopicError
+from bridge.errors import MalformedMessageError, MissingTopicError, TransportError
 from bridge.joint_states import JointStateCache
 from bridge.oracle_channel import EPISODE_TOPIC
 from bridge.safety import Command, SafetyLayer
@@ -165,8 +165,14 @@ class RobotEnv:
         else:
             self._pub_cmd = transport.create_publisher(t.twist_cmd, "geometry_msgs/msg/TwistStamped")
         self._pub_gripper = None
-        if c.gripper_mode == "topic" and t.gripper_cmd:
-            self._pub_gripper = transport.create_publisher(t.gripper_cmd, "control_msgs/msg/GripperCommand")
+        try:
+            if c.gripper_mode == "topic" and t.gripper_cmd:
+                self._pub_gripper = transport.create_publisher(t.gripper_cmd, "control_msgs/msg/GripperCommand")
+            elif c.gripper_mode == "action":
+                transport.msg_type("control_msgs/action/GripperCommand")  # refuse now, not at the first grasp
+        except TransportError as e:
+            raise TransportError(f"gripper_mode={c.gripper_mode} (topics.gripper_cmd {t.gripper_cmd}): {e}; or set "
+                                 "gripper_mode: none") from e
         self._last_step_call = transport.now()
         self._watchdog_thread = None
         if c.watchdog:

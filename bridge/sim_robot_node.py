@@ -6,7 +6,7 @@ It plays the robot-PC side of a deployment so the whole bridge can be rehearsed 
   arm joints (``action.arm_joints``, from ``Observation.joints``) and the gripper fingers on ``/joint_states``
   (``sensor_msgs/JointState``), and the end-effector pose as
   ``geometry_msgs/PoseStamped`` in ``base_frame``, all stamped with the transport clock;
-* executes received ``geometry_msgs/TwistStamped`` and ``control_msgs/GripperCommand`` by mapping
+* executes received ``geometry_msgs/TwistStamped`` and (``gripper_mode: topic``) ``control_msgs/GripperCommand`` by mapping
   them back to an env action (:func:`bridge.action_mapping.twist_to_action`), like MoveIt Servo it
   holds still when no command arrived within ``command_timeout_s`` (Servo's
   ``incoming_command_timeout``);
@@ -92,7 +92,7 @@ class SimRobotNode:
         self._pub_pose = tp.create_publisher(t.eef_pose, "geometry_msgs/msg/PoseStamped")
         self._pub_oracle = tp.create_publisher(t.oracle_privileged or PRIVILEGED_TOPIC, "std_msgs/msg/String") if oracle else None
         tp.create_subscription(t.twist_cmd, "geometry_msgs/msg/TwistStamped", self._on_twist, reliable=False)
-        if t.gripper_cmd:
+        if t.gripper_cmd and config.gripper_mode == "topic":  # what the bridge sends (gripper_mode none: it never grips)
             tp.create_subscription(t.gripper_cmd, "control_msgs/msg/GripperCommand", self._on_gripper, reliable=True)
         self.oracle_server = OracleChannelServer(tp, waypoints_fn) if (oracle and waypoints_fn) else None
         if oracle:
