@@ -173,3 +173,17 @@ def test_the_table_covers_every_console_command():
     assert set(scripts) <= covered, set(scripts) - covered
     for target in scripts.values():
         assert target.startswith("tandem.cli.") and target.endswith(":main"), target
+
+
+@pytest.mark.parametrize(("build", "key"), [
+    ("executor_vla.train:TrainConfig", "lr"), ("planner_vlm.learned.state_config:StateTrainConfig", "lr"),
+    ("planner_vlm.learned.trace_config:TraceTrainConfig", "lr"), ("bridge.config:BridgeConfig", "rate_hz"),
+])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0])
+def test_a_component_config_built_in_python_checks_its_numbers(build, key, value):
+    """The CLI's checks are the config's own: built directly (a script, a notebook), it refuses the same numbers."""
+    from tandem.core.errors import ConfigError
+
+    module, _, name = build.partition(":")
+    with pytest.raises(ConfigError, match=rf"^{key} must be"):
+        getattr(importlib.import_module(module), name)(**{key: value})
