@@ -19,7 +19,7 @@ import yaml
 from bridge.joint_states import joint_freshness_keys
 from bridge.safety import SafetyLimits
 from tandem.core.errors import ConfigError
-from tandem.core.number_fields import field_faults, in_range
+from tandem.core.number_fields import check_own_numbers, field_faults, in_range
 from tandem.core.vocabulary import TaskVocabulary
 
 TRANSPORTS = ("dds", "rclpy", "inprocess")
@@ -114,6 +114,7 @@ class ActionMapping:
     gripper_deadband_m: float = 0.002
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
         errs = []
         for name in ("linear_scale_mps", "angular_scale_radps", "gripper_effort_n"):
             v = getattr(self, name)
@@ -226,6 +227,7 @@ class TaskConfig:
     vocabulary: Any = None
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
         if not isinstance(self.instruction, str):
             raise ConfigError(f"task.instruction must be a string, got {self.instruction!r}")
         if not isinstance(self.max_steps, int) or self.max_steps < 1:
@@ -280,6 +282,9 @@ class BridgeConfig:
     action: ActionMapping = field(default_factory=ActionMapping)
     safety: SafetyLimits = field(default_factory=SafetyLimits)
     task: TaskConfig = field(default_factory=TaskConfig)
+
+    def __post_init__(self) -> None:
+        check_own_numbers(self)  # every number of the tree (topics, action, safety, task): finite, in its declared range
 
     @property
     def dt(self) -> float:

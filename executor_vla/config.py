@@ -16,6 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from executor_vla.sampling import PREDICTION_TYPES, SCHEDULERS
 from tandem.core.errors import ConfigError
+from tandem.core.number_fields import check_own_numbers
 
 TraceMode = Literal["raster", "points"]
 ConditioningSource = Literal["subgoal", "instruction"]
@@ -116,6 +117,7 @@ class ExecutorConfig:
                                                    "done_source", "done_threshold")
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
         self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]
         self.cameras = tuple(self.cameras)
         self.vision_channels = tuple(int(x) for x in self.vision_channels)

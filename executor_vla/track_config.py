@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Literal
 
 from tandem.core.errors import ConfigError
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
-from tandem.core.number_fields import non_numbers
+from tandem.core.number_fields import check_own_numbers, non_numbers
 
 TraceInput = Literal["3d", "2d"]
 Head = Literal["diffusion", "mse"]
@@ -178,6 +178,7 @@ class TrackExecutorConfig:
                                                  "empty_grip_m", "trace_servo_m")
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
         self.image_size = tuple(int(x) for x in self.image_size)  # type: ignore[assignment]
         self.down_dims = tuple(int(x) for x in self.down_dims)
         self.tasks = tuple(self.tasks)

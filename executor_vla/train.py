@@ -35,7 +35,7 @@ from executor_vla.checkpoint import check_weights, load_weights_strict, save_che
 from executor_vla.data import batch_to_device, cycle
 from executor_vla.policy import DiffusionExecutor
 from tandem.core.errors import CheckpointError, ConfigError
-from tandem.core.number_fields import in_range
+from tandem.core.number_fields import check_own_numbers, in_range
 from tandem.core.training_output import CheckpointKeeper, progress_total
 from tandem.core.types import to_jsonable
 
@@ -99,6 +99,7 @@ class TrainConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
         errs = []
         for name in ("steps", "batch_size", "log_every"):
             if getattr(self, name) < 1:

@@ -38,6 +38,7 @@ from torch import nn
 from planner_vlm.learned.checkpoint_files import load_matching_weights, read_checkpoint_config
 from planner_vlm.learned.state_model import resize_image
 from tandem.core.errors import CheckpointError, ConfigError
+from tandem.core.number_fields import check_own_numbers
 
 FORMAT = "tandem-presence-model/1"
 WEIGHTS = "model.safetensors"
@@ -70,6 +71,7 @@ class PresenceModelConfig:
     hidden: int = 64
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
         object.__setattr__(self, "objects", tuple(str(o) for o in self.objects))
         object.__setattr__(self, "cameras", tuple(str(c) for c in self.cameras))
         object.__setattr__(self, "image_size", tuple(int(v) for v in self.image_size))

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tandem.core.errors import ConfigError
+from tandem.core.number_fields import check_own_numbers, in_range
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,7 @@ class StateModelConfig:
     yaw_head: bool = True
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
         object.__setattr__(self, "objects", tuple(str(o) for o in self.objects))
         object.__setattr__(self, "predicates", tuple(str(p) for p in self.predicates))
         object.__setattr__(self, "symmetries", {str(k): int(v) for k, v in dict(self.symmetries).items()})
@@ -143,28 +145,29 @@ class StateTrainConfig:
             normalisers (height, proprio) are kept. None: random initialisation.
     """
 
-    batch_size: int = 32
-    lr: float = 2e-3
-    weight_decay: float = 1e-4
-    max_minutes: float = 30.0
-    max_steps: int | None = None
+    batch_size: int = in_range(32, ge=1)
+    lr: float = in_range(2e-3, gt=0)
+    weight_decay: float = in_range(1e-4, ge=0)
+    max_minutes: float = in_range(30.0, gt=0, unit="min")
+    max_steps: int | None = in_range(None, ge=1)
     clock: str = "wall"
-    eval_every: int = 500
-    frame_stride: int = 2
-    val_episodes: int = 10
+    eval_every: int = in_range(500, ge=1)
+    frame_stride: int = in_range(2, ge=1)
+    val_episodes: int = in_range(10, ge=0)
     seed: int = 0
-    px_weight: float = 1.0
-    heatmap_weight: float = 0.5
-    metric_weight: float = 0.5
-    predicate_weight: float = 2.0
-    yaw_weight: float = 1.0
-    brightness: float = 0.15
-    contrast: float = 0.15
-    val_frames: int = 2000
+    px_weight: float = in_range(1.0, ge=0)
+    heatmap_weight: float = in_range(0.5, ge=0)
+    metric_weight: float = in_range(0.5, ge=0)
+    predicate_weight: float = in_range(2.0, ge=0)
+    yaw_weight: float = in_range(1.0, ge=0)
+    brightness: float = in_range(0.15, ge=0, lt=1)
+    contrast: float = in_range(0.15, ge=0, lt=1)
+    val_frames: int = in_range(2000, ge=1)
     init_from: str | None = None
-    gripper_jitter: float = 0.0
+    gripper_jitter: float = in_range(0.0, ge=0, le=1)
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
         if self.batch_size < 1 or self.lr <= 0 or self.max_minutes <= 0 or self.eval_every < 1:
             raise ConfigError("state training needs batch_size >= 1, lr > 0, max_minutes > 0 and eval_every >= 1, "
                               f"got {self.batch_size}, {self.lr}, {self.max_minutes}, {self.eval_every}")

@@ -10,6 +10,7 @@ from typing import Any
 from planner_vlm.learned.grasp_check import Workcell
 from planner_vlm.learned.grasp_prior import GraspPrior
 from tandem.core.errors import ConfigError
+from tandem.core.number_fields import check_own_numbers, in_range
 
 #: Orders of the trace model's output slots (see :attr:`TraceModelConfig.slot_order`).
 SLOT_ORDERS = ("start", "end", "event")
@@ -89,6 +90,7 @@ class TraceModelConfig:
     pick_geometry: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
         for name in ("objects", "skills", "arg_names"):
             object.__setattr__(self, name, tuple(str(v) for v in getattr(self, name)))
             if len(set(getattr(self, name))) != len(getattr(self, name)):
@@ -185,24 +187,25 @@ class TraceTrainConfig:
         eval_every: steps between held-out evaluations.
     """
 
-    batch_size: int = 128
-    lr: float = 1e-3
-    weight_decay: float = 1e-4
-    steps: int = 6000
-    max_minutes: float = 10.0
-    keypoint_noise_m: float = 0.004
-    carry_height_jitter_m: float = 0.0
-    carry_offset_jitter_m: float = 0.0
-    carry_flip_fraction: float = 0.0
-    start_jitter_m: float = 0.0
-    repick_fraction: float = 0.0
-    repick_radius_m: float = 0.05
-    repick_height_m: float = 0.15
-    val_episodes: int = 20
+    batch_size: int = in_range(128, ge=1)
+    lr: float = in_range(1e-3, gt=0)
+    weight_decay: float = in_range(1e-4, ge=0)
+    steps: int = in_range(6000, ge=1)
+    max_minutes: float = in_range(10.0, gt=0, unit="min")
+    keypoint_noise_m: float = in_range(0.004, ge=0, unit="m")
+    carry_height_jitter_m: float = in_range(0.0, ge=0, unit="m")
+    carry_offset_jitter_m: float = in_range(0.0, ge=0, unit="m")
+    carry_flip_fraction: float = in_range(0.0, ge=0, le=1)
+    start_jitter_m: float = in_range(0.0, ge=0, unit="m")
+    repick_fraction: float = in_range(0.0, ge=0, le=1)
+    repick_radius_m: float = in_range(0.05, ge=0, unit="m")
+    repick_height_m: float = in_range(0.15, ge=0, unit="m")
+    val_episodes: int = in_range(20, ge=0)
     seed: int = 0
-    eval_every: int = 500
+    eval_every: int = in_range(500, ge=1)
 
     def __post_init__(self) -> None:
+        check_own_numbers(self)  # NaN, infinities and the declared ranges, naming the field, whoever builds it
         if self.batch_size < 1 or self.lr <= 0 or self.steps < 1 or self.max_minutes <= 0 or self.eval_every < 1:
             raise ConfigError("trace training needs batch_size, steps, eval_every >= 1 and lr, max_minutes > 0, got "
                               f"{self.batch_size}, {self.steps}, {self.eval_every}, {self.lr}, {self.max_minutes}")

@@ -24,17 +24,20 @@ from __future__ import annotations
 import json
 import sys
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime
+from tandem.cli.common import fail, hydra_main, load_config, make_output_folder, prepare_runtime
 
 prepare_runtime()
 
 
 def run(cfg, transport=None) -> dict:
-    """Validate ``cfg`` and run the episodes (:func:`tandem.runtime.bridge_session.run_bridge`)."""
+    """Validate ``cfg``, make ``out_dir`` (with Hydra's record; removed again if the input is then refused) and run
+    the episodes (:func:`tandem.runtime.bridge_session.run_bridge`)."""
     from tandem.runtime.bridge_session import run_bridge
     from tandem.runtime.config import BridgeRunConfig
 
-    return run_bridge(load_config(BridgeRunConfig, cfg), transport=transport)
+    c = load_config(BridgeRunConfig, cfg)
+    make_output_folder(c.out_dir, "out_dir")
+    return run_bridge(c, transport=transport)
 
 
 def check_config(cfg):

@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import json
 import sys
+import time
+from pathlib import Path
 
 from tandem.cli.common import (
     CONFIG_DIR,
@@ -25,6 +27,7 @@ from tandem.cli.common import (
     fail,
     hydra_main,
     load_config,
+    make_output_folder,
     prepare_runtime,
     stop_on_signals,
 )
@@ -46,6 +49,12 @@ def check_target(target: int, already: int, out: str) -> None:
                           f"as N)")
 
 
+def run_record_folder(task: str) -> Path:
+    """Where a collection's Hydra record (``.hydra/``, ``collect.log``) goes: ``outputs/collect/<task>/<time>``
+    (``configs/collect.yaml``), made once the input is validated."""
+    return Path("outputs/collect") / task / time.strftime("%Y%m%d-%H%M%S")
+
+
 def run(cfg) -> dict:
     """Validate ``cfg`` (:class:`tandem.runtime.config.CollectConfig`), then collect with a live progress display
     (episodes bar + steps of the current episode); print the report. Where stderr is not a terminal (a log file, a
@@ -63,7 +72,8 @@ def run(cfg) -> dict:
     from tandem.runtime.config import CollectConfig
 
     cfg = load_config(CollectConfig, cfg)
-    check_output_folder(cfg.out)  # before anything is built; the dataset writer creates it
+    check_output_folder(cfg.out, "out")  # before anything is built; the dataset writer creates it
+    make_output_folder(run_record_folder(cfg.task.name))  # Hydra's record of the run; removed if input is refused
 
     for name in ("lerobot", "lerobot.configs.video", "lerobot.utils.import_utils"):
         logging.getLogger(name).setLevel(logging.WARNING)

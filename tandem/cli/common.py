@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from tandem.core.errors import ConfigError, TandemError, did_you_mean
 from tandem.core.output_folders import check_output_folder, remove_created_output_folders
@@ -42,18 +43,22 @@ def fail(error: BaseException) -> None:
 _HYDRA_CONFIG: list[Any] = []
 
 
-def make_output_folder(path: str | Path) -> Path:
+def make_output_folder(path: str | Path, key: str | None = None) -> Path:
     """Create the output folder ``path`` once all input is validated
     (:func:`tandem.core.output_folders.create_output_folder`: removed again if the command then refuses its input,
     :func:`fail`), and write the Hydra config of the running entry point to ``<path>/.hydra`` and its log to
     ``<path>/<job>.log``, as Hydra would have.
+
+    Args:
+        path: the folder.
+        key: the config key that names it (``out_dir``), for the one-line error.
 
     Raises:
         OutputFolderError: it cannot be created or a file cannot be written in it.
     """
     from tandem.core.output_folders import create_output_folder
 
-    p = create_output_folder(path)
+    p = create_output_folder(path, key)
     _keep_hydra_record(p)
     return p
 
@@ -424,6 +429,38 @@ def hydra_main(config_name: str, check: Callable[[Any], Any] | None = None
     return deco
 
 
+class ArgumentParser(argparse.ArgumentParser):
+    """``argparse.ArgumentParser`` whose refusals follow the bad-input rule of every tandem command: ONE line on
+    stderr (``error: <prog>: <what>``, with the closest option to a mistyped one), exit status 2, no usage block.
+    ``--help`` still prints the usage. Sub-parsers (``add_subparsers``) are of this class too."""
+
+    def error(self, message: str) -> NoReturn:  # type: ignore[override]
+        import re
+
+        unknown = re.match(r"unrecognized arguments: (\S+)", message)
+        hint = ""
+        if unknown and unknown.group(1).startswith("-"):
+            options = [o for a in self._actions for o in a.option_strings if o.startswith("--")]
+            hint = did_you_mean(unknown.group(1), options)
+        print(f"error: {self.prog}: {' '.join(message.split())}{hint}", file=sys.stderr)
+        sys.exit(2)
+
+
+def int_at_least(low: int) -> Callable[[str], int]:
+    """An argparse ``type``: an integer >= ``low`` (``--max-rows -1`` is refused naming the option)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"expected an integer >= {low}, got {value}")
+        return value
+
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
 def stop_on_signals() -> None:
     """Make SIGTERM (``kill``, a job scheduler's pre-emption) and SIGINT raise KeyboardInterrupt in the main thread,
     so that a collection, an evaluation or a merge keeps what it finished (or leaves nothing half-written) and stops
@@ -439,6 +476,6 @@ def stop_on_signals() -> None:
     signal.signal(signal.SIGINT, _interrupt)
 
 
-__all__ = ["CONFIG_DIR", "check_output_folder", "compose_command_line", "compose_config", "fail", "hydra_main",
-           "load_config", "make_output_folder", "prepare_runtime", "refuse_bad_command_line", "register_configs",
+__all__ = ["CONFIG_DIR", "ArgumentParser", "check_output_folder", "compose_command_line", "compose_config", "fail",
+           "hydra_main", "int_at_least", "load_config", "make_output_folder", "prepare_runtime", "refuse_bad_command_line", "register_configs",
            "remove_created_output_folders", "stop_on_signals", "to_container"]

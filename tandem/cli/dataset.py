@@ -20,26 +20,31 @@ it, a seed in two shards, and an existing OUT or OUT.merging; a shard file that 
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
-from tandem.cli.common import prepare_runtime, quiet_broken_pipe, stop_on_signals
+from tandem.cli.common import (
+    ArgumentParser,
+    int_at_least,
+    prepare_runtime,
+    quiet_broken_pipe,
+    stop_on_signals,
+)
 
 prepare_runtime()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tandem-dataset", description=__doc__.split("\n\n")[0])
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="tandem-dataset", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     ins = sub.add_parser("inspect", help="validate, summarise and draw a contact sheet")
     ins.add_argument("root", type=Path, help="dataset directory (the LeRobot root)")
     ins.add_argument("--sheet", type=Path, default=None,
                      help="contact sheet PNG path (default: outputs/inspect/<name>_sheet.png)")
     ins.add_argument("--no-sheet", action="store_true", help="do not draw the contact sheet")
-    ins.add_argument("--episodes", type=int, nargs="*", default=None, help="episodes to draw (default: the first ones)")
-    ins.add_argument("--max-rows", type=int, default=12, help="subgoal attempts drawn (rows of the sheet)")
+    ins.add_argument("--episodes", type=int_at_least(0), nargs="*", default=None, help="episodes to draw (default: the first ones)")
+    ins.add_argument("--max-rows", type=int_at_least(1), default=12, help="subgoal attempts drawn (rows of the sheet)")
     ins.add_argument("--json", action="store_true", help="print the statistics as JSON")
     ins.add_argument("--no-lerobot", action="store_true", help="skip opening it with LeRobotDataset (faster)")
     mrg = sub.add_parser("merge", help="merge shards collected in parallel into a new dataset")
@@ -61,12 +66,15 @@ def main(argv: list[str] | None = None) -> None:
         _merge(args.out, args.shards)
         return
     from executor_vla.dataset_inspect import format_stats, inspect_dataset
+    from tandem.core.output_folders import check_output_folder
 
     if not args.root.is_dir():
         print(f"error: {args.root} is not a directory", file=sys.stderr)
         sys.exit(2)
     sheet = None if args.no_sheet else (args.sheet or Path("outputs/inspect") / f"{args.root.resolve().name}_sheet.png")
     try:
+        if sheet is not None:  # before the dataset is read
+            check_output_folder(sheet.parent, "--sheet")
         stats = inspect_dataset(args.root, sheet, episodes=args.episodes, max_rows=args.max_rows,
                                 open_with_lerobot=not args.no_lerobot)
     except TandemError as e:
@@ -79,9 +87,11 @@ def main(argv: list[str] | None = None) -> None:
 def _merge(out: Path, shards: list[Path]) -> None:
     from executor_vla.dataset_merge import merge_datasets
     from tandem.core.errors import TandemError
+    from tandem.core.output_folders import check_output_folder
 
     stop_on_signals()  # SIGTERM too: the half-written OUT.merging is removed, as on Ctrl-C
     try:
+        check_output_folder(out, "merge OUT")  # before any shard is read
         report = merge_datasets(shards, out)
     except KeyboardInterrupt:
         print(f"interrupted: nothing was written to {out}", file=sys.stderr)

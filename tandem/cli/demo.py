@@ -56,10 +56,10 @@ def run(cfg) -> dict:
 
     cfg = load_config(DemoConfig, cfg)
     console = Console(stderr=True)
-    out_dir = check_output_folder(cfg.out_dir)
+    out_dir = check_output_folder(cfg.out_dir, "out_dir")
     stack = build_stack(cfg)
     try:
-        make_output_folder(out_dir)
+        make_output_folder(out_dir, "out_dir")
         with Progress(TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} steps"),
                       TextColumn("{task.fields[subgoal]}"), TimeElapsedColumn(), console=console, transient=False) as prog:
             bar = prog.add_task(f"{cfg.task.name} seed {cfg.seed}", total=None, subgoal="")

@@ -16,11 +16,12 @@ be written among it; 130 interrupted.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 
 from tandem.cli.common import (
+    ArgumentParser,
+    check_output_folder,
     fail,
     hydra_main,
     load_config,
@@ -49,7 +50,7 @@ def run(cfg) -> dict:
     from tandem.runtime.config import to_dict
 
     c = load_config(EvalConfig, cfg)
-    make_output_folder(c.out_dir)
+    make_output_folder(c.out_dir, "out_dir")
     variants = [Variant.from_config(n, to_dict(c.variants[n])) for n in c.run_variants]
     outcome = evaluate(
         Suite.from_config(to_dict(c.suite)), variants, out_dir=c.out_dir, backend=c.backend, workers=c.workers,
@@ -76,11 +77,13 @@ def report_main(argv: list[str]) -> int:
     """``tandem-eval report <results_dir>... [--out DIR]``."""
     from tandem.evaluation.report import make_report
 
-    ap = argparse.ArgumentParser(prog="tandem-eval report", description="Plots, Markdown table and failure videos.")
+    ap = ArgumentParser(prog="tandem-eval report", description="Plots, Markdown table and failure videos.")
     ap.add_argument("results", nargs="+", help="results folder(s) written by tandem-eval (or results.parquet "
                     "files); several are pooled into one report")
     ap.add_argument("--out", default=None, help="report folder (default: <first results>/report)")
     args = ap.parse_args(argv)
+    if args.out is not None:
+        check_output_folder(args.out, "--out")  # before any result is read (make_report checks it too, unnamed)
     paths = make_report(args.results, out_dir=args.out)
     for name, p in paths.items():
         print(f"  {name:18s} {p}")
@@ -91,7 +94,7 @@ def compare_main(argv: list[str]) -> int:
     """``tandem-eval compare A B [--a-variant X] [--b-variant Y] [--task T] [--json]``."""
     from tandem.evaluation.report import compare, format_comparison
 
-    ap = argparse.ArgumentParser(prog="tandem-eval compare",
+    ap = ArgumentParser(prog="tandem-eval compare",
                                  description="Ratio of success rates A/B with 95%% intervals (Katz log method).")
     ap.add_argument("a", help="results folder or results.parquet of A (e.g. the hierarchical stack)")
     ap.add_argument("b", help="results folder or results.parquet of B (e.g. the flat policy)")

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from tandem.cli.common import prepare_runtime
-from tandem.cli.ground import _known_task, parse_kv
+from tandem.cli.ground import _known_task, kv_number, parse_kv
 
 prepare_runtime()
 
@@ -37,6 +37,7 @@ CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "fit"
 def run(argv: Sequence[str]) -> int:
     """Check ``argv`` (nothing is written before), run the recipe, write the report; the exit status."""
     from tandem.core.errors import ConfigError
+    from tandem.core.output_folders import check_output_folder
     from tandem.evaluation.fit.recipe import Recipe
     from tandem.evaluation.fit.report import write_report
     from tandem.evaluation.fit.runner import FitRunner
@@ -52,10 +53,7 @@ def run(argv: Sequence[str]) -> int:
         raise ConfigError(f"task {task!r} has no fit recipe {recipe_path} (recipes: {', '.join(known)}; "
                           "or recipe=<file>)")
     recipe = Recipe.load(recipe_path)
-    try:
-        workers = int(args.get("workers", "2"))
-    except ValueError:
-        raise ConfigError(f"workers={args['workers']!r}: expected an integer >= 1") from None
+    workers = int(kv_number(args, "workers", 2, int, 1))
     if args.get("stages"):
         wanted = [s.strip() for s in args["stages"].split(",") if s.strip()]
         names = [s.name for s in recipe.stages]
@@ -73,10 +71,7 @@ def run(argv: Sequence[str]) -> int:
         for w in wanted:
             need(w)
         recipe = Recipe(task=recipe.task, stages=tuple(s for s in recipe.stages if s.name in keep))
-    out = Path(args["out"])
-    for p in (out, *out.parents):
-        if p.exists() and not p.is_dir():
-            raise ConfigError(f"out={out}: {p} is a file")
+    out = check_output_folder(args["out"], "out")  # a file in the way, or not writable: before any stage
     runner = FitRunner(recipe, task, out, workers=workers)
     t0 = time.monotonic()
     try:

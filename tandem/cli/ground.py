@@ -42,9 +42,10 @@ def parse_kv(argv: Sequence[str], keys: Sequence[str]) -> dict[str, str]:
     """``["task=x", "out=y"]`` -> ``{"task": "x", "out": "y"}``.
 
     Raises:
-        ConfigError: a word without ``=``, an unknown key (names it and the known ones), or a key given twice.
+        ConfigError: a word without ``=``, an unknown key (names it, the known ones and the closest), or a key given
+            twice.
     """
-    from tandem.core.errors import ConfigError
+    from tandem.core.errors import ConfigError, did_you_mean
 
     out: dict[str, str] = {}
     for word in argv:
@@ -53,11 +54,35 @@ def parse_kv(argv: Sequence[str], keys: Sequence[str]) -> dict[str, str]:
         if not eq:
             raise ConfigError(f"argument {word!r} is not key=value (keys: {', '.join(keys)})")
         if key not in keys:
-            raise ConfigError(f"unknown key {key!r} (keys: {', '.join(keys)})")
+            raise ConfigError(f"unknown key {key!r} (keys: {', '.join(keys)}){did_you_mean(key, keys)}")
         if key in out:
             raise ConfigError(f"key {key!r} given twice")
         out[key] = value
     return out
+
+
+def kv_number(args: dict[str, str], key: str, default: float, kind: type, low: float, strict: bool = False) -> Any:
+    """The number ``args[key]`` (``default`` if absent) as ``kind`` (int or float): finite and ``>= low`` (``> low``
+    where ``strict``).
+
+    Raises:
+        ConfigError: not a number of that kind, NaN or infinite, or out of range; one line naming the key.
+    """
+    import math
+
+    from tandem.core.errors import ConfigError
+
+    raw = args.get(key)
+    if raw is None:
+        return kind(default)
+    wanted = f"{'an integer' if kind is int else 'a finite number'} {'>' if strict else '>='} {low:g}"
+    try:
+        value = kind(raw)
+    except ValueError:
+        raise ConfigError(f"{key}={raw!r}: expected {wanted}") from None
+    if not math.isfinite(value) or not (value > low if strict else value >= low):
+        raise ConfigError(f"{key}={raw!r}: expected {wanted}")
+    return value
 
 
 def _known_task(task: str) -> str:

@@ -22,7 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tandem.cli.common import fail, prepare_runtime
+from tandem.cli.common import ArgumentParser, fail, int_at_least, prepare_runtime
 
 prepare_runtime()
 
@@ -67,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             if args.rerun is not None else None
         for out in (video_out, rerun_out):  # before the timeline is shown or anything is re-simulated
             if out is not None:
-                check_output_folder(out.parent)
+                check_output_folder(out.parent, "--video" if out is video_out else "--rerun")
         records = store.records(info.id)
         title = (f"episode {info.id}: {info.task} seed {info.meta.get('seed', '?')} - {info.status}"
                  + ("" if info.success is None else f", success={info.success}") + f" - {info.instruction}")
@@ -95,10 +95,10 @@ def run(args: argparse.Namespace) -> int:
         store.close()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="tandem-replay", description=__doc__.split("\n\n")[0])
+def build_parser() -> ArgumentParser:
+    p = ArgumentParser(prog="tandem-replay", description=__doc__.split("\n\n")[0])
     p.add_argument("run_dir", help="run directory holding memory.sqlite, or the database file")
-    p.add_argument("--episode", type=int, default=None, help="episode number in the store (default: the latest)")
+    p.add_argument("--episode", type=int_at_least(0), default=None, help="episode number in the store (default: the latest)")
     p.add_argument("--list", action="store_true", help="list the episodes and exit")
     p.add_argument("--all-events", action="store_true", help="also show object facts and model exchanges")
     p.add_argument("--video", nargs="?", const="", default=None, metavar="MP4",

@@ -16,17 +16,20 @@ The env is built by :func:`tandem.runtime.registry.build_sim_env` (:mod:`tandem.
 
 from __future__ import annotations
 
-from tandem.cli.common import fail, hydra_main, load_config, prepare_runtime
+from tandem.cli.common import fail, hydra_main, load_config, make_output_folder, prepare_runtime
 
 prepare_runtime()
 
 
 def run(cfg) -> dict:
-    """Validate ``cfg`` and serve the simulated robot until ``sim_robot.duration_s`` / ``publish_for_s`` or Ctrl-C."""
+    """Validate ``cfg``, make ``out_dir`` (Hydra's record of the run; removed again if the input is then refused) and
+    serve the simulated robot until ``sim_robot.duration_s`` / ``publish_for_s`` or Ctrl-C."""
     from tandem.runtime.bridge_session import serve_sim_robot
     from tandem.runtime.config import BridgeRunConfig
 
-    return serve_sim_robot(load_config(BridgeRunConfig, cfg))
+    c = load_config(BridgeRunConfig, cfg)
+    make_output_folder(c.out_dir, "out_dir")
+    return serve_sim_robot(c)
 
 
 def check_config(cfg):

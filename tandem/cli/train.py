@@ -415,7 +415,7 @@ def run(cfg: Any) -> dict[str, Any]:
     cfg = load_train_config(cfg)
     if cfg.torch_threads:
         torch.set_num_threads(int(cfg.torch_threads))
-    out_dir = make_output_folder(cfg.output_dir)  # removed again if the input is then refused (fail)
+    out_dir = make_output_folder(cfg.output_dir, "output_dir")  # removed again if the input is then refused (fail)
     command = " ".join(shlex.quote(a) for a in ["tandem-train", *sys.argv[1:]])
     if cfg.executor.name == "track":
         return run_track(cfg, out_dir, command)

@@ -26,29 +26,14 @@ import shlex
 import sys
 from collections.abc import Sequence
 from dataclasses import asdict
-from pathlib import Path
 
 from tandem.cli.common import prepare_runtime
-from tandem.cli.ground import _known_task, parse_kv
+from tandem.cli.ground import _known_task, kv_number, parse_kv
+from tandem.core.output_folders import check_output_folder
 
 prepare_runtime()
 
 KEYS = ("task", "out", "minutes", "seed", "n", "overwrite", "corpora")
-
-
-def _number(args: dict[str, str], key: str, default: float, kind: type, low: float, strict: bool = False) -> float:
-    from tandem.core.errors import ConfigError
-
-    raw = args.get(key)
-    if raw is None:
-        return kind(default)
-    try:
-        value = kind(raw)
-    except ValueError:
-        raise ConfigError(f"{key}={raw!r}: expected {'an integer' if kind is int else 'a number'}") from None
-    if not (value > low if strict else value >= low):
-        raise ConfigError(f"{key}={raw!r}: must be {'>' if strict else '>='} {low}")
-    return value
 
 
 def run(argv: Sequence[str]) -> int:
@@ -60,16 +45,13 @@ def run(argv: Sequence[str]) -> int:
         if not args.get(key):
             raise ConfigError(f"missing key {key!r} (tandem-train-grounder task=<name> out=<dir>)")
     task = _known_task(args["task"])
-    minutes = _number(args, "minutes", 8.0, float, 0, strict=True)
-    seed = int(_number(args, "seed", 0, int, 0))
-    n = int(_number(args, "n", 6000, int, 1))
+    minutes = kv_number(args, "minutes", 8.0, float, 0, strict=True)
+    seed = int(kv_number(args, "seed", 0, int, 0))
+    n = int(kv_number(args, "n", 6000, int, 1))
     overwrite = args.get("overwrite", "false").lower()
     if overwrite not in ("true", "false"):
         raise ConfigError(f"overwrite={args['overwrite']!r}: expected true or false")
-    out = Path(args["out"])
-    for p in (out, *out.parents):
-        if p.exists() and not p.is_dir():
-            raise ConfigError(f"out={out}: {p} is a file")
+    out = check_output_folder(args["out"], "out")  # a file in the way, or not writable: before any training
     if (out / "config.json").exists() and overwrite != "true":
         raise ConfigError(f"out={out} already holds a checkpoint (overwrite=true replaces it)")
     from planner_vlm.learned.grounder_corpora import DEFAULT_CORPORA, Mixture

@@ -27,13 +27,14 @@ from tandem.cli.common import (
     fail,
     hydra_main,
     load_config,
+    make_output_folder,
     one_dataset_source,
     prepare_runtime,
     synthetic_dataset,
     synthetic_on,
 )
 from tandem.core.number_fields import in_range
-from tandem.runtime.config import FieldError, Schema, deferred_checks
+from tandem.runtime.config import FieldError, Schema, check_fields, deferred_checks
 
 prepare_runtime()
 
@@ -141,10 +142,11 @@ class StateTrainSection(Schema):
     def check(self) -> None:
         from planner_vlm.learned.state_config import StateTrainConfig
 
+        check_fields(StateTrainConfig, self.fields())  # numbers and their declared ranges: train.<field> named
         try:
             StateTrainConfig(**self.fields())
         except Exception as e:  # noqa: BLE001 - its ConfigError names the field
-            raise FieldError("train", str(e)) from e
+            raise FieldError("", str(e)) from e
 
     def fields(self) -> dict[str, Any]:
         """The StateTrainConfig fields (frame_stride / val_episodes live in ``dataset``)."""
@@ -237,8 +239,7 @@ def run(cfg: Any) -> dict[str, Any]:
 
     c = load_config(TrainStateRunConfig, cfg)
     torch.set_num_threads(int(c.torch_threads))
-    out = Path(c.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_output_folder(c.output_dir, "output_dir")  # removed again if the input is then refused (fail)
     d = c.dataset
     root: str | list[str] | None = list(d.roots) if d.roots is not None else d.root
     if synthetic_on(d.synthetic):

@@ -16,10 +16,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from tandem.cli.common import fail, hydra_main, load_config, one_dataset_source, prepare_runtime, synthetic_on
+from tandem.cli.common import (
+    fail,
+    hydra_main,
+    load_config,
+    make_output_folder,
+    one_dataset_source,
+    prepare_runtime,
+    synthetic_on,
+)
 from tandem.cli.train_state import (
     SyntheticSection,
     command_line,
@@ -29,7 +36,7 @@ from tandem.cli.train_state import (
     task_workcell,
 )
 from tandem.core.number_fields import in_range
-from tandem.runtime.config import FieldError, Schema, deferred_checks
+from tandem.runtime.config import FieldError, Schema, check_fields, deferred_checks
 
 prepare_runtime()
 
@@ -95,10 +102,11 @@ class TraceTrainSection(Schema):
     def check(self) -> None:
         from planner_vlm.learned.trace_config import TraceTrainConfig
 
+        check_fields(TraceTrainConfig, self.fields())  # numbers and their declared ranges: train.<field> named
         try:
             TraceTrainConfig(**self.fields())
         except Exception as e:  # noqa: BLE001 - its ConfigError names the field
-            raise FieldError("train", str(e)) from e
+            raise FieldError("", str(e)) from e
 
     def fields(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
@@ -134,8 +142,7 @@ def run(cfg: Any) -> dict[str, Any]:
 
     c = load_config(TrainTraceRunConfig, cfg)
     torch.set_num_threads(int(c.torch_threads))
-    out = Path(c.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = make_output_folder(c.output_dir, "output_dir")  # removed again if the input is then refused (fail)
     d = c.dataset
     root = d.root
     if synthetic_on(d.synthetic):

@@ -13,6 +13,8 @@ Shared by the configs that validate their own fields (``executor_vla.track_confi
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import math
 from collections.abc import Iterator, Mapping
@@ -193,3 +195,31 @@ def check_numbers(obj: Any, path: str = "") -> None:
     """
     for key, message in number_faults(obj, path):
         raise ConfigError(f"{key} {message}")
+
+
+#: Set while a whole config tree is being built by a loader that checks it afterwards, naming full keys.
+_DEFERRED: contextvars.ContextVar[bool] = contextvars.ContextVar("tandem_number_checks_deferred", default=False)
+
+
+@contextlib.contextmanager
+def deferred_number_checks() -> Iterator[None]:
+    """Within this block, :func:`check_own_numbers` checks nothing: a loader building a whole config tree (the Hydra
+    configs: ``tandem.runtime.config.load``) checks the finished tree itself, so that the error names the full key
+    (``train.lr``, not ``lr``)."""
+    token = _DEFERRED.set(True)
+    try:
+        yield
+    finally:
+        _DEFERRED.reset(token)
+
+
+def check_own_numbers(config: Any) -> None:
+    """:func:`check_numbers` for a config dataclass's ``__post_init__``: every config refuses a NaN, an infinity or a
+    value outside a declared range (:func:`in_range`) whoever builds it (a command line, a JSON file, Python code),
+    except inside :func:`deferred_number_checks`, whose loader checks the tree itself.
+
+    Raises:
+        ConfigError: as :func:`check_numbers`, the key relative to ``config``.
+    """
+    if not _DEFERRED.get():
+        check_numbers(config)

@@ -54,7 +54,13 @@ from memory.lessons import RetryRules
 from tandem.core.dataset_schema import DEFAULT_LABEL_CAMERA
 from tandem.core.errors import ConfigError, UnknownNameError, did_you_mean
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
-from tandem.core.number_fields import check_numbers, in_range, non_numbers
+from tandem.core.number_fields import (
+    check_numbers,
+    deferred_number_checks,
+    field_faults,
+    in_range,
+    non_numbers,
+)
 from tandem.core.types import TaskSpec
 from tandem.core.wrist import PANDA_WRIST_LIMIT_RAD
 
@@ -67,7 +73,8 @@ def deferred_checks() -> Iterator[None]:
     ``out``); :func:`load` checks the finished config, naming full keys."""
     token = _DEFER_CHECKS.set(True)
     try:
-        yield
+        with deferred_number_checks():  # the components' own configs too (TrainConfig, ...)
+            yield
     finally:
         _DEFER_CHECKS.reset(token)
 
@@ -1067,7 +1074,31 @@ class BridgeRunConfig(Schema):
         try:
             bridge_config_from_dict(self.bridge)
         except ConfigError as e:
-            raise FieldError("bridge", f"is invalid: {e}") from e
+            raise _bridge_field_error(e) from e
+
+
+def _bridge_field_error(error: ConfigError) -> FieldError:
+    """``bridge.config``'s one-line error (keys named within the bridge section: ``rate_hz must be ...``,
+    ``action.space=...``) as the error of the ``bridge`` section, naming the full key (``bridge.rate_hz``)."""
+    from bridge.config import BridgeConfig
+
+    text = str(error).removeprefix("bridge.")
+    first = re.match(r"[a-z_][a-z0-9_]*", text)
+    if first and first.group(0) in {f.name for f in dataclasses.fields(BridgeConfig)}:
+        return FieldError("", f"bridge.{text}")
+    return FieldError("bridge", f"is invalid: {error}")
+
+
+def check_fields(cls: type, values: Mapping[str, Any]) -> None:
+    """Check ``values`` (keyword arguments for the dataclass ``cls``, e.g. a CLI section holding the fields of a
+    component's own config) by ``cls``'s number fields and their declared ranges, before ``cls`` is built, so that
+    the error names the key (:func:`tandem.core.number_fields.field_faults`).
+
+    Raises:
+        FieldError: the first fault, naming the field.
+    """
+    for key, message in field_faults(cls, values):
+        raise FieldError(key, message)
 
 
 # ------------------------------------------------------------------------------------------- loading
@@ -1167,7 +1198,8 @@ def load[S: Schema](schema: type[S], data: Any, path: str = "") -> S:
         try:
             sub.check()
         except FieldError as e:
-            raise ConfigError(f"{'.'.join(p for p in (where, e.field) if p)} {e.message}") from e
+            key = ".".join(p for p in (where, e.field) if p)
+            raise ConfigError(f"{key} {e.message}" if key else e.message) from e
     return obj  # type: ignore[return-value]
 
 
