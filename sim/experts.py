@@ -9,7 +9,8 @@ Control law (FIELD-NOTES "Scripted experts": ``clip((target - eef) / 0.05, +-1)`
   controller's ``output_max[:3]`` (m per unit action; 0.05 by default) and clipped to ``[-1, 1]``.
   Commands are expressed in the controller's input frame (``input_ref_frame='base'``: rotated by the base frame).
 * orientation: gripper pointing straight down (grip-site z axis = world -z) with the finger axis (grip-site x
-  axis) at the waypoint's yaw, taken modulo pi (the Panda gripper is symmetric) nearest to the current yaw.
+  axis) at the waypoint's yaw, taken modulo pi (the Panda gripper is symmetric) nearest to the current yaw; a
+  waypoint with a ``tilt`` then leans the approach axis by that angle toward ``tilt_toward`` (a push past a ledge).
   The rotation error (axis-angle, world) is divided by ``output_max[3:]`` (rad per unit action) and clipped.
 * gripper: ``waypoint.gripper`` (-1 open, +1 close).
 * a waypoint is reached when ``|target - eef| < tol`` and the orientation error < :data:`ROT_TOL`; the tracker
@@ -50,6 +51,16 @@ def down_rotation(yaw: float) -> np.ndarray:
     c, s = math.cos(yaw), math.sin(yaw)
     rz = np.array([[c, -s, 0.0], [s, c, 0.0], [0.0, 0.0, 1.0]])
     return rz @ R_DOWN
+
+
+def tilt_rotation(tilt: float, toward: float) -> np.ndarray:
+    """World rotation ``(3, 3)`` that leans a downward approach axis by ``tilt`` rad toward the horizontal direction
+    ``toward`` (rad about world +z); the identity for ``tilt == 0``."""
+    if tilt == 0.0:
+        return np.eye(3)
+    axis = np.array([math.sin(toward), -math.cos(toward), 0.0])  # (-z) x (cos, sin, 0)
+    k = np.array([[0.0, -axis[2], axis[1]], [axis[2], 0.0, -axis[0]], [-axis[1], axis[0], 0.0]])
+    return np.eye(3) + math.sin(tilt) * k + (1.0 - math.cos(tilt)) * (k @ k)
 
 
 def rotation_error(target: np.ndarray, current: np.ndarray) -> np.ndarray:
@@ -111,6 +122,8 @@ class WaypointTracker:
         if self._yaw is None:
             self._yaw = resolve_yaw(wp.yaw, yaw_of_mat(eef_rot), wrist_q)
         target_rot = down_rotation(self._yaw)
+        if wp.tilt:
+            target_rot = tilt_rotation(wp.tilt, wp.tilt_toward) @ target_rot
         rot_err = rotation_error(target_rot, eef_rot)
         d = np.asarray(wp.pos, dtype=np.float64) - eef_pos
         dist = float(np.linalg.norm(d))

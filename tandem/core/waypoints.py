@@ -32,6 +32,10 @@ class Waypoint:
         max_step: maximum translation per control step (m); small values descend slowly.
         hold: extra control steps to stay at the waypoint once reached (e.g. to let the gripper close).
         label: what this waypoint is for (``"above"``, ``"grasp"``, ``"lift"``...), for logs and traces.
+        tilt: how far (rad) the gripper's approach axis leans away from straight down, the fingertips ahead toward
+            ``tilt_toward``; 0 (the default, every skill but a few pushes) keeps it pointing straight down. Traces
+            (:func:`waypoint_trace_3d`) do not carry it.
+        tilt_toward: the world-horizontal direction (rad about world +z from world +x) the fingertips lean toward.
     """
 
     pos: np.ndarray
@@ -41,6 +45,8 @@ class Waypoint:
     max_step: float = 0.05
     hold: int = 0
     label: str = ""
+    tilt: float = 0.0
+    tilt_toward: float = 0.0
 
 
 def resolved_yaws(waypoints: list[Waypoint], current_yaw: float, wrist_q: float | None) -> np.ndarray:

@@ -7,12 +7,36 @@ world +z; boxes are axis-aligned in the world frame.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import mujoco
 import numpy as np
 
 from tandem.core.errors import UnknownObjectError
+
+
+@dataclass(frozen=True)
+class JointFrame:
+    """One articulation joint of a fixture (a drawer's slide, a door's or a knob's hinge) as the simulator has it now.
+
+    Attributes:
+        name: the MuJoCo joint name.
+        kind: ``"slide"`` or ``"hinge"``.
+        qpos: its position now (m or rad).
+        limits: ``(lo, hi)`` of its range (m or rad).
+        axis: ``float64 (3,)`` unit axis in the world (+qpos moves along / turns about it, right hand).
+        anchor: ``float64 (3,)`` a point of the axis in the world (m).
+        body: the MuJoCo id of the body it moves (see :meth:`LiberoWorld.local_geom_boxes`).
+    """
+
+    name: str
+    kind: str
+    qpos: float
+    limits: tuple[float, float]
+    axis: np.ndarray
+    anchor: np.ndarray
+    body: int
 
 
 class LiberoWorld:
@@ -126,3 +150,56 @@ class LiberoWorld:
         joints = (env.object_sites_dict[name].joints if name in env.object_sites_dict
                   else self._object(name).joints)
         return [float(env.sim.data.get_joint_qpos(j)) for j in joints]
+
+    def joint_frames(self, name: str) -> list[JointFrame]:
+        """The slide and hinge joints of an object, fixture or region (:class:`JointFrame`), in LIBERO's order.
+
+        Raises:
+            UnknownObjectError: no such object, fixture or region.
+        """
+        env = self.rs_env
+        joints = (env.object_sites_dict[name].joints if name in env.object_sites_dict
+                  else self._object(name).joints) or []
+        m, d = self.model, self.data
+        out: list[JointFrame] = []
+        for jn in joints:
+            j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, jn)
+            kind = {int(mujoco.mjtJoint.mjJNT_SLIDE): "slide", int(mujoco.mjtJoint.mjJNT_HINGE): "hinge"}.get(
+                int(m.jnt_type[j]))
+            if j < 0 or kind is None:
+                continue
+            out.append(JointFrame(name=jn, kind=kind, qpos=float(d.qpos[m.jnt_qposadr[j]]),
+                                  limits=(float(m.jnt_range[j][0]), float(m.jnt_range[j][1])),
+                                  axis=d.xaxis[j].copy(), anchor=d.xanchor[j].copy(), body=int(m.jnt_bodyid[j])))
+        return out
+
+    def articulation(self, name: str) -> dict[str, list[float]]:
+        """LIBERO's articulation ranges of the fixture that owns ``name`` (a fixture, or a region of one), e.g.
+        ``{"default_close_ranges": [0.0, 0.005], ...}`` (joint positions, m or rad); empty where it has none.
+
+        Raises:
+            UnknownObjectError: no such object, fixture or region.
+        """
+        env = self.rs_env
+        owner = env.object_sites_dict[name].parent_name if name in env.object_sites_dict else name
+        props = getattr(self._object(owner), "object_properties", {}) or {}
+        return {k: [float(x) for x in v] for k, v in props.get("articulation", {}).items() if len(v) == 2}
+
+    def body_frame(self, body: int) -> tuple[np.ndarray, np.ndarray]:
+        """``(pos (3,), rot (3, 3) body -> world)`` of MuJoCo body ``body`` now."""
+        return self.data.xpos[body].copy(), self.data.xmat[body].reshape(3, 3).copy()
+
+    def local_geom_boxes(self, body: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Boxes ``(lo (3,), hi (3,))`` of the collision geoms of body ``body`` and every body below it, each axis-aligned
+        in ``body``'s own frame (m): a door's slab stays a thin box however far the door is open."""
+        m, d = self.model, self.data
+        pos, rot = self.body_frame(body)
+        out: list[tuple[np.ndarray, np.ndarray]] = []
+        for g in range(m.ngeom):
+            if not self._below(int(m.geom_bodyid[g]), body) or (m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0):
+                continue
+            r = rot.T @ d.geom_xmat[g].reshape(3, 3)
+            centre = rot.T @ (d.geom_xpos[g] - pos) + r @ np.asarray(m.geom_aabb[g][:3], dtype=np.float64)
+            half = np.abs(r) @ np.asarray(m.geom_aabb[g][3:], dtype=np.float64)
+            out.append((centre - half, centre + half))
+        return out

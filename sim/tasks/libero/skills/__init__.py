@@ -23,6 +23,7 @@ SKILLS: dict[str, str] = {
     "put_on": "sim.tasks.libero.skills.place:plan_put_on",
     "close": "sim.tasks.libero.skills.articulate:plan_close",
     "turn_on": "sim.tasks.libero.skills.articulate:plan_turn_on",
+    "turn_off": "sim.tasks.libero.skills.articulate:plan_turn_off",
 }
 
 SkillPlanner = Callable[[LiberoWorld, tuple[str, ...]], list[Waypoint]]
