@@ -8,7 +8,8 @@ across its thickness and a mug by its rim (one finger inside the cup):
   open :data:`FINGER_OPEN` apart;
 * the grip site closes :data:`GRASP_DEPTH` below the highest point of the object between the fingers (no lower
   than :data:`MIN_GRASP_HEIGHT` above its bottom), and no lower than :data:`FINGER_CLEARANCE` above whatever lies
-  under either finger (the scene ray-cast from above: the object, its neighbours, the table);
+  under either finger (the scene ray-cast from above: the object, its neighbours, the table), nor so low that the
+  hand above the fingers meets what stands under it (a basket's wall beside the object);
 * the candidate is feasible when object material stands between the fingers at least :data:`MIN_HOLD` above that
   height, no wider than :data:`MAX_GRASP_WIDTH`, and the line between the fingers passes within
   :data:`MAX_COM_OFFSET` of the object's centre of mass;
@@ -47,6 +48,12 @@ FINGER_THICKNESS = 0.028
 FINGER_CLEARANCE = 0.012
 #: Material the fingers must hold (m, height of the object above the grip site between them).
 MIN_HOLD = 0.005
+#: The hand above the fingers (Panda's hand collision box, in the grip frame): half its length along the finger
+#: axis, half its width across it (m), and the height of its bottom above the grip site (m). Whatever stands under it
+#: (a basket's wall beside the object) must stay below it, so the grasp rises or turns.
+HAND_HALF_LENGTH = 0.105
+HAND_HALF_WIDTH = 0.032
+HAND_BOTTOM = 0.045
 #: Farthest the centre of mass may lie from the line between the fingers (m): no grazing grasp of an edge.
 MAX_COM_OFFSET = 0.015
 #: Height above the object's top from which the neighbourhood is ray-cast (m).
@@ -85,7 +92,7 @@ def _fallback(world: LiberoWorld, obj: str) -> tuple[np.ndarray, float]:
 def grasp_point(world: LiberoWorld, obj: str, current_yaw: float = 0.0) -> tuple[np.ndarray, float]:
     """``(grip-site position (3,) m world, yaw rad)`` of the grasp of ``obj`` (see the module doc)."""
     lo, hi = world.body_box(obj)
-    margin = FINGER_OPEN / 2 + FINGER_THICKNESS + 0.01
+    margin = max(FINGER_OPEN / 2 + FINGER_THICKNESS, HAND_HALF_LENGTH) + 0.01
     xs = np.arange(lo[0] - margin, hi[0] + margin + 1e-9, RESOLUTION)
     ys = np.arange(lo[1] - margin, hi[1] + margin + 1e-9, RESOLUTION)
     hmap = world.height_map(obj, xs, ys)
@@ -100,6 +107,8 @@ def grasp_point(world: LiberoWorld, obj: str, current_yaw: float = 0.0) -> tuple
     inner = np.abs(s) < FINGER_OPEN / 2
     finger = np.abs(s) > FINGER_OPEN / 2 + 0.002
     offsets = np.linspace(-FINGER_HALF_WIDTH, FINGER_HALF_WIDTH, 3)
+    hand_s = np.linspace(-HAND_HALF_LENGTH, HAND_HALF_LENGTH, 22)
+    hand_o = np.linspace(-HAND_HALF_WIDTH, HAND_HALF_WIDTH, 3)
     best: tuple[float, np.ndarray, float] | None = None
     for yaw in YAWS:
         u = np.array([np.cos(yaw), np.sin(yaw)])
@@ -111,7 +120,10 @@ def grasp_point(world: LiberoWorld, obj: str, current_yaw: float = 0.0) -> tuple
         mid = _lookup(hmap, xs[0], ys[0], pts[:, 1])
         top = np.where(inner, mid, -np.inf).max(axis=1)
         under_fingers = np.where(finger, h.max(axis=1), -np.inf).max(axis=1)
+        hand_pts = centres[:, None, None, :] + hand_o[None, :, None, None] * v + hand_s[None, None, :, None] * u
+        under_hand = _lookup(scene, xs[0], ys[0], hand_pts).reshape(len(centres), -1).max(axis=1)
         z = np.maximum(np.maximum(top - GRASP_DEPTH, lo[2] + MIN_GRASP_HEIGHT), under_fingers + FINGER_CLEARANCE)
+        z = np.maximum(z, under_hand - HAND_BOTTOM + 0.005)
         free = z <= top - MIN_HOLD
         material = inner & (mid >= z[:, None] + MIN_HOLD)
         has = material.any(axis=1)
