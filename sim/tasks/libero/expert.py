@@ -32,18 +32,15 @@ class LiberoExpert(TaskExpert):
 
     def goal_poses(self, rs_env: Any, episode: TaskEpisode, skill: str,
                    args: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-        """The moved object's pose once ``skill(*args)`` succeeded: above its place (put_in, put_on: the place's
-        centre, the object's height kept above the place's top) or lifted 10 cm (pick); nothing moves for the
-        skills that articulate a fixture."""
+        """The moved object's pose once ``skill(*args)`` succeeded: resting where the placing skill releases it
+        (put_in, put_on: :func:`~sim.tasks.libero.skills.place.resting_pose`, the spot the skill chooses) or lifted
+        10 cm (pick); nothing moves for the skills that articulate a fixture."""
         world = LiberoWorld(rs_env)
         if skill == "pick":
             pos, quat = world.pose(args[0])
             return {args[0]: (pos + [0.0, 0.0, 0.10], quat)}
         if skill in ("put_in", "put_on"):
-            pos, quat = world.pose(args[0])
-            lo, hi = world.body_box(args[0])
-            place = world.region_box(args[1]) if args[1] in rs_env.object_sites_dict else world.body_box(args[1])
-            centre = (place[0] + place[1]) / 2
-            target = np.array([centre[0], centre[1], place[1][2] + (pos[2] - lo[2])])
-            return {args[0]: (target, quat)}
+            from sim.tasks.libero.skills.place import resting_pose
+
+            return {args[0]: resting_pose(world, args[0], args[1], "in" if skill == "put_in" else "on")}
         return {}

@@ -119,9 +119,21 @@ class LiberoScene(TaskScene):
                                           camera_names=["agentview", "robot0_eye_in_hand"], **env_kwargs)
 
     def configure_episode(self, rs_env: Any, episode: TaskEpisode) -> None:
-        """Seed LIBERO's placement samplers: they draw from numpy's global generator (``libero/envs/utils.py``), not
-        from the env's ``rng`` that the adapter seeds, so the global one is seeded from it (same seed, same scene)."""
-        np.random.seed(int(rs_env.rng.integers(2**31)))
+        """Make LIBERO's draw of the scene follow the episode's seed: the adapter seeds robosuite's
+        ``placement_initializer`` only, but LIBERO also places objects with its two conditional samplers (each with
+        its own unseeded rng) and draws region rotations from numpy's global rng (``regions/``). Both are seeded
+        here from ``rs_env.rng``, which the adapter has just set from the seed; without this a seed drew a
+        different scene in every process."""
+        rng = rs_env.rng
+        stack = [getattr(rs_env, "conditional_placement_initializer", None),
+                 getattr(rs_env, "conditional_placement_on_objects_initializer", None)]
+        while stack:
+            sampler = stack.pop()
+            if sampler is None:
+                continue
+            sampler.rng = rng
+            stack.extend(getattr(sampler, "samplers", {}).values())
+        np.random.seed(int(rng.integers(2**31)))  # LIBERO's region samplers draw rotations from np.random
 
     def after_reset(self, rs_env: Any, episode: TaskEpisode, seed: int) -> bool:
         """Load official init state ``seed - 1000`` for a seed of :data:`OFFICIAL_SEEDS` (recorded in

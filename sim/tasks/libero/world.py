@@ -144,6 +144,135 @@ class LiberoWorld:
             body = int(self.model.body_parentid[body])
         return body == root
 
+    def region_parent(self, name: str) -> str | None:
+        """The object or fixture a region (site) belongs to (the basket of ``basket_1_contain_region``), or None."""
+        site = self.rs_env.object_sites_dict.get(name)
+        return None if site is None else getattr(site, "parent_name", None)
+
+    def movable_objects(self) -> tuple[str, ...]:
+        """The scene's movable objects (BDDL ``:objects``), fixtures excluded."""
+        return tuple(self.rs_env.objects_dict)
+
+    def _root_of(self, name: str) -> int:
+        return int(self.model.body_rootid[self.rs_env.obj_body_id[name]])
+
+    def surface_height(self, xy: np.ndarray, z_from: float, ignore: tuple[str, ...] = ()) -> float | None:
+        """Height (m) of the first collision surface straight below ``(x, y, z_from)``: a ray cast down through every
+        collision geom but the robot's and those of the objects in ``ignore``; None when nothing is hit."""
+        m, d = self.model, self.data
+        skip = {int(self.model.body_rootid[self.model.site_bodyid[self._eef_site]])}
+        skip |= {self._root_of(n) for n in ignore}
+        pnt = np.array([float(xy[0]), float(xy[1]), float(z_from)])
+        down = np.array([0.0, 0.0, -1.0])
+        geomid = np.zeros(1, dtype=np.int32)
+        for _ in range(32):
+            dist = mujoco.mj_ray(m, d, pnt, down, None, 1, -1, geomid)
+            if dist < 0:
+                return None
+            g = int(geomid[0])
+            hit = pnt[2] - dist
+            collides = m.geom_contype[g] != 0 or m.geom_conaffinity[g] != 0
+            if collides and int(m.body_rootid[m.geom_bodyid[g]]) not in skip:
+                return float(hit)
+            pnt[2] = hit - 1e-4
+        return None
+
+    def centre_of_mass(self, name: str) -> np.ndarray:
+        """``float64 (3,)`` centre of mass (m, world) of an object or fixture and every body below it."""
+        if name not in self.rs_env.obj_body_id:
+            raise UnknownObjectError(name, list(self.names()))
+        return self.data.subtree_com[self.rs_env.obj_body_id[name]].copy()
+
+    def finger_corners(self) -> np.ndarray:
+        """``float64 (n, 3)`` world corners of the bounding boxes of the gripper fingers' collision geoms (each in its
+        geom's frame)."""
+        m, d = self.model, self.data
+        hand_root = int(m.body_rootid[m.site_bodyid[self._eef_site]])
+        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
+        out = []
+        for g in range(m.ngeom):
+            b = int(m.geom_bodyid[g])
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b) or ""
+            if (int(m.body_rootid[b]) != hand_root or "finger" not in name
+                    or (m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0)):
+                continue
+            r = d.geom_xmat[g].reshape(3, 3)
+            local = np.asarray(m.geom_aabb[g][:3]) + signs * np.asarray(m.geom_aabb[g][3:])
+            out.append(d.geom_xpos[g] + local @ r.T)
+        return np.concatenate(out) if out else np.zeros((0, 3))
+
+    def collision_geoms(self, name: str) -> list[int]:
+        """Ids of the collision geoms of an object or fixture (its root body and every body below it)."""
+        if name not in self.rs_env.obj_body_id:
+            raise UnknownObjectError(name, list(self.names()))
+        root = self.rs_env.obj_body_id[name]
+        m = self.model
+        return [g for g in range(m.ngeom) if self._below(int(m.geom_bodyid[g]), root)
+                and (m.geom_contype[g] != 0 or m.geom_conaffinity[g] != 0)]
+
+    def collision_corners(self, name: str) -> np.ndarray:
+        """``float64 (8 * n_geoms, 3)`` world corners of the bounding box of each collision geom of an object, in the
+        geom's own frame: a tight hull of the object's shape in any orientation (unlike :meth:`body_box`)."""
+        m, d = self.model, self.data
+        signs = np.array([[sx, sy, sz] for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)], dtype=np.float64)
+        out = []
+        for g in self.collision_geoms(name):
+            r = d.geom_xmat[g].reshape(3, 3)
+            local = np.asarray(m.geom_aabb[g][:3]) + signs * np.asarray(m.geom_aabb[g][3:])
+            out.append(d.geom_xpos[g] + local @ r.T)
+        if not out:
+            return np.array([self.pose(name)[0]])
+        return np.concatenate(out)
+
+    def height_map(self, name: str, xs: np.ndarray, ys: np.ndarray) -> np.ndarray:
+        """Top of object ``name``'s collision geoms seen from above: ``float64 (len(ys), len(xs))`` height (m) of
+        the first of its geoms a ray cast straight down at ``(x, y)`` meets, NaN where the ray misses the object
+        (every other body ignored)."""
+        m, d = self.model, self.data
+        lo, hi = self.body_box(name)
+        z0 = float(hi[2]) + 0.01
+        down = np.array([0.0, 0.0, -1.0])
+        out = np.full((len(ys), len(xs)), np.nan)
+        geoms = self.collision_geoms(name)
+        boxes = []
+        for g in geoms:
+            r = d.geom_xmat[g].reshape(3, 3)
+            half = np.abs(r) @ np.asarray(m.geom_aabb[g][3:], dtype=np.float64)
+            c = d.geom_xpos[g] + r @ np.asarray(m.geom_aabb[g][:3], dtype=np.float64)
+            boxes.append((c - half - 1e-4, c + half + 1e-4))
+        for j, y in enumerate(ys):
+            for i, x in enumerate(xs):
+                pnt = np.array([float(x), float(y), z0])
+                best = np.inf
+                for g, (blo, bhi) in zip(geoms, boxes, strict=True):
+                    if not (blo[0] <= x <= bhi[0] and blo[1] <= y <= bhi[1]):
+                        continue
+                    if m.geom_type[g] == mujoco.mjtGeom.mjGEOM_MESH:
+                        dist = mujoco.mj_rayMesh(m, d, g, pnt, down)
+                    else:
+                        dist = mujoco.mju_rayGeom(d.geom_xpos[g], d.geom_xmat[g], m.geom_size[g], pnt, down,
+                                                  int(m.geom_type[g]))
+                    if 0 <= dist < best:
+                        best = dist
+                if np.isfinite(best):
+                    out[j, i] = z0 - best
+        return out
+
+    def scene_height_map(self, xs: np.ndarray, ys: np.ndarray, z_from: float,
+                         ignore: tuple[str, ...] = ()) -> np.ndarray:
+        """:meth:`surface_height` over a grid: ``float64 (len(ys), len(xs))`` m, NaN where nothing is hit."""
+        out = np.full((len(ys), len(xs)), np.nan)
+        for j, y in enumerate(ys):
+            for i, x in enumerate(xs):
+                h = self.surface_height(np.array([x, y]), z_from, ignore)
+                if h is not None:
+                    out[j, i] = h
+        return out
+
+    def in_contact(self, a: str, b: str) -> bool:
+        """Whether any collision geom of object/fixture ``a`` touches one of ``b`` (LIBERO's ``check_contact``)."""
+        return bool(self.rs_env.check_contact(self._object(a), self._object(b)))
+
     def joint_positions(self, name: str) -> list[float]:
         """The qpos (rad or m) of every joint of an object, fixture or region (a drawer's slide, a knob's hinge)."""
         env = self.rs_env
