@@ -13,8 +13,8 @@ what they need).
 
 The recipe format and the stage runner: :mod:`tandem.evaluation.fit`. Ends with ``<out>/fit/report.md``: each
 model's held-out figures, the closed-loop table, wall and CPU time per stage. Exit status 0 when every stage
-finished, 1 when one failed (its log is named), 2 on bad input (one line, nothing written), 130 on Ctrl-C (a
-rerun resumes).
+finished, 1 when one failed (its log is named), 2 on bad input (one line, nothing written), 130 on Ctrl-C or
+SIGTERM (the running stages are stopped; a rerun resumes).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from tandem.cli.common import prepare_runtime
+from tandem.cli.common import prepare_runtime, stop_on_signals
 from tandem.cli.ground import _known_task, kv_number, parse_kv
 
 prepare_runtime()
@@ -73,6 +73,7 @@ def run(argv: Sequence[str]) -> int:
         recipe = Recipe(task=recipe.task, stages=tuple(s for s in recipe.stages if s.name in keep))
     out = check_output_folder(args["out"], "out")  # a file in the way, or not writable: before any stage
     runner = FitRunner(recipe, task, out, workers=workers)
+    stop_on_signals()  # SIGTERM and a background job's SIGINT stop the stages as Ctrl-C does
     t0 = time.monotonic()
     try:
         results = runner.run()

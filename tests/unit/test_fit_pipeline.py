@@ -131,3 +131,25 @@ def test_every_shipped_recipe_is_valid():
         assert r.stages
     assert sys.executable
     json.dumps([p.name for p in recipes])
+
+
+def test_sigterm_stops_the_stages_and_a_rerun_resumes(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    recipe_file = tmp_path / "recipe.yaml"
+    recipe_file.write_text("task: stack_three\nstages:\n  quick:\n    run: python -c pass\n"
+                           "  slow:\n    run: python -c \"import time; time.sleep(60)\"\n    needs: [quick]\n")
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "tandem.cli.fit", "task=stack_three", f"out={out}", f"recipe={recipe_file}"]
+    proc = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not (out / "fit" / "logs" / "slow.log").exists():
+        time.sleep(0.1)
+    time.sleep(0.5)
+    proc.send_signal(signal.SIGTERM)  # to the fit alone: it stops its stage
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "slow: interrupted" in err and "rerun" in err
+    assert (out / "fit" / "stages" / "quick.json").exists() and not (out / "fit" / "stages" / "slow.json").exists()
