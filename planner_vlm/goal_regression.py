@@ -15,7 +15,8 @@ form of LoHo-Manip):
    targets and the predicate names only the object, the missing place is the task target named
    ``"<object>_..."`` (e.g. ``milk_bin``), or the task's only target.
 2. ``plan_from_predicates()`` walks the goals in order. A goal that holds contributes ``pick(x)`` and its placing
-   subgoal to ``done``. Every goal that does not hold contributes ``pick(x)`` then the placing subgoal
+   subgoal to ``done`` (no pick where ``x`` is not one of ``TaskSpec.objects``: a fixture's goal, such as closing a
+   drawer, is one subgoal). Every goal that does not hold contributes ``pick(x)`` then the placing subgoal
    to ``remaining``; the pick is put in ``done`` instead when ``grasped(x)`` already holds and it would
    be the very next subgoal.
 3. Goals that held before (per memory: a success verdict, a ``done`` entry of the memory view, or this
@@ -143,7 +144,10 @@ class GoalRegressionPlanner:
             if m is None:
                 continue
             args = [m.group(f"a{i}") for i in range(n_bound)]
-            n_args = max(n_bound, _n_placeholders(task.skill_texts.get(skill)), 2 if task.targets else 0)
+            # a place is filled in for an object's goal only: a fixture's goal (close(drawer)) names all it needs
+            placing = bool(args) and args[0] in task.objects
+            n_args = max(n_bound, _n_placeholders(task.skill_texts.get(skill)), 2 if task.targets else 0) \
+                if placing else n_bound
             while len(args) < n_args:
                 args.append(self._place_of(task, skill, args[0]))
             return _GoalSteps(goal=goal, obj=args[0], skill=skill, args=tuple(args))
@@ -241,7 +245,9 @@ class GoalRegressionPlanner:
         first_unmet: str | None = None
         for st in steps:
             place = make(st.skill, st.args, pending=False) if holds(st.goal) else None
-            pick_needed = st.skill != self.grasp_skill and self.grasp_skill in task.skills
+            # a goal over a graspable object is placed after a pick; one over a fixture (close a drawer, turn on a
+            # stove) is reached without one
+            pick_needed = st.skill != self.grasp_skill and self.grasp_skill in task.skills and st.obj in task.objects
             if place is not None:  # the goal holds
                 if pick_needed:
                     done.append(make(self.grasp_skill, (st.obj,), pending=False))

@@ -203,3 +203,22 @@ def test_place_without_a_matching_target_raises_at_reset():
                    goals=("in_bin(milk)",), targets=("bin_a", "bin_b"))
     with pytest.raises(ConfigError, match="cannot tell where place"):
         OraclePlanner().reset(bad)
+
+
+DRAWER = TaskSpec(
+    name="libero_like", instruction="put the bowl in the drawer and close it", objects=("bowl_1", "bottle_1"),
+    max_steps=520, skills={"pick": "grasped({0})", "put_in": "in({0},{1})", "close": "close({0})"},
+    goals=("in(bowl_1,drawer_region)", "close(drawer_region)"), targets=("drawer_region",),
+    skill_texts={"pick": "pick up the {0}", "put_in": "put the {0} in the {1}", "close": "close the {0}"},
+)
+
+
+def test_a_fixture_goal_is_one_subgoal_without_a_pick():
+    """Closing a drawer (its arg is a place, not one of the task's objects) needs no grasp of the drawer."""
+    planner = OraclePlanner()
+    planner.reset(DRAWER)
+    plan = planner.plan(obs(DRAWER), TaskMemoryV1())
+    assert [sg.signature for sg in plan.remaining] == ["pick(bowl_1)", "put_in(bowl_1,drawer_region)",
+                                                      "close(drawer_region)"]
+    plan = planner.plan(obs(DRAWER, ("in(bowl_1,drawer_region)",)), TaskMemoryV1())
+    assert [sg.signature for sg in plan.remaining] == ["close(drawer_region)"]
