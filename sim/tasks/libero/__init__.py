@@ -9,13 +9,13 @@ parses a task's BDDL, :mod:`.init_states` reads the official init states without
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
 from sim.tasks.base import TaskDefinition
-from sim.tasks.libero.expert import LiberoExpert
-from sim.tasks.libero.perturbations import LiberoPerturbations
-from sim.tasks.libero.predicates import LiberoPredicates
-from sim.tasks.libero.scene import LiberoScene
 from tandem.core.grounding import Grounding
+
+if TYPE_CHECKING:
+    from sim.tasks.libero.scene import LiberoScene
 
 __all__ = ["LiberoTask"]
 
@@ -35,6 +35,13 @@ class LiberoTask(TaskDefinition):
     """
 
     def __init__(self, name: str) -> None:
+        # the parts import MuJoCo and LIBERO: imported here, so that listing LIBERO's task names
+        # (sim.tasks.libero.problem, a module of this package) stays light
+        from sim.tasks.libero.expert import LiberoExpert
+        from sim.tasks.libero.perturbations import LiberoPerturbations
+        from sim.tasks.libero.predicates import LiberoPredicates
+        from sim.tasks.libero.scene import LiberoScene
+
         scene = LiberoScene(name)
         super().__init__(scene=scene, predicates=LiberoPredicates(scene), expert=LiberoExpert(scene),
                          perturbations=LiberoPerturbations())

@@ -13,11 +13,12 @@ KITCHEN_SCENE4's BDDL lists the closing of the drawer first.
 from __future__ import annotations
 
 import functools
+import importlib.util
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sim.tasks.libero.installation import LiberoNotInstalled, configure_libero, require_libero
+from sim.tasks.libero.installation import INSTALL_HINT, LiberoNotInstalled, configure_libero, require_libero
 from tandem.core.errors import UnknownTaskError
 
 #: The LIBERO suites tandem registers, as ``<suite>/<task>`` names.
@@ -44,8 +45,16 @@ def suite_task_names(suite: str) -> tuple[str, ...]:
     Raises:
         LiberoNotInstalled: LIBERO is not installed. UnknownTaskError: unknown suite.
     """
-    configure_libero()
-    from libero.libero.benchmark.libero_suite_task_map import libero_task_map
+    root = configure_libero()
+    # the task map is plain data; importing it as a module of libero.libero.benchmark would first run that
+    # package's __init__, which imports torch (and sim never does): read the file as a module of its own
+    path = root / "benchmark" / "libero_suite_task_map.py"
+    spec = importlib.util.spec_from_file_location("_libero_suite_task_map", path)
+    if spec is None or spec.loader is None:
+        raise LiberoNotInstalled(f"LIBERO's task map {path} is missing; {INSTALL_HINT}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    libero_task_map = module.libero_task_map
 
     if suite not in libero_task_map or suite not in SUITES:
         raise UnknownTaskError(suite, list(SUITES))
