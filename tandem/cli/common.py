@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -461,6 +461,18 @@ def int_at_least(low: int) -> Callable[[str], int]:
     return parse
 
 
+def exit_with(run: Callable[[Sequence[str]], int], argv: Sequence[str] | None = None) -> None:
+    """Run a ``key=value`` command's ``run`` on ``argv`` (``sys.argv[1:]`` by default) and exit with the status it
+    returns; a :class:`~tandem.core.errors.TandemError` is bad input: one line, exit 2, nothing written (:func:`fail`)."""
+    from tandem.core.errors import TandemError
+
+    try:
+        code = run(sys.argv[1:] if argv is None else argv)
+    except TandemError as e:
+        fail(e)
+    sys.exit(code)
+
+
 def stop_on_signals() -> None:
     """Make SIGTERM (``kill``, a job scheduler's pre-emption) and SIGINT raise KeyboardInterrupt in the main thread,
     so that a collection, an evaluation or a merge keeps what it finished (or leaves nothing half-written) and stops
@@ -476,6 +488,6 @@ def stop_on_signals() -> None:
     signal.signal(signal.SIGINT, _interrupt)
 
 
-__all__ = ["CONFIG_DIR", "ArgumentParser", "check_output_folder", "compose_command_line", "compose_config", "fail",
+__all__ = ["CONFIG_DIR", "ArgumentParser", "check_output_folder", "compose_command_line", "compose_config", "exit_with", "fail",
            "hydra_main", "int_at_least", "load_config", "make_output_folder", "prepare_runtime", "refuse_bad_command_line", "register_configs",
            "remove_created_output_folders", "stop_on_signals", "to_container"]

@@ -22,7 +22,6 @@ Arguments are ``key=value`` words (no Hydra: nothing here is configured but thes
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -169,14 +168,9 @@ def run(argv: Sequence[str]) -> int:
 @quiet_broken_pipe
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point (``sys.argv[1:]`` by default); exits with the status of :func:`run` (2 on bad input)."""
-    from tandem.cli.common import fail
-    from tandem.core.errors import TandemError
+    from tandem.cli.common import exit_with
 
-    try:
-        code = run(sys.argv[1:] if argv is None else argv)
-    except TandemError as e:
-        fail(e)
-    sys.exit(code)
+    exit_with(run, argv)
 
 
 if __name__ == "__main__":

@@ -78,14 +78,9 @@ def run(argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point (``sys.argv[1:]`` by default)."""
-    from tandem.cli.common import fail
-    from tandem.core.errors import TandemError
+    from tandem.cli.common import exit_with
 
-    try:
-        code = run(sys.argv[1:] if argv is None else argv)
-    except TandemError as e:
-        fail(e)
-    sys.exit(code)
+    exit_with(run, argv)
 
 
 if __name__ == "__main__":
