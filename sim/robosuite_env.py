@@ -72,11 +72,12 @@ _STATE_SPEC = mujoco.mjtState.mjSTATE_INTEGRATION
 
 def seed_placement(rs_env: Any, rng: np.random.Generator) -> None:
     """Make robosuite draw the episode from ``rng``: the env's own rng (robot init noise) and every placement
-    sampler in the tree of ``rs_env.placement_initializer`` (a ``SequentialCompositeSampler`` hands each
-    sub-sampler the rng it had at construction, so setting ``env.rng`` alone does not reach them; FIELD-NOTES,
-    "Seeding"). The one place tandem reseeds robosuite."""
+    sampler in the tree of each placement initializer the env holds: ``rs_env.placement_initializer``, and any other
+    attribute named ``*placement*initializer`` (LIBERO's two conditional samplers). A ``SequentialCompositeSampler``
+    hands each sub-sampler the rng it had at construction, so setting ``env.rng`` alone does not reach them
+    (FIELD-NOTES, "Seeding"). The one place tandem reseeds robosuite."""
     rs_env.rng = rng
-    stack = [getattr(rs_env, "placement_initializer", None)]
+    stack = [v for k, v in vars(rs_env).items() if "placement" in k and k.endswith("initializer")]
     while stack:
         s = stack.pop()
         if s is None:

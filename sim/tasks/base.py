@@ -208,19 +208,22 @@ class TaskDefinition:
     def reference_subgoals(self, episode: TaskEpisode) -> list[tuple[str, tuple[str, ...]]]:
         """The reference skill sequence solving the episode, e.g. ``[("pick", ("red",)), ("stack", ("red", "green"))]``.
 
-        For each goal predicate ``p(a, ...)`` in order, ``pick(a)`` then the skill whose
-        :data:`SKILL_PREDICATES` template has predicate name ``p`` (no extra pick if that skill is pick).
+        For each goal predicate ``p(a, ...)`` in order, ``pick(a)`` then the skill whose template in the episode's
+        ``TaskSpec.skills`` has predicate name ``p``; no pick where that skill is pick or ``a`` is not one of the
+        episode's objects (a fixture's goal: close a drawer, turn on a stove).
         Used by ``benchmarks/expert_success.py`` and the oracle planner's training labels.
         """
-        by_pred = {tpl.split("(")[0]: skill for skill, tpl in SKILL_PREDICATES.items() if skill in self.skills}
+        from tandem.core.vocabulary import parse_goal
+
+        skills = episode.spec.skills
+        by_pred = {tpl.split("(")[0]: skill for skill, tpl in skills.items() if skill != "pick"}
         out: list[tuple[str, tuple[str, ...]]] = []
         for goal in episode.spec.goals:
-            pred, _, rest = goal.partition("(")
-            args = tuple(a.strip() for a in rest.rstrip(")").split(",") if a.strip())
+            pred, args = parse_goal(goal)
             skill = by_pred.get(pred)
             if skill is None:
                 continue
-            if skill != "pick" and "pick" in self.skills:
+            if "pick" in skills and args[0] in episode.spec.objects:
                 out.append(("pick", args[:1]))
             out.append((skill, args))
         return out

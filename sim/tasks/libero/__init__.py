@@ -56,17 +56,3 @@ class LiberoTask(TaskDefinition):
                              grounded_by="reference_reading")
         return Grounding(instruction=instruction, refused=f"LIBERO task {scene.name!r} is judged by its BDDL goal "
                          f"only; its instruction is {own!r}", grounded_by="reference_reading")
-
-    def reference_subgoals(self, episode):  # type: ignore[no-untyped-def]
-        """``pick(o)`` then the placing skill for every goal over an object; the articulating skill alone otherwise
-        (``close``, ``turn_on``)."""
-        scene: LiberoScene = self.parts.scene  # type: ignore[assignment]
-        by_pred = {tpl.split("(")[0]: skill for skill, tpl in scene.skill_templates().items() if skill != "pick"}
-        out: list[tuple[str, tuple[str, ...]]] = []
-        for goal in episode.spec.goals:
-            pred, _, rest = goal.partition("(")
-            args = tuple(a.strip() for a in rest.rstrip(")").split(",") if a.strip())
-            if args[0] in scene.problem.objects:
-                out.append(("pick", args[:1]))
-            out.append((by_pred[pred], args))
-        return out

@@ -27,8 +27,7 @@ class LiberoPredicates(TaskPredicates):
 
     def predicates(self, rs_env: Any, episode: TaskEpisode) -> dict[str, bool]:
         world = LiberoWorld(rs_env)
-        goals = tuple(dict.fromkeys((*episode.spec.goals, *self.scene.problem.goals)))
-        out = {g: bool(rs_env._eval_predicate(atom_of(g))) for g in goals}
+        out = {g: bool(rs_env._eval_predicate(atom_of(g))) for g in self.scene.problem.goals}
         for o in self.scene.problem.objects:
             out[f"grasped({o})"] = world.is_grasped(o)
         return out

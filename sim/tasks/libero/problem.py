@@ -20,6 +20,7 @@ from pathlib import Path
 
 from sim.tasks.libero.installation import INSTALL_HINT, LiberoNotInstalled, configure_libero, require_libero
 from tandem.core.errors import UnknownTaskError
+from tandem.core.vocabulary import parse_goal
 
 #: The LIBERO suites tandem registers, as ``<suite>/<task>`` names.
 SUITES: tuple[str, ...] = ("libero_10",)
@@ -108,9 +109,13 @@ class LiberoProblem:
 
 
 def atom_of(goal: str) -> list[str]:
-    """``"in(a,b)"`` -> ``["in", "a", "b"]``."""
-    pred, _, rest = goal.partition("(")
-    return [pred, *(a.strip() for a in rest.rstrip(")").split(",") if a.strip())]
+    """``"in(a,b)"`` -> ``["in", "a", "b"]``, the form LIBERO's ``_eval_predicate`` takes.
+
+    Raises:
+        ConfigError: not a predicate of the form ``name(arg,...)`` (:func:`tandem.core.vocabulary.parse_goal`).
+    """
+    name, args = parse_goal(goal)
+    return [name, *args]
 
 
 def goal_of(atom: list[str]) -> str:

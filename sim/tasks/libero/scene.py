@@ -57,43 +57,31 @@ class LiberoScene(TaskScene):
     def __init__(self, name: str) -> None:
         self.problem: LiberoProblem = load_problem(name)
         self.name = name
-        used = {atom_of(g)[0] for g in self.problem.goals}
-        self.skills = (PICK[0], *(GOAL_SKILLS[p][0] for p in GOAL_SKILLS if p in used))
+        used = [p for p in GOAL_SKILLS if p in {atom_of(g)[0] for g in self.problem.goals}]
+        self.skills = (PICK[0], *(GOAL_SKILLS[p][0] for p in used))
+        #: skill -> predicate template of this task's skills
+        self.skill_templates: dict[str, str] = {PICK[0]: PICK[1], **{GOAL_SKILLS[p][0]: GOAL_SKILLS[p][1] for p in used}}
+        #: the places the goals name (regions, fixtures; a plate is an object and a place), in goal order
+        self.targets: tuple[str, ...] = tuple(dict.fromkeys(
+            a for g in self.problem.goals for i, a in enumerate(atom_of(g)[1:])
+            if a not in self.problem.objects or i == 1))
+        self._vocabulary = TaskVocabulary(
+            task=name, skills=dict(self.skill_templates), goal_skills=tuple(GOAL_SKILLS[p][0] for p in used),
+            objects={o: (words_of(o),) for o in self.problem.objects},
+            places={t: (words_of(t),) for t in self.targets if t not in self.problem.objects},
+            skill_texts={PICK[0]: PICK[2], **{GOAL_SKILLS[p][0]: GOAL_SKILLS[p][2] for p in used}})
 
     # ---- the goal and its words
-    def skill_templates(self) -> dict[str, str]:
-        """Skill -> predicate template of this task's skills."""
-        used = {atom_of(g)[0] for g in self.problem.goals}
-        return {PICK[0]: PICK[1], **{GOAL_SKILLS[p][0]: GOAL_SKILLS[p][1] for p in GOAL_SKILLS if p in used}}
-
-    def targets(self) -> tuple[str, ...]:
-        """The places the goals name (regions and fixtures), in goal order."""
-        out: list[str] = []
-        for g in self.problem.goals:
-            atom = atom_of(g)
-            for a in atom[1:]:
-                if a not in self.problem.objects and a not in out:
-                    out.append(a)
-            if len(atom) == 3 and atom[2] in self.problem.objects and atom[2] not in out:
-                out.append(atom[2])  # a plate is an object and a place
-        return tuple(out)
-
     def vocabulary(self) -> TaskVocabulary:
         """The task's vocabulary, declared by its BDDL file: its objects and places in their own words
         (:func:`sim.tasks.libero.problem.words_of`), its skills."""
-        used = {atom_of(g)[0] for g in self.problem.goals}
-        return TaskVocabulary(
-            task=self.name, skills=self.skill_templates(),
-            goal_skills=tuple(GOAL_SKILLS[p][0] for p in GOAL_SKILLS if p in used),
-            objects={o: (words_of(o),) for o in self.problem.objects},
-            places={t: (words_of(t),) for t in self.targets() if t not in self.problem.objects},
-            skill_texts={PICK[0]: PICK[2], **{GOAL_SKILLS[p][0]: GOAL_SKILLS[p][2] for p in GOAL_SKILLS if p in used}})
+        return self._vocabulary
 
     def spec_for_goals(self, goals: tuple[str, ...], instruction: str) -> TaskSpec:
-        vocab = self.vocabulary()
+        vocab = self._vocabulary
         return TaskSpec(name=self.name, instruction=instruction, objects=tuple(self.problem.objects),
-                        max_steps=self.max_steps, skills=self.skill_templates(), goals=tuple(goals),
-                        targets=self.targets(), skill_texts=dict(vocab.skill_texts), vocabulary=vocab,
+                        max_steps=self.max_steps, skills=dict(self.skill_templates), goals=tuple(goals),
+                        targets=self.targets, skill_texts=dict(vocab.skill_texts), vocabulary=vocab,
                         arg_words={n: words[0] for n, words in (*vocab.objects.items(), *vocab.places.items())})
 
     def sample_spec(self, rng: np.random.Generator) -> TaskEpisode:
@@ -119,21 +107,10 @@ class LiberoScene(TaskScene):
                                           camera_names=["agentview", "robot0_eye_in_hand"], **env_kwargs)
 
     def configure_episode(self, rs_env: Any, episode: TaskEpisode) -> None:
-        """Make LIBERO's draw of the scene follow the episode's seed: the adapter seeds robosuite's
-        ``placement_initializer`` only, but LIBERO also places objects with its two conditional samplers (each with
-        its own unseeded rng) and draws region rotations from numpy's global rng (``regions/``). Both are seeded
-        here from ``rs_env.rng``, which the adapter has just set from the seed; without this a seed drew a
-        different scene in every process."""
-        rng = rs_env.rng
-        stack = [getattr(rs_env, "conditional_placement_initializer", None),
-                 getattr(rs_env, "conditional_placement_on_objects_initializer", None)]
-        while stack:
-            sampler = stack.pop()
-            if sampler is None:
-                continue
-            sampler.rng = rng
-            stack.extend(getattr(sampler, "samplers", {}).values())
-        np.random.seed(int(rng.integers(2**31)))  # LIBERO's region samplers draw rotations from np.random
+        """Seed numpy's global generator from ``rs_env.rng`` (which the adapter has just set from the seed, with every
+        placement sampler, :func:`sim.robosuite_env.seed_placement`): LIBERO's regions draw their rotations from
+        ``np.random``. Without it a seed drew a different scene in every process."""
+        np.random.seed(int(rs_env.rng.integers(2**31)))
 
     def after_reset(self, rs_env: Any, episode: TaskEpisode, seed: int) -> bool:
         """Load official init state ``seed - 1000`` for a seed of :data:`OFFICIAL_SEEDS` (recorded in
@@ -165,7 +142,7 @@ class LiberoScene(TaskScene):
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         world = LiberoWorld(rs_env)
         out: dict[str, dict[str, list[float]]] = {}
-        for name in (*self.problem.objects, *(t for t in self.targets() if t not in self.problem.objects)):
+        for name in (*self.problem.objects, *(t for t in self.targets if t not in self.problem.objects)):
             pos, quat = world.pose(name)
             out[name] = {"pos": pos.tolist(), "quat": quat.tolist()}
         return out

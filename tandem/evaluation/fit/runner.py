@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -47,18 +48,6 @@ class StageResult:
     cpu_s: float
     log: str
     argv: list[str]
-
-
-class _Anything(dict):
-    """A summaries mapping whose every value is a placeholder string (to check a command before its inputs exist)."""
-
-    def get(self, key: Any, default: Any = None) -> Any:
-        return _AnyValue()
-
-
-class _AnyValue(dict):
-    def get(self, key: Any, default: Any = None) -> Any:
-        return self
 
 
 def resolve(argv: list[str]) -> list[str]:
@@ -97,8 +86,8 @@ class FitRunner:
         self.recipe, self.task, self.out, self.workers = recipe, task, Path(out), int(workers)
         self.log = log if log is not None else sys.stderr
         self.argvs: dict[str, list[str]] = {}
-        for st in recipe.stages:
-            resolve(st.argv(task, self.out, _Anything()) if st.references() else st.argv(task, self.out))
+        for st in recipe.stages:  # the command word never holds a placeholder: check it before anything runs
+            resolve(shlex.split(st.run)[:1])
 
     def summaries(self) -> dict[str, Any]:
         """Stage name -> the summary JSON it wrote (for ``{<stage>.<key>}``), where it wrote one."""
