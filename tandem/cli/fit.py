@@ -5,8 +5,9 @@ Examples::
     tandem-fit task=stack_three out=outputs/fit/stack_three            # configs/fit/stack_three.yaml, 2 workers
     tandem-fit task=stack_three out=outputs/fit/st3 recipe=configs/fit/debug.yaml workers=1
     tandem-fit task=stack_three out=outputs/fit/stack_three            # again: resumes after an interruption
+    tandem-fit task=libero_10 out=outputs/fit/libero_10                # one executor for LIBERO-10's scenes
 
-Keys (``key=value``): ``task`` (a registered task), ``out`` (the run folder: datasets, models, evaluation, and
+Keys (``key=value``): ``task`` (a registered task, or a suite with its own recipe: ``libero_10``), ``out`` (the run folder: datasets, models, evaluation, and
 ``fit/`` with logs, stage records and the report), ``recipe`` (a recipe file; default ``configs/fit/<task>.yaml``),
 ``workers`` (stages at once, one thread each; default 2), ``stages`` (comma-separated stage names: run only these and
 what they need).
@@ -46,8 +47,10 @@ def run(argv: Sequence[str]) -> int:
     for key in ("task", "out"):
         if not args.get(key):
             raise ConfigError(f"missing key {key!r} (tandem-fit task=<name> out=<dir>)")
-    task = _known_task(args["task"])
+    task = args["task"]
     recipe_path = Path(args["recipe"]) if args.get("recipe") else CONFIG_DIR / f"{task.replace('/', '_')}.yaml"
+    if args.get("recipe") or not recipe_path.exists():  # a suite's own recipe (libero_10) names a set of tasks
+        task = _known_task(task)
     if not args.get("recipe") and not recipe_path.exists():
         known = sorted(p.stem for p in CONFIG_DIR.glob("*.yaml"))
         raise ConfigError(f"task {task!r} has no fit recipe {recipe_path} (recipes: {', '.join(known)}; "

@@ -75,14 +75,31 @@ def test_a_failed_stage_blocks_what_needs_it_and_nothing_else(tmp_path):
     assert not (tmp_path / "fit" / "stages" / "broken.json").exists()
 
 
-def test_two_workers_overlap_independent_stages(tmp_path):
-    sleep = f"{PY} \"import time; time.sleep(1.0)\""
-    r = Recipe.from_dict({"task": "t", "stages": {"a": {"run": sleep}, "b": {"run": sleep}}}, "test")
-    import time
+def test_an_accepted_exit_status_finishes_the_stage_and_feeds_the_next(tmp_path):
+    """A collection short of its target (exit 3) that the recipe accepts: the next stage runs on what it has."""
+    extra = {"short": {"run": f"{PY} \"import sys; sys.exit(3)\"", "accept_exit": [3]},
+             "after_short": {"run": f"{PY} \"pass\"", "needs": ["short"]}}
+    log = io.StringIO()
+    results = {r.name: r for r in FitRunner(recipe(tmp_path, extra), "stack_three", tmp_path, log=log).run()}
+    assert results["short"].status == "done" and results["short"].rc == 3
+    assert results["after_short"].status == "done"
+    assert "exit 3, accepted" in log.getvalue()
+    again = {r.name: r for r in FitRunner(recipe(tmp_path, extra), "stack_three", tmp_path, log=io.StringIO()).run()}
+    assert again["short"].status == "resumed"
 
-    t0 = time.monotonic()
-    FitRunner(r, "t", tmp_path, workers=2, log=io.StringIO()).run()
-    assert time.monotonic() - t0 < 1.9
+
+def test_two_workers_overlap_independent_stages(tmp_path):
+    """Each stage marks its start and waits for the other's: they both finish only if they ran side by side."""
+
+    def meet(me: str, other: str) -> str:
+        code = (f"import pathlib,sys,time; d=pathlib.Path({str(tmp_path)!r}); (d/{me!r}).touch(); t=time.monotonic(); "
+                f"ok=[time.sleep(0.05) for _ in iter(lambda: (d/{other!r}).exists() or time.monotonic()-t>60, True)]; "
+                f"sys.exit(0 if (d/{other!r}).exists() else 1)")
+        return f"{PY} \"{code}\""
+
+    r = Recipe.from_dict({"task": "t", "stages": {"a": {"run": meet("a", "b")}, "b": {"run": meet("b", "a")}}}, "test")
+    results = FitRunner(r, "t", tmp_path, workers=2, log=io.StringIO()).run()
+    assert [x.status for x in results] == ["done", "done"]
 
 
 @pytest.mark.parametrize("stages, match", [
@@ -91,6 +108,8 @@ def test_two_workers_overlap_independent_stages(tmp_path):
     ({"a": {"run": "python -c pass", "colour": 1}}, "unknown key 'colour'"),
     ({"a": {"run": ""}}, "run must be a command line"),
     ({"a": {"run": "python -c pass"}, "b": {"run": "echo {a.checkpoint}"}}, "does not need it"),
+    ({"a": {"run": "python -c pass", "accept_exit": [0]}}, "accept_exit must be a list of exit statuses 1-255"),
+    ({"a": {"run": "python -c pass", "accept_exit": "3"}}, "accept_exit must be a list"),
 ])
 def test_bad_recipes_are_one_line_errors(stages, match):
     with pytest.raises(ConfigError, match=match) as e:

@@ -9,6 +9,8 @@ Format (YAML)::
         needs: []                     # stages that must finish first
         summary: null                 # a JSON file the stage writes (relative to the run folder) whose figures
         figures: []                   #   (dotted keys) the report shows
+        accept_exit: []               # non-zero exit statuses that still count as finished (e.g. [3]: a
+                                      #   collection that ran out of tries short of its target feeds the next stage)
       train_executor:
         run: tandem-train executor=track dataset.root={out}/datasets/lowdim output_dir={out}/executor
         needs: [collect_lowdim]
@@ -36,7 +38,7 @@ import yaml
 from tandem.core.errors import ConfigError
 
 #: Keys a stage may have.
-STAGE_KEYS = ("run", "needs", "summary", "figures")
+STAGE_KEYS = ("run", "needs", "summary", "figures", "accept_exit")
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,7 @@ class Stage:
         name: unique within the recipe. run: the command template. needs: names of earlier stages.
         summary: the JSON file (relative to the run folder) holding the stage's figures, or None.
         figures: dotted keys of ``summary`` shown in the report.
+        accept_exit: non-zero exit statuses that count as finished (the report shows the status all the same).
     """
 
     name: str
@@ -54,6 +57,7 @@ class Stage:
     needs: tuple[str, ...] = ()
     summary: str | None = None
     figures: tuple[str, ...] = ()
+    accept_exit: tuple[int, ...] = ()
 
     def references(self) -> tuple[str, ...]:
         """The stages whose summaries ``run`` reads (``{<stage>.<key>}``)."""
@@ -126,8 +130,12 @@ class Recipe:
             summary = s.get("summary")
             if summary is not None and not isinstance(summary, str):
                 raise ConfigError(f"{where}: stage {name!r}: summary must be a path or null")
+            accept = s.get("accept_exit") or []
+            if not isinstance(accept, list) or not all(isinstance(c, int) and not isinstance(c, bool) and 0 < c < 256
+                                                       for c in accept):
+                raise ConfigError(f"{where}: stage {name!r}: accept_exit must be a list of exit statuses 1-255")
             stages[str(name)] = Stage(name=str(name), run=s["run"], needs=tuple(needs), summary=summary,
-                                      figures=tuple(figures))
+                                      figures=tuple(figures), accept_exit=tuple(accept))
         for st in stages.values():
             for n in st.references():
                 if n not in st.needs:

@@ -35,8 +35,8 @@ class StageResult:
     """What one stage did in this run.
 
     Attributes:
-        name: the stage. status: ``"done"`` (ran, exit 0), ``"resumed"`` (finished in an earlier run: skipped),
-            ``"failed"`` (non-zero exit), ``"blocked"`` (a stage it needs failed), ``"interrupted"``.
+        name: the stage. status: ``"done"`` (ran, exit 0 or a status its stage accepts), ``"resumed"`` (finished
+            in an earlier run: skipped), ``"failed"`` (non-zero exit), ``"blocked"`` (a stage it needs failed), ``"interrupted"``.
         rc: exit status, or None. wall_s, cpu_s: seconds (for ``resumed``: the earlier run's).
         log: the stage's log file. argv: the command run.
     """
@@ -118,9 +118,10 @@ class FitRunner:
             rec = json.loads(p.read_text())
         except (OSError, ValueError):
             return None
-        if rec.get("argv") != self.argv_of(stage) or rec.get("rc") != 0:
+        rc = rec.get("rc")
+        if rec.get("argv") != self.argv_of(stage) or not (rc == 0 or rc in stage.accept_exit):
             return None
-        return StageResult(stage.name, "resumed", 0, float(rec.get("wall_s", 0.0)), float(rec.get("cpu_s", 0.0)),
+        return StageResult(stage.name, "resumed", rc, float(rec.get("wall_s", 0.0)), float(rec.get("cpu_s", 0.0)),
                            str(rec.get("log", "")), self.argvs[stage.name])
 
     def _say(self, line: str) -> None:
@@ -200,11 +201,13 @@ class FitRunner:
         return proc, time.monotonic(), log
 
     def _finish(self, name: str, rc: int, wall_s: float, cpu_s: float, log: Path) -> StageResult:
-        res = StageResult(name, "done" if rc == 0 else "failed", rc, round(wall_s, 2), round(cpu_s, 2), str(log),
+        finished = rc == 0 or rc in self.recipe.stage(name).accept_exit
+        res = StageResult(name, "done" if finished else "failed", rc, round(wall_s, 2), round(cpu_s, 2), str(log),
                           self.argvs[name])
-        if rc == 0:
+        if finished:
             self.record_path(name).write_text(json.dumps({**asdict(res), "finished": time.time()}, indent=2))
-            self._say(f"{name}: done in {wall_s / 60:.1f} min wall, {cpu_s / 60:.1f} min CPU")
+            note = f" (exit {rc}, accepted)" if rc else ""
+            self._say(f"{name}: done{note} in {wall_s / 60:.1f} min wall, {cpu_s / 60:.1f} min CPU")
         else:
             tail = log.read_text(errors="replace").strip().splitlines()[-1:] if log.exists() else []
             self._say(f"{name}: FAILED (exit {rc}; log {log}){': ' + tail[0] if tail else ''}")
