@@ -140,6 +140,7 @@ class LearnedGeometry:
         self.grasp_prior = GraspPrior.from_dict(prior) if prior else None
         self.pick_geometry = self._read_pick_geometry(pick, pick_geometry_reader, cfg)
         self._sharp_reads: dict[str, tuple[np.ndarray, int]] = {}  # object -> (keypoints (2, 3) m, step)
+        self._picks_from_memory: dict[str, tuple[int, int]] = {}  # object -> (its sharp read's step, planned at step)
         self._start_proprio: np.ndarray | None = None  # proprio (8,) at the episode's first observation
 
     def _read_pick_geometry(self, pick: Any, reader: PickGeometryReader | None, cfg: Any) -> PickGeometry | None:
@@ -160,8 +161,9 @@ class LearnedGeometry:
 
     # ------------------------------------------------------------------ episode
     def reset(self) -> None:
-        """Start an episode: forget the start pose and the objects' sharp reads."""
+        """Start an episode: forget the start pose, the objects' sharp reads and the picks planned from them."""
         self._sharp_reads = {}
+        self._picks_from_memory = {}
         self._start_proprio = None
 
     def note_episode_start(self, proprio: np.ndarray) -> None:
@@ -256,7 +258,12 @@ class LearnedGeometry:
 
     def _hidden_target_remembered(self, sg: Subgoal, state: SceneState, memory: TaskMemory | None,
                                   step: int) -> SceneState:
-        """``state``, or with a pick's object put back at its last sharp read where it is hidden now."""
+        """``state``, or with a pick's object put back at its last sharp read where it is hidden now.
+
+        Evidence beats memory: once a pick planned from a remembered read has failed (a failure of the same subgoal
+        in ``memory`` at or after the step it was planned), that read is dropped (a ``remembered_read_dropped``
+        event) and the pick is planned from the current read, however uncertain: the object was moved while hidden,
+        and the same grasp again would fail the same way. A later sharp read is remembered again."""
         target = sg.args[0] if sg.args else None
         if (self.hidden_uncertainty is None or sg.skill != self.grasp_skill or target not in state.objects
                 or state.object_uncertainty is None or target not in self._sharp_reads):
@@ -265,12 +272,30 @@ class LearnedGeometry:
         if state.object_uncertainty[i] <= self.hidden_uncertainty:
             return state
         remembered, read_step = self._sharp_reads[target]
+        shift_m = round(float(np.linalg.norm(remembered[0] - state.keypoints_3d[i, 0])), 4)
+        used = self._picks_from_memory.get(target)
+        if used is not None and used[0] == read_step and self._failed_since(memory, sg.signature, used[1]):
+            del self._sharp_reads[target]
+            del self._picks_from_memory[target]
+            self._event(memory, "remembered_read_dropped", step, subgoal=sg.text, object=target,
+                        read_step=int(read_step), shift_m=shift_m,
+                        reason="a pick planned from it failed: planned from the current read")
+            return state
+        self._picks_from_memory[target] = (int(read_step), int(step))
         keypoints = state.keypoints_3d.copy()
         keypoints[i] = remembered
         self._event(memory, "hidden_target_remembered", step, subgoal=sg.text, object=target,
                     uncertainty=round(float(state.object_uncertainty[i]), 3), read_step=int(read_step),
-                    shift_m=round(float(np.linalg.norm(remembered[0] - state.keypoints_3d[i, 0])), 4))
+                    shift_m=shift_m)
         return replace(state, keypoints_3d=keypoints)
+
+    @staticmethod
+    def _failed_since(memory: TaskMemory | None, signature: str, step: int) -> bool:
+        """Whether ``memory``'s view holds a failure of ``signature`` at or after ``step``."""
+        if memory is None:
+            return False
+        return any(f.get("subgoal") == signature and int(f.get("step", -1)) >= step
+                   for f in memory.view().get("failures", ()))
 
     def _geometric_pick(self, sg: Subgoal, state: SceneState, observation: Observation,
                         memory: TaskMemory | None) -> Trace3D | None:

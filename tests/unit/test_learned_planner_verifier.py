@@ -609,6 +609,38 @@ def test_a_pick_of_a_hidden_object_is_planned_from_its_last_sharp_read(rule):
     assert LearnedPlanner(sm, tm).hidden_uncertainty == HIDDEN_UNCERTAINTY == LearnedPlannerConfig().hidden_uncertainty
 
 
+def test_a_remembered_read_whose_pick_failed_gives_way_to_the_current_read():
+    """#47 item 3: the red cube was moved while hidden; the pick planned from its last sharp read fails, so the next
+    pick is planned from the current read (9 cm away), not the same grasp again."""
+    sm, tm, _, memory = _setup()
+    planner = LearnedPlanner(sm, tm, hidden_uncertainty=0.5)
+    planner.reset(STACK)
+    memory.start_episode(STACK)
+    sm.uncertainty = np.zeros(3)
+    sharp = planner.plan(_obs(0), memory).remaining[0]
+    sm.uncertainty, sm.shift[0] = np.array([0.9, 0.0, 0.0]), [0.09, 0.0, 0.0]
+    plan = planner.plan(_obs(50), memory)
+    first = plan.remaining[0]
+    np.testing.assert_allclose(first.trace_3d.points[-1], sharp.trace_3d.points[-1])  # from memory
+    again = planner.plan(_obs(60), memory).remaining[0]  # planned again before any attempt: memory still holds
+    np.testing.assert_allclose(again.trace_3d.points[-1], sharp.trace_3d.points[-1])
+    memory.record_plan(plan, 60, "learned")
+    memory.record_attempt(first, 60)
+    memory.record_verdict(first, Verdict(success=False, confidence=0.99, reason="nothing held", source="learned"), 120)
+    after = planner.plan(_obs(121), memory).remaining[0]
+    assert after.signature == "pick(red)"
+    np.testing.assert_allclose(after.trace_3d.points[-1], sharp.trace_3d.points[-1] + [0.09, 0.0, 0.0])
+    dropped = [e for e in memory.events() if e["kind"] == "remembered_read_dropped"]
+    assert len(dropped) == 1 and dropped[0]["object"] == "red" and dropped[0]["read_step"] == 0
+    # a new sharp read is remembered again
+    sm.uncertainty = np.zeros(3)
+    planner.plan(_obs(130), memory)
+    sm.uncertainty = np.array([0.9, 0.0, 0.0])
+    sm.shift[0] = [0.0, 0.05, 0.0]
+    later = planner.plan(_obs(140), memory).remaining[0]
+    np.testing.assert_allclose(later.trace_3d.points[-1], sharp.trace_3d.points[-1] + [0.09, 0.0, 0.0])
+
+
 def test_a_pick_close_that_misses_its_objects_demonstrated_grasp_is_moved_onto_it():
     # red is always grasped 5 cm along its local x (its keypoints put x along world +x), fingers across: a handle
     prior = {"objects": {"red": {"offset_m": [0.05, 0.0, 0.0], "yaw_offset_rad": math.pi / 2,
