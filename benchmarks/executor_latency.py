@@ -238,22 +238,23 @@ def bench_lerobot_lowdim(repeats: int, env_dim: int) -> dict:
     return res
 
 
-def bench_closed_loop_track(steps: int, checkpoint: str) -> dict:
+def bench_closed_loop_track(steps: int, checkpoint: str, task: str = "stack_three", seed: int = 1000) -> dict:
     """Env step time without rendering (the track stack consumes no camera) against the track executor's time per
-    step, following the oracle planner's 3-D traces on stack_three (seed 1000, a held-out scene)."""
+    step, following the oracle planner's 3-D traces on ``task`` from ``seed`` (default stack_three, seed 1000, a
+    held-out scene; a libero_10 task needs the LIBERO extra)."""
     from planner_vlm.oracle_planner import OraclePlanner
     from tandem.core.types import Subgoal
     from tandem.runtime.config import EnvConfig, TaskConfig
     from tandem.runtime.registry import build_sim_env
 
-    env = build_sim_env(TaskConfig(name="stack_three"), EnvConfig(render=False))
+    env = build_sim_env(TaskConfig(name=task), EnvConfig(render=False))
     try:
         from sim.goal_render import OracleGoalProducer
 
         ex = track_executor(checkpoint)
         ex.action_low, ex.action_high = env.action_low, env.action_high
         goals = OracleGoalProducer(env, goal_image=False, trace_points=False)
-        obs, _ = env.reset(seed=1000)
+        obs, _ = env.reset(seed=seed)
         planner = OraclePlanner()
         planner.reset(env.spec)
         t_env = t_pol = c_env = c_pol = 0.0  # wall and this thread's CPU time (s)
@@ -266,7 +267,7 @@ def bench_closed_loop_track(steps: int, checkpoint: str) -> dict:
             plan = planner.plan(obs, mem)
             nxt = plan.next
             if nxt is None:
-                obs, _ = env.reset(seed=1000 + n)
+                obs, _ = env.reset(seed=seed + n)
                 continue
             ex.set_subgoal(goals.produce(Subgoal(nxt.id, nxt.skill, nxt.args, nxt.text), obs), env.spec)
             for _ in range(150):
@@ -285,7 +286,7 @@ def bench_closed_loop_track(steps: int, checkpoint: str) -> dict:
                 "env_ms_per_step": 1e3 * t_env / n, "policy_over_env": t_pol / t_env,
                 "policy_cpu_ms_per_step": 1e3 * c_pol / n, "env_cpu_ms_per_step": 1e3 * c_env / n,
                 "policy_over_env_cpu": c_pol / c_env, "rendering": "none",
-                "task": "stack_three", "checkpoint": checkpoint}
+                "task": task, "seed": seed, "checkpoint": checkpoint}
     finally:
         env.close()
 
@@ -334,6 +335,8 @@ def main() -> None:
     ap.add_argument("--lerobot-repeats", type=int, default=3, help="repeats for LeRobot's default (slow)")
     ap.add_argument("--closed-loop", action="store_true", help="also run the executor in the robosuite env")
     ap.add_argument("--closed-loop-steps", type=int, default=80)
+    ap.add_argument("--closed-loop-task", default="stack_three", help="the task of --closed-loop's track run")
+    ap.add_argument("--closed-loop-seed", type=int, default=1000, help="the first seed of --closed-loop's track run")
     ap.add_argument("--checkpoint", default=None, help="closed loop with this trained checkpoint (its image size)")
     ap.add_argument("--skip-lerobot-default", action="store_true")
     ap.add_argument("--track-checkpoint", default=None, help="a trained track executor (default: random weights)")
@@ -373,7 +376,8 @@ def main() -> None:
                                for k, v in r.items()}}), flush=True)
     if args.closed_loop:
         torch.set_num_threads(min(args.threads))
-        runs = {"closed_loop_track": (lambda: bench_closed_loop_track(args.closed_loop_steps, args.track_checkpoint))}
+        runs = {"closed_loop_track": (lambda: bench_closed_loop_track(args.closed_loop_steps, args.track_checkpoint,
+                                                                      args.closed_loop_task, args.closed_loop_seed))}
         if args.track_checkpoint is None:
             runs.pop("closed_loop_track")
         if not args.skip_image:

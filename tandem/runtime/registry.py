@@ -483,7 +483,8 @@ def resolve_checkpoint(spec: CheckpointExecutorConfig, task: str, planner: str) 
     ``spec.checkpoint`` when set, with ``{task}`` replaced by ``task`` (a relative path that does not exist from the
     working directory is also tried from the project root); otherwise the shipped one for ``task``: ``<task>_flat``
     under ``planner=instruction``, else ``<task>_diffusion``, looked up in ``checkpoints/``, then in
-    ``checkpoints/image/``.
+    ``checkpoints/image/``; a task of a family (``libero_10/<name>``) then falls back to the family's multi-task
+    checkpoint, ``checkpoints/<family>_<kind>`` (``checkpoints/libero_10_diffusion``).
 
     Raises:
         ConfigError: no checkpoint given and none shipped for the task (lists the shipped ones).
@@ -495,10 +496,12 @@ def resolve_checkpoint(spec: CheckpointExecutorConfig, task: str, planner: str) 
         return path
     kind = "flat" if planner == FLAT_PLANNER else "diffusion"
     roots = (SHIPPED_CHECKPOINTS, SHIPPED_CHECKPOINTS / SHIPPED_IMAGE_SUBDIR)
-    for root in roots:
-        path = root / f"{task}_{kind}"
-        if (path / "config.json").is_file():
-            return path
+    names = [task] + ([task.partition("/")[0]] if "/" in task else [])
+    for name in names:
+        for root in roots:
+            path = root / f"{name}_{kind}"
+            if (path / "config.json").is_file():
+                return path
     shipped = sorted(str(p.parent.relative_to(SHIPPED_CHECKPOINTS)) for root in roots for p in root.glob("*/config.json"))
     raise ConfigError(f"no shipped {kind} executor checkpoint for task {task!r} (shipped: "
                       f"{', '.join(shipped) or 'none'}); pass executor.checkpoint=<dir written by tandem-train>")

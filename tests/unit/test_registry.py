@@ -161,3 +161,24 @@ def test_the_default_demo_is_the_non_privileged_stack_on_a_held_out_seed():
         "demo", ["planner=oracle", "verifier=oracle", "executor=scripted", "goals=oracle"]))
     assert (oracle.planner.name, oracle.verifier.name, oracle.executor.name, oracle.goals.name) == (
         "oracle", "oracle", "scripted", "oracle")
+
+
+def test_a_family_task_falls_back_to_the_familys_multi_task_checkpoint(tmp_path, monkeypatch):
+    """``libero_10/<name>`` with no checkpoint of its own finds ``checkpoints/libero_10_diffusion`` (one executor for
+    the suite's scenes); a task's own checkpoint wins; none at all is one line naming what is shipped."""
+    import tandem.runtime.registry as registry
+    from tandem.runtime.config import DiffusionExecutorConfig
+
+    monkeypatch.setattr(registry, "SHIPPED_CHECKPOINTS", tmp_path)
+    spec = DiffusionExecutorConfig()
+    with pytest.raises(ConfigError, match="no shipped diffusion executor checkpoint for task 'libero_10/A'"):
+        registry.resolve_checkpoint(spec, "libero_10/A", "oracle")
+    (tmp_path / "libero_10_diffusion").mkdir()
+    (tmp_path / "libero_10_diffusion" / "config.json").write_text("{}")
+    assert registry.resolve_checkpoint(spec, "libero_10/A", "oracle") == tmp_path / "libero_10_diffusion"
+    own = tmp_path / "libero_10" / "A_diffusion"
+    own.mkdir(parents=True)
+    (own / "config.json").write_text("{}")
+    assert registry.resolve_checkpoint(spec, "libero_10/A", "oracle") == own
+    with pytest.raises(ConfigError):
+        registry.resolve_checkpoint(spec, "stack_three_missing", "oracle")
