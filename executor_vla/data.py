@@ -193,6 +193,8 @@ class ExecutorDataset(torch.utils.data.Dataset):
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         item = self.cache.window(i) if self.cache is not None else self.ds[i]
+        for key in schema.LANGUAGE_KEYS:  # row lists of varying length that torch's default collate cannot stack;
+            item.pop(key, None)  # the subgoal text comes from subgoal.task_index
         cfg = self.cfg
         if schema.ACTION_IS_PAD_KEY not in item:
             raise DatasetSchemaError("LeRobot did not return action_is_pad; the action window must be loaded with "

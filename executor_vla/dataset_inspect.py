@@ -114,8 +114,12 @@ def _to_numpy(col: Any) -> np.ndarray:
     return values.to_numpy(zero_copy_only=False).reshape(shape)
 
 
+#: Feature dtypes :func:`load_tables` leaves out: images, and LeRobot's language columns (row lists, read apart).
+_NOT_LOADED = ("image", "video", schema.LANGUAGE_DTYPE)
+
+
 def load_tables(root: str | Path, problems: list[str] | None = None, committed_only: bool = False) -> DatasetTables:
-    """Read metadata and every non-image column of every data file.
+    """Read metadata and every column of every data file but the image and language columns.
 
     Args:
         problems: when given, file-level problems (unreadable file, mixed schemas) are appended to it and the
@@ -159,7 +163,7 @@ def load_tables(root: str | Path, problems: list[str] | None = None, committed_o
                      for n in sorted(a & b) if not first_schema.field(n).type.equals(s.field(n).type)]
             problems.append(f"mixed schema: {f} differs from {first_file}: " + "; ".join(diff or ["metadata differs"]))
             continue
-        keep = [n for n in s.names if info.get("features", {}).get(n, {}).get("dtype") not in ("image", "video")]
+        keep = [n for n in s.names if info.get("features", {}).get(n, {}).get("dtype") not in _NOT_LOADED]
         tables.append(pf.read(columns=keep))
     columns: dict[str, np.ndarray] = {}
     if tables:
@@ -307,7 +311,7 @@ def validate_dataset(root: str | Path, *, open_with_lerobot: bool = True, repo_i
         if t.columns and name not in t.columns:
             problems.append(f"data files lack the {name!r} column")
     if t.files and t.columns:
-        have = set(t.columns) | {k for k, v in info["features"].items() if v.get("dtype") in ("image", "video")}
+        have = set(t.columns) | {k for k, v in info["features"].items() if v.get("dtype") in _NOT_LOADED}
         if have != want_cols:
             problems.append(f"data columns differ from meta/info.json features: missing {sorted(want_cols - have)}, "
                             f"extra {sorted(have - want_cols)}")

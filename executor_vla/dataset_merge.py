@@ -276,10 +276,11 @@ def _copy_episodes(shard: Path, journal: dict[str, Any], writer: Any) -> int:
             table = pq.read_table(f)
         except Exception as e:  # noqa: BLE001 - a corrupt file: name it
             raise DatasetSchemaError(f"{shard}: cannot read {f.relative_to(shard)} ({type(e).__name__}: {e})") from e
-        missing = sorted(set(writer.features) - set(table.column_names))
+        per_frame = schema.frame_features(writer.features)  # the language columns are the writer's to derive
+        missing = sorted(set(per_frame) - set(table.column_names))
         if missing:
             raise DatasetSchemaError(f"{shard}: {f.relative_to(shard)} lacks {missing}")
-        columns = {k: table.column(k).to_pylist() for k in [*writer.features, "task_index", "episode_index",
+        columns = {k: table.column(k).to_pylist() for k in [*per_frame, "task_index", "episode_index",
                                                               "frame_index"]}
         by_episode: dict[int, list[int]] = {}
         for r, e in enumerate(columns["episode_index"]):
@@ -310,7 +311,7 @@ def _frame(columns: dict[str, list[Any]], r: int, writer: Any, texts: dict[int, 
     from PIL import Image
 
     frame: dict[str, Any] = {}
-    for k, ft in writer.features.items():
+    for k, ft in schema.frame_features(writer.features).items():
         v = columns[k][r]
         if ft["dtype"] in ("image", "video"):
             frame[k] = np.asarray(Image.open(io.BytesIO(v["bytes"])).convert("RGB"), dtype=np.uint8)

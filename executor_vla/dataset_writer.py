@@ -29,7 +29,10 @@ given by the caller of :meth:`TandemDatasetWriter.save_episode`. LeRobot ignores
 
 Subgoal texts are LeRobot tasks (``meta/tasks.parquet``): :meth:`TandemDatasetWriter.subgoal_task_index`
 registers a text and returns its index, stored per frame in ``subgoal.task_index``; the frame's ``"task"``
-is the episode's full instruction (see :mod:`tandem.core.dataset_schema`).
+is the episode's full instruction (see :mod:`tandem.core.dataset_schema`). From those, ``save_episode`` fills
+LeRobot 0.6's ``language_persistent`` column (subtask and plan rows,
+:func:`tandem.core.dataset_schema.language_persistent_rows`) and an empty ``language_events``, so that LeRobot's
+own language tools read the subgoals; a dataset created before those columns existed is resumed without them.
 """
 
 from __future__ import annotations
@@ -86,12 +89,14 @@ def features_diff(existing: Mapping[str, Mapping[str, Any]], expected: Mapping[s
     names ``existing`` and ``expected`` in those lines (e.g. ``("in this shard", "in the first shard")``).
 
     LeRobot's own default columns (``timestamp``, ``frame_index``, ``episode_index``, ``index``,
-    ``task_index``) are ignored. dtype, shape and names are compared, and the label camera of
-    ``labels.keypoints_px`` (:func:`tandem.core.dataset_schema.label_camera_of`); LeRobot's other ``info`` entries
-    are not.
+    ``task_index``) are ignored, and so are LeRobot's language columns (``language_persistent``,
+    ``language_events``): the writer derives them from ``subgoal.task_index``, and a dataset written before they
+    existed lacks them. dtype, shape and names are compared, and the label camera of ``labels.keypoints_px``
+    (:func:`tandem.core.dataset_schema.label_camera_of`); LeRobot's other ``info`` entries are not.
     """
-    ex = {k: v for k, v in existing.items() if k not in DEFAULT_FEATURES}
-    exp = {k: v for k, v in expected.items() if k not in DEFAULT_FEATURES}
+    skip = (*DEFAULT_FEATURES, *schema.LANGUAGE_KEYS)
+    ex = {k: v for k, v in existing.items() if k not in skip}
+    exp = {k: v for k, v in expected.items() if k not in skip}
     out = [f"missing feature {k!r}" for k in sorted(set(exp) - set(ex))]
     out += [f"unexpected feature {k!r}" for k in sorted(set(ex) - set(exp))]
     for k in sorted(set(ex) & set(exp)):
@@ -148,12 +153,13 @@ def check_frame(frame: Mapping[str, Any], features: Mapping[str, Mapping[str, An
     Args:
         frame: feature name -> value, plus ``"task"`` (str). Images ``uint8 (H, W, 3)``; float features
             ``float32`` of the feature's shape; int features ``int64``.
-        features: the dataset's features (without LeRobot's default columns).
+        features: the dataset's features (LeRobot's default columns and the language columns, which the writer
+            fills, are not given per frame).
 
     Raises:
         DatasetSchemaError: a missing/extra key, or a value of the wrong dtype or shape (the key is named).
     """
-    expected = {k for k in features if k not in DEFAULT_FEATURES}
+    expected = {k for k in schema.frame_features(dict(features)) if k not in DEFAULT_FEATURES}
     keys = set(frame) - {"task"}
     problems = []
     if not isinstance(frame.get("task"), str) or not frame.get("task"):
@@ -561,7 +567,7 @@ class TandemDatasetWriter:
         i = len(buf.get("task", []))
         row: dict[str, Any] = {}
         try:
-            for key, ft in self.features.items():
+            for key, ft in schema.frame_features(self.features).items():
                 if key in DEFAULT_FEATURES:
                     continue
                 v = frame[key]
@@ -654,6 +660,10 @@ class TandemDatasetWriter:
         episode = {"size": n, "task": self._buffer["task"]}
         for key in ds.meta.features:
             episode[key] = self._buffer.get(key, [])
+        if schema.LANGUAGE_PERSISTENT_KEY in ds.meta.features:  # a dataset created before the columns lacks them
+            episode[schema.LANGUAGE_PERSISTENT_KEY] = [_object_scalar(self._language_rows(ds))] * n
+        if schema.LANGUAGE_EVENTS_KEY in ds.meta.features:
+            episode[schema.LANGUAGE_EVENTS_KEY] = [_object_scalar([])] * n
         episode["episode_index"] = index
         episode["frame_index"] = list(range(n))
         episode["timestamp"] = [i / self.fps for i in range(n)]
@@ -672,6 +682,22 @@ class TandemDatasetWriter:
         if len(self._uncommitted) >= self.checkpoint_every:
             self.commit()
         return index
+
+    def _language_rows(self, ds: Any) -> list[dict[str, Any]]:
+        """The staged episode's ``language_persistent`` rows, from its frames' subgoal indices and texts.
+
+        Raises:
+            DatasetSchemaError: a frame's ``subgoal.task_index`` is not in the tasks table (the index is named).
+        """
+        tasks = ds.meta.tasks
+        texts = {int(i): str(t) for t, i in zip(tasks.index, tasks["task_index"])} if tasks is not None else {}
+        indices = [int(np.asarray(v).reshape(-1)[0]) for v in self._buffer.get(schema.SUBGOAL_TASK_INDEX_KEY, [])]
+        unknown = sorted(set(indices) - set(texts))
+        if unknown:
+            raise DatasetSchemaError(f"{schema.SUBGOAL_TASK_INDEX_KEY} {unknown} not in the tasks table; register "
+                                     "subgoal texts with subgoal_task_index()")
+        sub = [int(np.asarray(v).reshape(-1)[0]) for v in self._buffer.get(schema.SUBGOAL_INDEX_KEY, [])]
+        return schema.language_persistent_rows([texts[i] for i in indices], sub, self.fps)
 
     def commit(self) -> None:
         """Finalize the open LeRobot writer and record a commit (no-op when nothing is pending).
@@ -829,6 +855,14 @@ def _quiet_progress_bars() -> None:
         import datasets
 
         datasets.disable_progress_bars()
+
+
+def _object_scalar(value: Any) -> np.ndarray:
+    """``value`` in a 0-d object array: LeRobot's ``save_episode`` ``np.stack``-s each feature's per-frame values,
+    which keeps a list of row dicts one per frame only when it is wrapped so."""
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return out
 
 
 def _json_default(x: Any) -> Any:

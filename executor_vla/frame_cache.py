@@ -19,6 +19,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from tandem.core import dataset_schema as schema
+
 IMAGE_DTYPES = ("image", "video")
 
 
@@ -30,9 +32,9 @@ class FrameCache:
         deltas: ``{key: [frame offsets]}`` (LeRobot ``delta_timestamps`` x fps, as ints).
         read_batch: frames decoded per read.
 
-    The item has every per-frame column of the dataset: images ``float32 (3, H, W)`` in ``[0, 1]`` (``(T, 3, H,
-    W)`` for windowed keys), vectors as stored (``(T, D)`` when windowed), scalars as 0-d tensors, the ``task``
-    string, and ``<key>_is_pad`` ``bool (T,)`` for each windowed key.
+    The item has every per-frame column of the dataset but LeRobot's language columns: images ``float32 (3, H,
+    W)`` in ``[0, 1]`` (``(T, 3, H, W)`` for windowed keys), vectors as stored (``(T, D)`` when windowed), scalars
+    as 0-d tensors, the ``task`` string, and ``<key>_is_pad`` ``bool (T,)`` for each windowed key.
 
     Raises:
         KeyError: a frame whose episode is missing from the dataset's episode table (a corrupt dataset).
@@ -44,6 +46,8 @@ class FrameCache:
         features = lerobot_dataset.meta.features
         self.deltas = {k: np.asarray(v, np.int64) for k, v in deltas.items()}
         self.image_keys = [k for k in hf.column_names if features.get(k, {}).get("dtype") in IMAGE_DTYPES]
+        # LeRobot's language columns are lists of row dicts, not tensors; the executor reads subgoal.task_index
+        hf = hf.select_columns([k for k in hf.column_names if k not in schema.LANGUAGE_KEYS])
         n = len(hf)
         parts: dict[str, list[torch.Tensor]] = {k: [] for k in hf.column_names}
         for start in tqdm(range(0, n, read_batch), desc="caching frames", leave=False):

@@ -76,7 +76,8 @@ def make_synthetic_dataset(root: str | Path, n_episodes: int = 2, subgoals_per_e
     colors = [(255, 0, 0), (0, 255, 0), (0, 0, 255), (255, 255, 0)]
     objects = tuple(f"obj{i}" for i in range(len(colors)))
     vocabulary = (objects, tuple(f"at({o})" for o in objects)) if labels else None
-    feats = schema.dataset_features(image_size=image_size, trace_len=trace_len, labels=vocabulary)
+    # written with LeRobot's add_frame, not tandem's writer, which alone fills the language columns
+    feats = schema.dataset_features(image_size=image_size, trace_len=trace_len, labels=vocabulary, language=False)
     ds = LeRobotDataset.create(repo_id=repo_id, fps=fps, features=feats, root=root,  # PNG frames: no video decoder
                                robot_type="panda", use_videos=False, video_backend="pyav")  # (and no torchcodec probe)
     for ep in range(n_episodes):

@@ -191,7 +191,7 @@ def make_synthetic_dataset(root: str | Path, episodes: int = 4, frames: int = 40
         "episode_index": cols["ep"], "frame_index": cols["fr"]})
     pq.write_table(table, root / "data" / "chunk-000" / "file-000.parquet")
     feats = schema.dataset_features(image_size=image_size, cameras=("agentview",), goal_image=False,
-                                    labels=(OBJECTS, PREDICATES))
+                                    labels=(OBJECTS, PREDICATES), language=False)
     info = {"fps": schema.FPS, "total_episodes": episodes, "total_frames": episodes * frames,
             "features": {k: {**v, "shape": list(v["shape"])} for k, v in feats.items()}}
     (root / "meta" / "info.json").write_text(json.dumps(info, indent=1))

@@ -9,6 +9,8 @@ Examples::
     tandem-eval compare outputs/eval/hier outputs/eval/flat --a-variant hierarchical --b-variant flat
 
 ``report`` and ``compare`` are routed before Hydra parses the command line (they take plain arguments).
+A ``lerobot-eval`` key (``env.task=libero_10``, ``--policy.path=...``) is refused with tandem's name for it
+(:data:`LEROBOT_EVAL_KEYS`; the whole mapping is in ``docs/lerobot_conventions.md``).
 Exit status: 0 on success; 2 for a bad configuration or input (one line naming the problem), a variant whose stack
 cannot be built (a corrupt or mismatched checkpoint: never recorded as a result) or an output folder that cannot
 be written among it; 130 interrupted.
@@ -29,10 +31,41 @@ from tandem.cli.common import (
     prepare_runtime,
     stop_on_signals,
 )
+from tandem.core.errors import ConfigError
 
 prepare_runtime()
 
 SUBCOMMANDS = ("report", "compare")
+
+#: ``lerobot-eval`` (LeRobot 0.6) keys -> how ``tandem-eval`` says it. Not aliases: a tandem suite also fixes the
+#: seeds (a held-out block) and perturbations, and ``env`` holds only the settings shared by its tasks.
+LEROBOT_EVAL_KEYS: dict[str, str] = {
+    "env.type": "drop it: the suite's task names choose the simulator (libero_10/<task> is LIBERO)",
+    "env.task": "suite=<name>, e.g. suite=libero_10 (configs/suite/<name>.yaml)",
+    "env.task_ids": "suite.tasks (configs/suite/libero_10.yaml lists LIBERO's tasks in LIBERO's order)",
+    "env.fps": "env.control_freq",
+    "env.episode_length": "suite.max_steps",
+    "env.observation_height": "env.image_size=[H,W]",
+    "env.observation_width": "env.image_size=[H,W]",
+    "env.camera_name": "env.cameras (agentview, wrist)",
+    "eval.n_episodes": "suite.seeds (episodes per task, from suite.seed_start)",
+    "eval.batch_size": "workers",
+    "policy.path": "'run_variants=[lerobot]' variants.lerobot.executor.checkpoint=<path>",
+    "policy.device": "variants.lerobot.executor.device",
+    "output_dir": "out_dir",
+}
+
+
+def lerobot_key_error(argv: list[str]) -> str | None:
+    """The one-line refusal of the first ``lerobot-eval`` key among ``argv`` (``key=value`` or ``--key=value``),
+    naming tandem's equivalent; None when there is none."""
+    given = [(k, v) for k, _, v in (a.lstrip("-").partition("=") for a in argv) if k in LEROBOT_EVAL_KEYS]
+    given.sort(key=lambda kv: kv[0] == "env.type")  # the other keys say more
+    if not given:
+        return None
+    key, value = given[0]
+    hint = f"suite={value}" if key == "env.task" and value else LEROBOT_EVAL_KEYS[key]
+    return f"{key} is lerobot-eval's key; in tandem-eval: {hint} (docs/lerobot_conventions.md)"
 
 
 def run(cfg) -> dict:
@@ -141,6 +174,9 @@ def main() -> None:
         except Exception as e:  # noqa: BLE001
             fail(e)
         sys.exit(code)
+    lerobot = lerobot_key_error(sys.argv[1:])
+    if lerobot is not None:
+        fail(ConfigError(lerobot))
     _hydra_entry()
 
 
@@ -148,4 +184,4 @@ if __name__ == "__main__":
     main()
 
 
-__all__ = ["main", "run", "report_main", "compare_main"]
+__all__ = ["main", "run", "report_main", "compare_main", "lerobot_key_error", "LEROBOT_EVAL_KEYS"]

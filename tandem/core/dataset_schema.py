@@ -36,6 +36,14 @@ Conventions (see ``tandem/core/types.py``):
 * ``subgoal.progress``: ``float32 (1,)`` in ``[0, 1]``: fraction of the active subgoal's frames elapsed.
 * ``subgoal.success``: ``float32 (1,)``: 1 once the subgoal's predicate holds.
 * ``task.success``: ``float32 (1,)``: 1 once the whole task's success holds.
+* ``language_persistent`` / ``language_events``: LeRobot 0.6's language columns (``lerobot.datasets.language``,
+  dtype ``"language"``), so that LeRobot's own tools read the subgoals (``docs/lerobot_conventions.md``). Every frame
+  of an episode carries the same :func:`language_persistent_rows`: one ``style="subtask"`` row per run of frames
+  with the same subgoal (its text, from the run's first frame's timestamp) and one ``style="plan"`` row at each
+  such boundary (the numbered list of that subtask and the ones after it, LeRobot's own plan rule); LeRobot's
+  ``active_at(t, persistent=..., style="subtask")`` gives a frame's subgoal text. ``language_events`` is empty.
+  The writer derives both from ``subgoal.task_index``, which stays the index tandem's readers use; datasets
+  written before these columns existed have neither and still load.
 
 This module is plain Python (no torch) so that the writer can import it cheaply.
 """
@@ -88,6 +96,14 @@ SUBGOAL_SUCCESS_KEY = "subgoal.success"
 TASK_SUCCESS_KEY = "task.success"
 #: LeRobot adds this string column to every frame; it holds the episode's full instruction.
 TASK_KEY = "task"
+#: LeRobot 0.6's language columns (``lerobot.datasets.language.LANGUAGE_PERSISTENT`` / ``LANGUAGE_EVENTS``).
+LANGUAGE_PERSISTENT_KEY = "language_persistent"
+LANGUAGE_EVENTS_KEY = "language_events"
+LANGUAGE_KEYS: tuple[str, ...] = (LANGUAGE_PERSISTENT_KEY, LANGUAGE_EVENTS_KEY)
+#: Their ``info.json`` feature entry (``lerobot.datasets.language.language_feature_info``).
+LANGUAGE_DTYPE = "language"
+#: The ``role`` of the rows tandem writes, as LeRobot's annotation pipeline writes its subtask and plan rows.
+LANGUAGE_ROLE = "assistant"
 #: LeRobot's padding flag of the action sequence when it is loaded with ``delta_timestamps``.
 ACTION_IS_PAD_KEY = "action_is_pad"
 
@@ -106,7 +122,7 @@ def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = 
                      cameras: tuple[str, ...] = CAMERAS, goal_image: bool = True,
                      trace_3d_len: int = TRACE_3D_LEN,
                      labels: tuple[tuple[str, ...], tuple[str, ...]] | None = None,
-                     label_camera: str = DEFAULT_LABEL_CAMERA) -> dict[str, dict[str, Any]]:
+                     label_camera: str = DEFAULT_LABEL_CAMERA, language: bool = True) -> dict[str, dict[str, Any]]:
     """The ``features`` dict to pass to ``LeRobotDataset.create(..., use_videos=False)``.
 
     Args:
@@ -118,6 +134,7 @@ def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = 
         trace_3d_len: K3, rows of ``subgoal.trace_3d``.
         labels: ``(objects, predicates)`` to add the ``labels.*`` features over, or None.
         label_camera: the camera whose pixels ``labels.keypoints_px`` holds (recorded as its ``info.camera``).
+        language: include LeRobot's language columns (:data:`LANGUAGE_KEYS`), which the writer fills itself.
 
     Returns:
         feature name -> ``{"dtype", "shape", "names"}`` in LeRobot 0.6.1's format. Frame values must
@@ -154,7 +171,57 @@ def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = 
     feats[PROGRESS_KEY] = {"dtype": "float32", "shape": (1,), "names": None}
     feats[SUBGOAL_SUCCESS_KEY] = {"dtype": "float32", "shape": (1,), "names": None}
     feats[TASK_SUCCESS_KEY] = {"dtype": "float32", "shape": (1,), "names": None}
+    if language:
+        for key in LANGUAGE_KEYS:
+            feats[key] = {"dtype": LANGUAGE_DTYPE, "shape": (1,), "names": None}
     return feats
+
+
+def frame_features(features: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The features a caller gives per frame: ``features`` without the language columns, which the writer derives."""
+    return {k: v for k, v in features.items() if v.get("dtype") != LANGUAGE_DTYPE}
+
+
+def language_persistent_rows(texts: list[str], subgoal_index: list[int], fps: float) -> list[dict[str, Any]]:
+    """An episode's ``language_persistent`` rows in LeRobot 0.6's row layout (``PERSISTENT_ROW_FIELDS``).
+
+    Frames ``i`` and ``i + 1`` belong to the same subtask while their subgoal index and text are both equal. Each
+    subtask starts at its first frame's timestamp ``i / fps`` (the value LeRobot stores in the frame's
+    ``timestamp``), gets a ``style="subtask"`` row with its text and a ``style="plan"`` row listing it and the
+    subtasks after it, one ``"<k>. <text>"`` line each, as LeRobot's ``lerobot-annotate`` writes plans. Rows are
+    sorted by timestamp, then style, as LeRobot's writer sorts them.
+
+    Args:
+        texts: each frame's subgoal text, in frame order.
+        subgoal_index: each frame's ``subgoal.index``.
+        fps: the dataset's frames per second.
+
+    Returns:
+        dicts with ``role``, ``content``, ``style``, ``timestamp`` (s), ``camera`` (None) and ``tool_calls`` (None).
+
+    Raises:
+        SubgoalSchemaError: ``texts`` and ``subgoal_index`` differ in length, or a text is empty.
+    """
+    if len(texts) != len(subgoal_index):
+        raise SubgoalSchemaError(f"{len(texts)} subgoal texts for {len(subgoal_index)} subgoal indices")
+    starts: list[int] = []
+    for i, (text, index) in enumerate(zip(texts, subgoal_index)):
+        if not isinstance(text, str) or not text.strip():
+            raise SubgoalSchemaError(f"frame {i}: subgoal text must be a non-empty string, got {text!r}")
+        if i == 0 or text != texts[i - 1] or int(index) != int(subgoal_index[i - 1]):
+            starts.append(i)
+    rows: list[dict[str, Any]] = []
+    for n, start in enumerate(starts):
+        t = start / fps
+        plan = "\n".join(f"{k}. {texts[s].strip()}" for k, s in enumerate(starts[n:], start=1))
+        rows.append(_language_row(plan, "plan", t))
+        rows.append(_language_row(texts[start], "subtask", t))
+    return rows
+
+
+def _language_row(content: str, style: str, timestamp: float) -> dict[str, Any]:
+    return {"role": LANGUAGE_ROLE, "content": content, "style": style, "timestamp": float(timestamp),
+            "camera": None, "tool_calls": None}
 
 
 def keypoint_names(objects: tuple[str, ...], axes: str) -> list[str]:

@@ -181,6 +181,35 @@ def test_cli_reports_each_episode_to_a_log_that_is_not_a_terminal(tmp_path):
     assert len(lines) == 1, proc.stderr[-2000:]
 
 
+def test_lerobot_reads_the_collected_subgoals_as_its_subtasks(tmp_path):
+    """Issue 50, item 10: LeRobot's own dataset class and subtask resolver (``language_persistent``, LeRobot 0.6) give
+    every frame of a collected episode the text of its subgoal, and each recorded attempt's first frame the text the
+    journal records for it."""
+    import json
+
+    from lerobot.datasets.language_render import active_at
+    from lerobot.datasets.lerobot_dataset import LeRobotDataset
+
+    from tandem.core import dataset_schema as schema
+
+    out = tmp_path / "lowdim"
+    proc = subprocess.run([sys.executable, "-m", "tandem.cli.collect", "task=stack_three", "episodes=1",
+                           "env.render=false", "goals.goal_image=false", f"out={out}",
+                           f"hydra.run.dir={tmp_path / 'hydra'}"], cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    ds = LeRobotDataset("tandem/stack_three", root=out, video_backend="pyav")
+    texts = {int(i): str(t) for t, i in zip(ds.meta.tasks.index, ds.meta.tasks["task_index"])}
+
+    def subtask(i: int) -> str:
+        item = ds[i]
+        return active_at(float(item["timestamp"]), persistent=item["language_persistent"], style="subtask")["content"]
+
+    assert [subtask(i) for i in range(len(ds))] == [texts[int(v)] for v in ds.hf_dataset[schema.SUBGOAL_TASK_INDEX_KEY]]
+    attempts = json.loads((out / "meta" / "tandem_collect.json").read_text())["episodes"][0]["attempts"]
+    assert len(attempts) >= 4  # stack_three: two picks, two stacks
+    assert [subtask(a["from_frame"]) for a in attempts] == [a["text"] for a in attempts]
+
+
 def test_keypoint_labels_are_in_the_label_cameras_pixels(tmp_path):
     """dataset.label_camera=workcell: the stored camera is the workcell's, info.json says the labels' camera, and every
     frame's pixel labels are its 3-D labels projected by that camera; a label camera that is not rendered is refused
