@@ -863,10 +863,16 @@ class StackConfig(Schema):
             the scene cannot satisfy before anything is built. Non-oracle planners ground the words themselves.
         instructions: without ``instruction``, how each seed's instruction is worded: ``seed`` (the task's template)
             or ``paraphrase`` (the held-out part of the phrasing grammar, drawn from the seed).
+        oracle_truth_url: SIM-ONLY, PRIVILEGED: the ``base_url`` of an oracle-sim VLM server
+            (``tandem-oracle-sim-vlm``, :mod:`tandem.runtime.oracle_sim_vlm`) to which the agent posts the
+            simulator's truth before every control step, so that the server can answer ``planner=vlm`` and
+            ``verifier=vlm`` with the oracle's plans, points and verdicts; the stack is then recorded as privileged
+            (``oracle_components`` names the truth channel). None (the default): nothing is posted.
     """
 
     instruction: str | None = None
     instructions: str = "seed"
+    oracle_truth_url: str | None = None
     task: TaskConfig = field(default_factory=TaskConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     planner: Any = component("planner", "oracle")
@@ -882,6 +888,10 @@ class StackConfig(Schema):
             raise FieldError("instructions", f"must be one of {list(INSTRUCTION_STYLES)}, got {self.instructions!r}")
         if self.instruction is not None and not isinstance(self.instruction, str):
             raise FieldError("instruction", f"must be text, got {self.instruction!r}")
+        if self.oracle_truth_url is not None and not (isinstance(self.oracle_truth_url, str)
+                                                      and self.oracle_truth_url.startswith(("http://", "https://"))):
+            raise FieldError("oracle_truth_url", f"must be an http(s) URL of an oracle-sim VLM server or null, got "
+                                                 f"{self.oracle_truth_url!r}")
 
 
 @dataclass

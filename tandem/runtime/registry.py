@@ -764,6 +764,13 @@ def build_agent(cfg: StackConfig | BridgeRunConfig, ctx: BuildContext, executor:
         UnknownNameError / ConfigError / CheckpointError: from the builders. MemoryStoreError: an unreadable
             ``memory.lessons`` store.
     """
+    truth_sink = None
+    url = getattr(cfg, "oracle_truth_url", None)
+    if url:  # SIM-ONLY, privileged: the oracle-sim VLM server answers from the truth posted here
+        from tandem.runtime.oracle_sim_vlm import POINT_CAMERA, OracleTruthPublisher
+
+        env = ctx.require_simulator("oracle_truth_url")
+        truth_sink = OracleTruthPublisher(url, {POINT_CAMERA: env.camera_calibration(POINT_CAMERA)})
     return HierarchicalAgent(
         planner=PLANNERS.build(cfg.planner, ctx),
         verifier=VERIFIERS.build(cfg.verifier, ctx),
@@ -772,6 +779,7 @@ def build_agent(cfg: StackConfig | BridgeRunConfig, ctx: BuildContext, executor:
         goal_producer=GOAL_PRODUCERS.build(cfg.goals, ctx) if goals else None,
         config=cfg.agent,
         hold_action=hold_action,
+        truth_sink=truth_sink,
     )
 
 
