@@ -23,7 +23,9 @@ Geometry (``planner.geometry``): ``image`` (the default) keeps the model's own 2
 world frame, with yaw and gripper commands: what the track executors follow) from the learned state and trace
 models, as ``planner=learned`` gives its subgoals theirs (:class:`~planner_vlm.learned.geometry.LearnedGeometry`),
 and that trace projected into the state model's camera replaces the model's 2-D one. :attr:`VLMPlanner.source` then
-says ``"vlm+learned_geometry"``.
+says ``"vlm+learned_geometry"``. ``pointing``: the model's ``next_trace`` holds points on the objects of
+``remaining[0]`` (prompt ``plan_pointing``), which :class:`~planner_vlm.pointing.PointingGeometry` lifts to 3-D with
+the camera's depth and turns into the task's expert waypoint trace; the source is ``"vlm+pointing"``.
 """
 
 from __future__ import annotations
@@ -48,13 +50,15 @@ from tandem.core.vocabulary import goals_equal
 #: Characters of a bad reply echoed back to the model in a repair round.
 REPAIR_ECHO_CHARS = 4000
 #: ``planner.geometry`` values: where the next subgoal's trace comes from.
-GEOMETRIES = ("image", "learned")
+GEOMETRIES = ("image", "learned", "pointing")
 
 
 class SubgoalGeometry(Protocol):
     """What the hybrid mode needs of its geometry (:class:`~planner_vlm.learned.geometry.LearnedGeometry`)."""
 
     is_oracle: bool
+    #: What gives the traces, recorded in the planner's source (``vlm+<source>``): ``learned_geometry``, ``pointing``.
+    source: str
 
     def reset(self) -> None: ...
 
@@ -86,7 +90,7 @@ class VLMPlanner:
             the next subgoal its 3-D trace (see the module docstring).
 
     Attributes:
-        source: ``"vlm"``, or ``"vlm+learned_geometry"`` with a geometry (recorded with each plan in memory and in
+        source: ``"vlm"``, or ``"vlm+learned_geometry"`` / ``"vlm+pointing"`` with a geometry (recorded with each plan in memory and in
             the episode summary's ``planner_source``).
         current: the last successfully parsed plan, or None.
         last_fallback: whether the last :meth:`plan` call fell back (no usable model output); the plan it returned
@@ -150,8 +154,9 @@ class VLMPlanner:
 
     @property
     def source(self) -> str:
-        """``"vlm"``, or ``"vlm+learned_geometry"`` where a geometry gives the subgoals their 3-D traces."""
-        return "vlm" if self.geometry is None else "vlm+learned_geometry"
+        """``"vlm"``, or ``"vlm+<geometry.source>"`` where a geometry gives the subgoals their 3-D traces
+        (``vlm+learned_geometry``, ``vlm+pointing``)."""
+        return "vlm" if self.geometry is None else f"vlm+{self.geometry.source}"
 
     def reset(self, task: TaskSpec) -> None:
         """Start an episode of ``task``: forget the current plan and the subgoal id counter.

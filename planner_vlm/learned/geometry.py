@@ -107,6 +107,8 @@ class LearnedGeometry:
     """
 
     is_oracle: ClassVar[bool] = False
+    #: Recorded in the VLM planner's source (``vlm+learned_geometry``) in the hybrid mode.
+    source: ClassVar[str] = "learned_geometry"
 
     def __init__(self, state_model: Any, trace_model: Any, *, threshold: float = 0.5,
                  min_object_confidence: float = 0.05, max_close_offset_m: float | None = 0.03,

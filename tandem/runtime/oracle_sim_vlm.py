@@ -15,7 +15,9 @@ runtime's :class:`OracleTruthPublisher` (an oracle helper the agent holds, confi
     {"episode": str, "step": int, "task": str, "instruction": str, "goals": [judge's goal predicates],
      "privileged": Observation.privileged (object poses, predicates), "calibration": {camera: calibration JSON}}
 
-Without truth the server answers HTTP 409 (``no simulator truth``), which the client records as a failed exchange.
+One server serves one stack at a time: truth from an episode older than the current one (a second stack posting to
+the same server) is refused with HTTP 409, which fails that stack's episode with the reason. Without truth the server
+answers HTTP 409 (``no simulator truth``), which the client records as a failed exchange.
 It also refuses (HTTP 400) a request whose ``model`` does not name ``oracle-sim-vlm``, so every exchange record,
 episode log and result row made through it carries that name (``vlm_exchange.meta.model``).
 
@@ -168,8 +170,8 @@ class _PromptMemory:
         return int((self._view.get("attempts") or {}).get(subgoal.signature, 0))
 
 
-class NoTruth(Exception):
-    """No simulator truth has been posted (the stack runs without ``oracle_truth_url``)."""
+class TruthConflict(ConfigError):
+    """Two stacks post truth to one server (HTTP 409 to the poster)."""
 
 
 def request_text(body: dict[str, Any]) -> str:
@@ -209,6 +211,7 @@ class OracleSimVLM:
         self._episode: str | None = None
         self._task: TaskSpec | None = None
         self._planner: Any = None
+        self._past_episodes: set[str] = set()
         self.stats: dict[str, int] = {k: 0 for k in ("plan_requests", "verdict_requests", "other_requests",
                                                      "wrong_object", "wrong_order", "malformed", "refusal",
                                                      "verdict_flip", "points_noised", "no_truth")}
@@ -219,7 +222,7 @@ class OracleSimVLM:
 
         Raises:
             ConfigError: a payload without ``episode``, ``task``, ``goals``, ``privileged.predicates``, or an unknown
-                task.
+                task. TruthConflict: the truth of an episode older than the current one (two stacks post here).
         """
         for k in ("episode", "task", "goals", "privileged"):
             if k not in payload:
@@ -228,7 +231,12 @@ class OracleSimVLM:
                                                                            dict):
             raise ConfigError("truth payload's privileged has no 'predicates' mapping")
         with self._lock:
+            if payload["episode"] in self._past_episodes:
+                raise TruthConflict(f"truth of episode {payload['episode']} after a later episode's: another stack "
+                                    "is posting truth to this server (one oracle-sim VLM serves one stack at a time)")
             if payload["episode"] != self._episode:
+                if self._episode is not None:
+                    self._past_episodes.add(self._episode)
                 from planner_vlm.oracle_planner import OraclePlanner
                 from sim.tasks.registry import make_task
 
@@ -333,9 +341,8 @@ class OracleSimVLM:
         except json.JSONDecodeError:
             view = {}
         plan = planner.plan_from_predicates(truth["privileged"]["predicates"], _PromptMemory(view))
-        done = [{"skill": s.skill, "args": list(s.args), "text": task.subgoal_text(s.skill, s.args)} for s in plan.done]
-        remaining = [{"skill": s.skill, "args": list(s.args), "text": task.subgoal_text(s.skill, s.args)}
-                     for s in plan.remaining]
+        done, remaining = ([as_vlm_subgoal(task, s.skill, s.args) for s in part] for part in (plan.done,
+                                                                                               plan.remaining))
         notes = []
         if draws[2] < self.knobs.wrong_order_rate and len(remaining) >= 2:
             remaining = swapped_order(remaining)
@@ -380,6 +387,16 @@ class OracleSimVLM:
         elif self.knobs.point_frame == "grid1000":
             px = px / np.array([w, h]) * 1000.0
         return [[round(float(x), 4), round(float(y), 4)] for x, y in px]
+
+
+def as_vlm_subgoal(task: TaskSpec, skill: str, args: Any) -> dict[str, Any]:
+    """The oracle's subgoal as the plan schema has it: as many arguments as the VLM parser's arity of the skill
+    (:func:`planner_vlm.plan_parser.skill_arity`; the oracle also names a place the skill's words leave implicit,
+    e.g. pick_place_bins' ``place(milk, milk_bin)`` is ``place(milk)``)."""
+    from planner_vlm.plan_parser import skill_arity
+
+    args = list(args)[: skill_arity(task, skill)]
+    return {"skill": skill, "args": args, "text": task.subgoal_text(skill, args)}
 
 
 def swapped_order(remaining: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -480,7 +497,8 @@ def make_server(sim: OracleSimVLM, host: str = "127.0.0.1", port: int = 0) -> Th
                 try:
                     sim.post_truth(body)
                 except Exception as e:  # noqa: BLE001 - the poster gets the reason
-                    self._send(400, {"error": {"message": f"{type(e).__name__}: {e}"}})
+                    self._send(409 if isinstance(e, TruthConflict) else 400,
+                               {"error": {"message": f"{type(e).__name__}: {e}"}})
                     return
                 self._send(200, {"ok": True})
             elif self.path.rstrip("/").endswith("/chat/completions"):
@@ -565,5 +583,5 @@ class OracleTruthPublisher:
             raise ConfigError(f"oracle_truth_url: cannot reach the oracle-sim VLM at {self.url}: {e}") from e
 
 
-__all__ = ["MODEL_NAME", "OracleSimVLM", "OracleTruthPublisher", "SimVLMKnobs", "make_server", "start_in_thread",
+__all__ = ["MODEL_NAME", "OracleSimVLM", "OracleTruthPublisher", "SimVLMKnobs", "TruthConflict", "as_vlm_subgoal", "make_server", "start_in_thread",
            "subgoal_points", "swapped_order", "truth_url"]

@@ -23,6 +23,8 @@ from tandem.runtime.oracle_sim_vlm import (
     MODEL_NAME,
     OracleSimVLM,
     SimVLMKnobs,
+    TruthConflict,
+    as_vlm_subgoal,
     start_in_thread,
     subgoal_points,
     swapped_order,
@@ -129,10 +131,23 @@ def test_no_truth_and_wrong_model_are_refused_and_recorded(task, served):
     assert status == 400 and MODEL_NAME in out["error"]["message"]
 
 
-def test_bad_truth_is_refused(task):
+def test_bad_truth_and_a_second_stack_are_refused(task):
     sim = OracleSimVLM()
     with pytest.raises(ConfigError, match="privileged"):
         sim.post_truth({k: v for k, v in truth(task).items() if k != "privileged"})
+    sim.post_truth(truth(task, episode="a"))
+    sim.post_truth(truth(task, episode="b"))
+    with pytest.raises(TruthConflict, match="another stack"):
+        sim.post_truth(truth(task, episode="a", step=1))
+
+
+def test_oracle_subgoals_take_the_parsers_arity():
+    from sim.tasks.registry import make_task
+
+    bins = make_task("pick_place_bins").sample_spec(np.random.default_rng(500)).spec
+    obj = bins.objects[0]
+    assert as_vlm_subgoal(bins, "place", [obj, f"{obj}_bin"]) == {
+        "skill": "place", "args": [obj], "text": bins.subgoal_text("place", [obj])}
 
 
 def test_replies_are_deterministic_per_request(task):

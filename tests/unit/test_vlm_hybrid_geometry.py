@@ -172,9 +172,9 @@ def test_geometry_image_keeps_the_models_2d_trace_and_no_3d_one():
 
 
 def test_a_bad_geometry_is_refused_naming_the_key():
-    with pytest.raises(ConfigError, match="planner.geometry must be image or learned, got 'depth'"):
+    with pytest.raises(ConfigError, match="planner.geometry must be image or learned or pointing, got 'depth'"):
         load(DemoConfig, {"planner": {"name": "vlm", "geometry": "depth"}})
-    with pytest.raises(ConfigError, match="planner.geometry must be image or learned, got 'depth'"):
+    with pytest.raises(ConfigError, match="planner.geometry must be image or learned or pointing, got 'depth'"):
         make_vlm_planner({"geometry": "depth"}, client=ScriptedVLMClient(["{}"]))
     with pytest.raises(ConfigError, match="planner.geometry=learned needs the learned state and trace models"):
         make_vlm_planner({"geometry": "learned"}, client=ScriptedVLMClient(["{}"]))
