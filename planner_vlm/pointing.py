@@ -15,7 +15,7 @@ between them is the object's yaw. The grasp yaw among an object's symmetric cand
 (6 cm either side along the finger axis) see the lowest surface in the depth image (:meth:`PointingGeometry.clearance`):
 the expert's "fingers clear of the other cubes", measured instead of read from the simulator. Whether the gripper
 holds the subgoal's object is read from proprio and the points: the fingers neither closed on nothing nor open, and
-the object's pointed top (where pointed) within :data:`HELD_NEAR_M` of the grip site.
+the camera ray through the object's pointed top (where pointed) within :data:`HELD_NEAR_M` of the grip site.
 
 It reads camera images, depth and proprio only, never ``Observation.privileged`` (``is_oracle = False``). It knows
 no object it has not been pointed at: open vocabulary, as far as the task's skill geometry goes.
@@ -39,10 +39,11 @@ from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Subgoal, TaskSpec
 from tandem.core.waypoints import waypoint_trace_3d
 
-#: The moved object's pointed top within this distance (m) of the grip site, with the fingers neither closed on
-#: nothing nor open (:data:`~tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M`,
-#: :data:`~tandem.core.grasp_clearance.PANDA_HELD_MAX_OPENING_M`), is held.
-HELD_NEAR_M = 0.06
+#: The moved object is held where the camera ray through its pointed top passes within this distance (m) of the grip
+#: site, with the fingers neither closed on nothing nor open (:data:`~tandem.core.grasp_clearance.PANDA_EMPTY_OPENING_M`,
+#: :data:`~tandem.core.grasp_clearance.PANDA_HELD_MAX_OPENING_M`). The ray, not the depth: from above, the hand hides
+#: the top of what it holds, and the depth there is the hand's.
+HELD_NEAR_M = 0.05
 #: Fingertip distance (m) from the grasp point along the finger axis, where the clearance is measured.
 FINGER_REACH_M = 0.06
 
@@ -122,14 +123,24 @@ class PointingGeometry:
             worst = max(worst, 1.0 if seen is None else float(seen[2] - center[2]))
         return -worst
 
-    @staticmethod
-    def holds(proprio: np.ndarray, anchor: Anchor | None) -> bool:
-        """Whether the gripper of ``proprio (8,)`` holds the object pointed at as ``anchor`` (None: not pointed at;
-        then the opening alone decides)."""
+    def holds(self, proprio: np.ndarray, pixel: np.ndarray | None) -> bool:
+        """Whether the gripper of ``proprio (8,)`` holds the object whose top was pointed at ``pixel`` ``(x, y)`` px of
+        the calibration's image size (None: not pointed at; then the opening alone decides)."""
         opening = float(proprio[7])
         if not PANDA_EMPTY_OPENING_M < opening < PANDA_HELD_MAX_OPENING_M:
             return False
-        return anchor is None or float(np.linalg.norm(anchor.top - np.asarray(proprio[:3], np.float64))) < HELD_NEAR_M
+        if pixel is None:
+            return True
+        distance, _ = self.calibration.nearest_on_ray(pixel, np.asarray(proprio[:3], np.float64))
+        return distance < HELD_NEAR_M
+
+    def _moved_pixel(self, subgoal: Subgoal, observation: Observation) -> np.ndarray | None:
+        """The pointed top of the subgoal's first argument in px of the calibration's image size, or None."""
+        trace = subgoal.trace
+        if trace is None or not len(trace.points) or not subgoal.args:
+            return None
+        h, w = (int(v) for v in self.calibration.image_size)
+        return np.asarray(trace.points[0], np.float64) * np.array([w / trace.image_size[1], h / trace.image_size[0]])
 
     def fill(self, subgoal: Subgoal, observation: Observation, memory: TaskMemory | None = None) -> Subgoal:
         """A copy of ``subgoal`` with its 3-D trace from its points and, for videos, that trace projected into the
@@ -145,7 +156,7 @@ class PointingGeometry:
         if why is None:
             proprio = np.asarray(observation.proprio, np.float64)
             eef, eef_yaw = proprio[:3], float(gripper_yaw(proprio))
-            held = self.holds(proprio, anchors.get(subgoal.args[0]) if subgoal.args else None)
+            held = self.holds(proprio, self._moved_pixel(subgoal, observation))
             depth = np.asarray(observation.depth[self.camera], np.float64)  # type: ignore[index]
             cal = self.calibration.resized(tuple(depth.shape[:2]))
             result = self.geometry.waypoints(subgoal.skill, subgoal.args, anchors, eef, eef_yaw, held,

@@ -84,3 +84,25 @@ def test_pointing_geometry_refuses_other_tasks():
     with pytest.raises(ConfigError, match="no pointing geometry"):
         point_geometry("nut_assembly")
     assert CUBE_HALF == SCENE_CUBE_HALF
+
+
+def test_a_held_cube_is_placed_from_the_hand(depth_env):
+    """After the expert's pick, the stack trace starts from the hand (no second pick), over the target's top."""
+    from sim.experts import ScriptedExecutor
+
+    obs, _ = depth_env.reset(501)
+    geometry, sg = _pointed(depth_env, obs, "stack", ["red", "green"])
+    assert len(geometry.fill(sg, obs).trace_3d) == 9  # at the start, red is on the table: pick, then stack
+    ex = ScriptedExecutor(depth_env)
+    ex.set_subgoal(Subgoal(id="p", skill="pick", args=("red",), text="pick up the red cube"))
+    for _ in range(200):
+        if ex.subgoal_done():
+            break
+        obs, *_ = depth_env.step(ex.select_action(obs))
+    assert obs.privileged["predicates"]["grasped(red)"]
+    geometry, sg = _pointed(depth_env, obs, "stack", ["red", "green"])
+    filled = geometry.fill(sg, obs)
+    assert len(filled.trace_3d) == 5  # the hand now, then the stack's four waypoints
+    green = np.asarray(obs.privileged["objects"]["green"]["pos"])
+    place = filled.trace_3d.points[2]  # "lower": the held cube's centre over green's top
+    assert np.abs(place[:2] - green[:2]).max() < 0.006 and abs(place[2] - (green[2] + 2 * CUBE_HALF + 0.004)) < 0.006
