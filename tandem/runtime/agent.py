@@ -217,9 +217,6 @@ class HierarchicalAgent:
         """Start an episode: reset executor and memory, make the first plan (or, with async planning, request it),
         start its first subgoal."""
         self.task = task
-        if self.truth_sink is not None:  # before anything plans: the oracle-sim VLM answers from this truth
-            self.truth_sink.reset(task)
-            self.truth_sink.publish(observation)
         self._budget = self.config.step_budget(task)
         self.status = AgentStatus()
         self.plan, self.subgoal, self._before = Plan(), None, None
@@ -227,6 +224,9 @@ class HierarchicalAgent:
         self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
         self._clear_confirmation()
         self.memory.start_episode(withhold_goals(task, "memory"), meta)
+        if self.truth_sink is not None:  # before anything plans: the oracle-sim VLM answers from this truth
+            self.truth_sink.reset(task)
+            self.truth_sink.publish(observation)
         self._pending_plan, self._version, self._speed = None, 0, 1.0
         planner_task = task_for(self.planner, task, "planner")
         if self._worker is not None:
