@@ -215,6 +215,12 @@ class OracleSimVLM:
         self.stats: dict[str, int] = {k: 0 for k in ("plan_requests", "verdict_requests", "other_requests",
                                                      "wrong_object", "wrong_order", "malformed", "refusal",
                                                      "verdict_flip", "points_noised", "no_truth")}
+        # the truth's first post builds the task and the oracle planner: import them now, not while a stack waits
+        import planner_vlm.oracle_planner  # noqa: F401
+        from sim.tasks.registry import make_task
+
+        for name in ("stack_three", "pick_place_bins", "nut_assembly"):
+            make_task(name)
 
     # ------------------------------------------------------------------ truth
     def post_truth(self, payload: dict[str, Any]) -> None:
@@ -548,7 +554,7 @@ class OracleTruthPublisher:
     is_oracle: ClassVar[bool] = True
     role: ClassVar[str] = "truth channel (oracle-sim VLM)"
 
-    def __init__(self, url: str, calibration: dict[str, Any], timeout_s: float = 5.0):
+    def __init__(self, url: str, calibration: dict[str, Any], timeout_s: float = 30.0):
         self.url = truth_url(url)
         self.calibration = calibration
         self.timeout_s = float(timeout_s)
