@@ -21,7 +21,7 @@ from planner_vlm.learned.synthetic import synthetic_calibration
 from planner_vlm.vlm_planner import GEOMETRIES, VLMPlanner
 from tandem.core.errors import ConfigError, PrivilegedAccessError
 from tandem.core.privileged import observation_for
-from tandem.core.types import Observation, TaskSpec, Trace3D
+from tandem.core.types import Observation, Subgoal, TaskSpec, Trace3D
 from tandem.runtime import registry
 from tandem.runtime.config import VLM_GEOMETRIES, DemoConfig, VLMPlannerConfig, load
 
@@ -198,3 +198,19 @@ def test_the_env_renders_what_the_hybrids_state_model_reads():
     shipped = json.loads((registry.SHIPPED_CHECKPOINTS / "state" / "stack_three" / "config.json").read_text())["model"]
     assert registry.perception_camera(hybrid_cfg) == (shipped["camera"], tuple(shipped["image_size"]))
     assert registry.perception_camera(image_cfg) is None
+
+
+def test_a_place_named_by_its_object_only_is_traced_with_its_own_place():
+    """The VLM's place(can) (the parser's arity follows the words, "put the can into its bin") is asked of the trace
+    model as place(can, can_bin), the subgoal the demonstrations were labelled with."""
+    from sim.tasks.registry import make_task
+
+    bins = make_task("pick_place_bins").sample_spec(np.random.default_rng(500)).spec
+    names = tuple(sorted([*bins.objects, *(f"{o}_bin" for o in bins.objects)]))
+    geometry = LearnedGeometry(FakeStateModel(), FakeTraceModel(_TraceCfg(skills=("pick", "place"), arg_names=names)))
+    geometry.check_task(bins)
+    obj = bins.objects[0]
+    assert geometry.trace_args(Subgoal(id="p", skill="place", args=(obj,), text="")) == (obj, f"{obj}_bin")
+    assert geometry.trace_args(Subgoal(id="g", skill="pick", args=(obj,), text="")) == (obj,)
+    assert geometry.trace_args(Subgoal(id="q", skill="place", args=(obj, f"{obj}_bin"), text="")) == (
+        obj, f"{obj}_bin")
