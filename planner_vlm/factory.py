@@ -9,8 +9,9 @@ Config keys (all optional but those of the chosen backend):
 * transformers: ``model_path``, ``device``, ``dtype``;
 * scripted: ``replies`` (list of strings, replayed in order; the last repeats);
 * both: ``temperature``, ``max_new_tokens``, ``prompt_version``, ``max_repairs``, ``cameras``;
-* planner only: ``geometry`` (``image`` | ``learned``: the learned models' 3-D traces, built by the registry and
-  passed in as ``geometry=``; see :mod:`planner_vlm.vlm_planner`), ``trace_camera``, ``canonical_text``, ``point_frame`` (``auto``: the frame the backend declares
+* planner only: ``geometry`` (``image`` | ``learned``: the learned models' 3-D traces | ``pointing``: the model's
+  points lifted with depth, :mod:`planner_vlm.pointing`; both built by the registry and passed in as ``geometry=``;
+  see :mod:`planner_vlm.vlm_planner`; ``pointing`` with the default ``prompt_version`` v2 uses ``plan_pointing``), ``trace_camera``, ``canonical_text``, ``point_frame`` (``auto``: the frame the backend declares
   for its model, see :mod:`planner_vlm.point_frames`; or ``pixels``, ``resized_pixels``, ``grid1000``, ``unit``)
   and ``point_frame_resize`` (``{factor, min_pixels, max_pixels}`` of the server's processor, for
   ``resized_pixels``).
@@ -113,16 +114,21 @@ def make_vlm_planner(cfg: Any, task: TaskSpec | None = None, client: VLMClient |
     mode = c.get("geometry", "image")
     if mode not in GEOMETRIES:
         raise ConfigError(f"planner.geometry must be {' or '.join(GEOMETRIES)}, got {mode!r}")
-    if (mode == "learned") != (geometry is not None):
-        raise ConfigError(f"planner.geometry={mode} " + ("needs the learned state and trace models (the registry "
-                                                         "builds them)" if geometry is None else
-                                                         "takes no learned geometry (set planner.geometry=learned)"))
+    if (mode != "image") != (geometry is not None):
+        needs = {"learned": "the learned state and trace models", "pointing": "the task's pointing geometry and the "
+                 "camera's calibration"}
+        raise ConfigError(f"planner.geometry={mode} " + (f"needs {needs.get(mode)} (the registry builds them)"
+                                                         if geometry is None else
+                                                         "takes no geometry (set planner.geometry=learned or pointing)"))
+    prompt_version = str(c.get("prompt_version", "v2"))
+    if mode == "pointing" and prompt_version == "v2":  # the default prompt asks for a path; pointing asks for points
+        prompt_version = "pointing"
     client = client if client is not None else make_vlm_client(c)
     return VLMPlanner(
         client,
         task,
         point_frame=point_frame_from_config(c.get("point_frame"), client.point_frame, c.get("point_frame_resize")),
-        prompt_version=str(c.get("prompt_version", "v2")),
+        prompt_version=prompt_version,
         trace_camera=str(c.get("trace_camera", "agentview")),
         cameras=c.get("cameras") or None,
         max_repairs=int(c.get("max_repairs", 1)),

@@ -23,12 +23,15 @@ Geometry (``planner.geometry``): ``image`` (the default) keeps the model's own 2
 world frame, with yaw and gripper commands: what the track executors follow) from the learned state and trace
 models, as ``planner=learned`` gives its subgoals theirs (:class:`~planner_vlm.learned.geometry.LearnedGeometry`),
 and that trace projected into the state model's camera replaces the model's 2-D one. :attr:`VLMPlanner.source` then
-says ``"vlm+learned_geometry"``.
+says ``"vlm+learned_geometry"``. ``pointing``: the model's ``next_trace`` holds points on the objects of
+``remaining[0]`` (prompt ``plan_pointing``), which :class:`~planner_vlm.pointing.PointingGeometry` lifts to 3-D with
+the camera's depth and turns into the task's expert waypoint trace; the source is ``"vlm+pointing"``.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 from typing import Any, ClassVar, Protocol
 
 from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient, VLMClientError
@@ -47,14 +50,19 @@ from tandem.core.vocabulary import goals_equal
 
 #: Characters of a bad reply echoed back to the model in a repair round.
 REPAIR_ECHO_CHARS = 4000
+#: With a geometry: how many more times the model is asked when its reply could not be used and the kept plan's next
+#: subgoal cannot be traced without it (the pointing mode's points are the model's, and stale in a kept plan).
+UNTRACED_FALLBACK_RETRIES = 2
 #: ``planner.geometry`` values: where the next subgoal's trace comes from.
-GEOMETRIES = ("image", "learned")
+GEOMETRIES = ("image", "learned", "pointing")
 
 
 class SubgoalGeometry(Protocol):
     """What the hybrid mode needs of its geometry (:class:`~planner_vlm.learned.geometry.LearnedGeometry`)."""
 
     is_oracle: bool
+    #: What gives the traces, recorded in the planner's source (``vlm+<source>``): ``learned_geometry``, ``pointing``.
+    source: str
 
     def reset(self) -> None: ...
 
@@ -86,7 +94,7 @@ class VLMPlanner:
             the next subgoal its 3-D trace (see the module docstring).
 
     Attributes:
-        source: ``"vlm"``, or ``"vlm+learned_geometry"`` with a geometry (recorded with each plan in memory and in
+        source: ``"vlm"``, or ``"vlm+learned_geometry"`` / ``"vlm+pointing"`` with a geometry (recorded with each plan in memory and in
             the episode summary's ``planner_source``).
         current: the last successfully parsed plan, or None.
         last_fallback: whether the last :meth:`plan` call fell back (no usable model output); the plan it returned
@@ -142,6 +150,8 @@ class VLMPlanner:
         self.task: TaskSpec | None = None
         self.current: Plan | None = None
         self.exchanges: list[dict[str, Any]] = []
+        self._plan_step: int = -1
+        self._plan_attempts: dict[str, Any] = {}
         self.fallbacks = 0
         self.last_fallback = False
         self._next_id = 0
@@ -150,8 +160,9 @@ class VLMPlanner:
 
     @property
     def source(self) -> str:
-        """``"vlm"``, or ``"vlm+learned_geometry"`` where a geometry gives the subgoals their 3-D traces."""
-        return "vlm" if self.geometry is None else "vlm+learned_geometry"
+        """``"vlm"``, or ``"vlm+<geometry.source>"`` where a geometry gives the subgoals their 3-D traces
+        (``vlm+learned_geometry``, ``vlm+pointing``)."""
+        return "vlm" if self.geometry is None else f"vlm+{self.geometry.source}"
 
     def reset(self, task: TaskSpec) -> None:
         """Start an episode of ``task``: forget the current plan and the subgoal id counter.
@@ -178,6 +189,7 @@ class VLMPlanner:
         self.fallbacks = 0
         self.last_fallback = False
         self._next_id = 0
+        self._plan_step, self._plan_attempts = -1, {}  # the current plan's step and the memory's attempts then
 
     # ------------------------------------------------------------------ prompt
     def build_messages(self, observation: Observation, view: dict[str, Any]) -> list[ChatMessage]:
@@ -234,7 +246,13 @@ class VLMPlanner:
         Raises:
             ConfigError: for setup errors only (no task, camera missing from the observation).
         """
-        return self._with_geometry(self._model_plan(observation, memory), observation, memory)
+        plan = self._with_geometry(self._model_plan(observation, memory), observation, memory)
+        for _ in range(UNTRACED_FALLBACK_RETRIES):  # a kept plan the geometry cannot trace: ask the model again
+            if not (plan.fallback and self.geometry is not None and plan.remaining
+                    and plan.remaining[0].trace_3d is None):
+                break
+            plan = self._with_geometry(self._model_plan(observation, memory), observation, memory)
+        return plan
 
     def _with_geometry(self, plan: Plan, observation: Observation, memory: TaskMemory | None) -> Plan:
         """``plan`` with its next subgoal traced by the geometry (unchanged without one, or with nothing remaining)."""
@@ -274,6 +292,7 @@ class VLMPlanner:
             self._log(memory, step, rnd, messages, reply, {"ok": True}, plan)
             self._check_goals(plan, memory, step)
             self.current = plan
+            self._plan_step, self._plan_attempts = step, dict(view.get("attempts") or {})
             self.last_fallback = False
             return plan
         return self._fallback(memory, step, reason)
@@ -321,14 +340,29 @@ class VLMPlanner:
                                    grounded_by="vlm", details=details)
 
     def _fallback(self, memory: TaskMemory | None, step: int, reason: str) -> Plan:
+        """The current plan kept, advanced past the leading subgoals verified successful since it was made (the
+        memory view's ``attempts`` grew and ``last_outcome`` is ``success``: without that, a fallback right after a
+        success would run the same subgoal again); with a geometry, the next subgoal's 2-D trace is dropped when the
+        plan was made on an earlier observation (the model's points of then are stale: the geometry traces it from
+        the current observation, or says it cannot)."""
         self.fallbacks += 1
         self.last_fallback = True
         kept = self.current or Plan()
-        plan = Plan(done=list(kept.done), remaining=list(kept.remaining),
+        done, remaining = list(kept.done), list(kept.remaining)
+        view = _safe_view(memory)
+        outcomes, attempts = view.get("last_outcome") or {}, view.get("attempts") or {}
+        advanced = []
+        while remaining and outcomes.get(remaining[0].signature) == "success" and int(
+                attempts.get(remaining[0].signature, 0)) > int(self._plan_attempts.get(remaining[0].signature, 0)):
+            advanced.append(remaining[0].signature)
+            done.append(remaining.pop(0))
+        if self.geometry is not None and remaining and step != self._plan_step:
+            remaining[0] = replace(remaining[0], trace=None, trace_3d=None)
+        plan = Plan(done=done, remaining=remaining,
                     rationale=f"fallback (kept the current plan): {reason}"[:2000], fallback=True)
         if memory is not None:
             memory.record_event("vlm_fallback", step, component="planner", reason=reason,
-                                kept_plan=plan.to_json(), had_plan=self.current is not None)
+                                kept_plan=plan.to_json(), had_plan=self.current is not None, advanced=advanced)
         return plan
 
     def _assign_ids(self, plan: Plan) -> None:

@@ -107,6 +107,8 @@ class LearnedGeometry:
     """
 
     is_oracle: ClassVar[bool] = False
+    #: Recorded in the VLM planner's source (``vlm+learned_geometry``) in the hybrid mode.
+    source: ClassVar[str] = "learned_geometry"
 
     def __init__(self, state_model: Any, trace_model: Any, *, threshold: float = 0.5,
                  min_object_confidence: float = 0.05, max_close_offset_m: float | None = 0.03,
@@ -139,6 +141,7 @@ class LearnedGeometry:
         self.workcell = Workcell.from_dict(cell) if cell else None
         self.grasp_prior = GraspPrior.from_dict(prior) if prior else None
         self.pick_geometry = self._read_pick_geometry(pick, pick_geometry_reader, cfg)
+        self._own_place: dict[str, str] = {}  # object -> its only place (the task vocabulary's own_place)
         self._sharp_reads: dict[str, tuple[np.ndarray, int]] = {}  # object -> (keypoints (2, 3) m, step)
         self._picks_from_memory: dict[str, tuple[int, int]] = {}  # object -> (its sharp read's step, planned at step)
         self._start_proprio: np.ndarray | None = None  # proprio (8,) at the episode's first observation
@@ -173,6 +176,8 @@ class LearnedGeometry:
 
     def check_task(self, task: TaskSpec) -> None:
         """Refuse models that cannot trace ``task``'s subgoals: a trace model lacking one of its skills or objects.
+        Keep the task vocabulary's ``own_place`` (object -> its only place) to complete a placing subgoal that names
+        its object only (:meth:`trace_args`).
 
         Raises:
             ConfigError: naming what the trace model lacks (a checkpoint of another task).
@@ -182,6 +187,19 @@ class LearnedGeometry:
         if bad:
             raise ConfigError(f"the learned trace model does not know {bad} of task {task.name!r} (its skills "
                               f"{list(tm.skills)}, arguments {list(tm.arg_names)}: a checkpoint of another task?)")
+        vocab = task.vocabulary
+        self._own_place = dict(vocab.own_place) if vocab is not None else {}
+
+    def trace_args(self, subgoal: Subgoal) -> tuple[str, ...]:
+        """The arguments the trace model is asked with: ``subgoal.args``, completed with its object's own place where
+        a non-grasping skill names the object only and the trace model knows that place (a VLM's ``place(can)`` is
+        the ``place(can, can_bin)`` the demonstrations were labelled with; the VLM parser's arity follows the skill's
+        words, which leave the place implicit)."""
+        args = tuple(subgoal.args)
+        place = self._own_place.get(args[0]) if len(args) == 1 and subgoal.skill != self.grasp_skill else None
+        if place is not None and place in self.trace_model.cfg.arg_names:
+            return (*args, place)
+        return args
 
     def read(self, observation: Observation) -> SceneState:
         """The state model's read of ``observation``, kept as each object's latest sharp read where it is one.
@@ -235,7 +253,8 @@ class LearnedGeometry:
         state = self._hidden_target_remembered(subgoal, state, memory, observation.step)
         trace = self._geometric_pick(subgoal, state, observation, memory)
         if trace is None:
-            trace = self.trace_model.predict(state.keypoints_3d, observation.proprio, subgoal.skill, subgoal.args)
+            trace = self.trace_model.predict(state.keypoints_3d, observation.proprio, subgoal.skill,
+                                             self.trace_args(subgoal))
             trace = self._anchored_pick(trace, subgoal, state, observation, memory)
             trace = self._snapped_to_prior(trace, subgoal, state, memory, observation.step)
             trace = self._checked_grasp(trace, subgoal, state, memory, observation.step)
@@ -351,7 +370,7 @@ class LearnedGeometry:
         if offset is None or offset <= self.max_close_offset_m:
             return trace
         again = self.trace_model.predict(state.keypoints_3d, self.start_pose_proprio(observation.proprio), sg.skill,
-                                         sg.args)
+                                         self.trace_args(sg))
         offset_again = self._close_offset(again, target_xy)
         if offset_again is None or offset_again >= offset or len(again) < 2:
             return trace

@@ -15,6 +15,7 @@ from typing import Any
 from sim.tasks.base import TaskDefinition
 from tandem.core.errors import ConfigError, UnknownNameError, UnknownTaskError
 from tandem.core.pick_geometry import PickGeometry
+from tandem.core.point_geometry import PointGeometry
 from tandem.core.vocabulary import TaskVocabulary
 
 #: task name -> "module:ClassName"
@@ -30,6 +31,25 @@ _PICK_GEOMETRY_KINDS: dict[str, str] = {
     "nut_pegs": "sim.tasks.nut_assembly.pick_geometry:NutPickGeometry",
     "bin_objects": "sim.tasks.pick_place_bins.pick_geometry:BinPickGeometry",
 }
+
+#: task name -> "module:ClassName" of its :class:`~tandem.core.point_geometry.PointGeometry` (the skill waypoints
+#: over pointed objects that ``planner=vlm planner.geometry=pointing`` plans with), beside its task.
+_POINT_GEOMETRIES: dict[str, str] = {
+    "stack_three": "sim.tasks.stack_three.waypoint_geometry:StackPointGeometry",
+}
+
+
+def point_geometry(task: str) -> PointGeometry:
+    """The pointing mode's skill geometry of ``task`` (the waypoint geometry its expert plans with).
+
+    Raises:
+        ConfigError: ``task`` has none (names the tasks that have one).
+    """
+    if task not in _POINT_GEOMETRIES:
+        raise ConfigError(f"planner.geometry=pointing: task {task!r} has no pointing geometry yet (tasks with one: "
+                          f"{', '.join(sorted(_POINT_GEOMETRIES))}); use planner.geometry=learned")
+    module, cls = _POINT_GEOMETRIES[task].split(":")
+    return getattr(importlib.import_module(module), cls)()
 
 
 #: Prefixes of task families registered by name pattern: ``<prefix>/<name>`` -> "module:ClassName(name)", and the

@@ -156,6 +156,7 @@ class HierarchicalAgent:
         goal_producer: GoalProducer | None = None,
         config: AgentConfig | None = None,
         hold_action: np.ndarray | None = None,
+        truth_sink: Any = None,
     ):
         for component, protocol, role in ((planner, Planner, "planner"), (verifier, Verifier, "verifier"),
                                           (executor, Executor, "executor"), (memory, TaskMemory, "memory")):
@@ -164,6 +165,10 @@ class HierarchicalAgent:
             require_protocol(goal_producer, GoalProducer, "goal producer")
         self.planner, self.verifier, self.executor, self.memory = planner, verifier, executor, memory
         self.goal_producer = goal_producer
+        # SIM-ONLY oracle helper (tandem.runtime.oracle_sim_vlm.OracleTruthPublisher): sent every full observation
+        if truth_sink is not None and not truth_sink.is_oracle:
+            raise ConfigError("a truth sink reads the simulator's truth: it must declare is_oracle = True")
+        self.truth_sink = truth_sink
         self.config = config or AgentConfig()
         # --- asynchronous planning: worker, hold action, plan waiting for a chunk boundary, memory version ---
         self._worker: PlanningWorker | None = None
@@ -198,7 +203,8 @@ class HierarchicalAgent:
         """The roles whose component reads the simulator's truth (``is_oracle``), e.g. ``["planner", "executor"]``."""
         parts = [("planner", self.planner), ("verifier", self.verifier), ("executor", self.executor),
                  ("goal producer", self.goal_producer)]
-        return [role for role, c in parts if c is not None and c.is_oracle]
+        roles = [role for role, c in parts if c is not None and c.is_oracle]
+        return roles + ([self.truth_sink.role] if self.truth_sink is not None else [])
 
     @property
     def privileged(self) -> bool:
@@ -218,6 +224,9 @@ class HierarchicalAgent:
         self._rechecks, self._recheck_wait, self._rechecking = 0, 0, False
         self._clear_confirmation()
         self.memory.start_episode(withhold_goals(task, "memory"), meta)
+        if self.truth_sink is not None:  # before anything plans: the oracle-sim VLM answers from this truth
+            self.truth_sink.reset(task)
+            self.truth_sink.publish(observation)
         self._pending_plan, self._version, self._speed = None, 0, 1.0
         planner_task = task_for(self.planner, task, "planner")
         if self._worker is not None:
@@ -264,6 +273,8 @@ class HierarchicalAgent:
         if self.task is None:
             raise ConfigError("HierarchicalAgent.act() called before reset()")
         self._step = observation.step
+        if self.truth_sink is not None:
+            self.truth_sink.publish(observation)
         if self._worker is not None:
             self._poll_plan(observation)
         while not self.status.finished and self.subgoal is not None and self._verification_due():

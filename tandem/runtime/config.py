@@ -388,7 +388,7 @@ def check_camera_calibration(calibration: dict[str, Any] | None) -> None:
 
 #: ``planner=vlm planner.geometry`` values (the same as ``planner_vlm.vlm_planner.GEOMETRIES``; a unit test keeps
 #: them equal without this module importing the planner).
-VLM_GEOMETRIES: tuple[str, ...] = ("image", "learned")
+VLM_GEOMETRIES: tuple[str, ...] = ("image", "learned", "pointing")
 
 
 @dataclass
@@ -466,11 +466,17 @@ class VLMPlannerConfig(VLMClientConfig):
             ``trace_camera``'s pixels; no shipped executor follows one) or ``learned`` (the hybrid mode: the model
             decides the subgoals, and the learned state and trace models give the next one its 3-D trace in m, world
             frame, as ``planner=learned`` does: ``planner_vlm.learned.geometry.LearnedGeometry``; the env then renders
-            the state model's camera, and its depth where the state checkpoint uses it). Recorded in the summary's
-            ``planner_source`` (``vlm`` / ``vlm+learned_geometry``).
+            the state model's camera, and its depth where the state checkpoint uses it) or ``pointing`` (the model
+            points in ``trace_camera``'s image at the object to move and where it goes; tandem lifts the points to
+            3-D with that camera's rendered depth and calibration and builds the trace from the task's skill waypoint
+            geometry, the expert's: ``planner_vlm.pointing.PointingGeometry``; prompt ``plan_pointing``; the env
+            renders ``trace_camera``'s depth). Recorded in the summary's ``planner_source`` (``vlm`` /
+            ``vlm+learned_geometry`` / ``vlm+pointing``).
         state_checkpoint, trace_checkpoint: ``geometry=learned``: the state and trace model checkpoint directories
             (None: the shipped ``checkpoints/state/<task>`` and ``checkpoints/trace/<task>``).
-        camera_calibration, torch_threads, use_depth: ``geometry=learned``: as ``LearnedPerceptionConfig``.
+        camera_calibration, torch_threads, use_depth: ``geometry=learned``: as ``LearnedPerceptionConfig``;
+            ``camera_calibration`` is also the pointing camera's calibration for ``geometry=pointing`` (None in
+            simulation: the simulator camera's).
     """
 
     name: str = "vlm"
@@ -503,6 +509,11 @@ class VLMPlannerConfig(VLMClientConfig):
     def learned_geometry(self) -> bool:
         """Whether the learned state and trace models give the subgoals their 3-D traces (``geometry=learned``)."""
         return self.geometry == "learned"
+
+    @property
+    def pointing(self) -> bool:
+        """Whether the model's points, lifted with depth, give the subgoals their 3-D traces (``geometry=pointing``)."""
+        return self.geometry == "pointing"
 
 
 @dataclass
@@ -863,10 +874,16 @@ class StackConfig(Schema):
             the scene cannot satisfy before anything is built. Non-oracle planners ground the words themselves.
         instructions: without ``instruction``, how each seed's instruction is worded: ``seed`` (the task's template)
             or ``paraphrase`` (the held-out part of the phrasing grammar, drawn from the seed).
+        oracle_truth_url: SIM-ONLY, PRIVILEGED: the ``base_url`` of an oracle-sim VLM server
+            (``tandem-oracle-sim-vlm``, :mod:`tandem.runtime.oracle_sim_vlm`) to which the agent posts the
+            simulator's truth before every control step, so that the server can answer ``planner=vlm`` and
+            ``verifier=vlm`` with the oracle's plans, points and verdicts; the stack is then recorded as privileged
+            (``oracle_components`` names the truth channel). None (the default): nothing is posted.
     """
 
     instruction: str | None = None
     instructions: str = "seed"
+    oracle_truth_url: str | None = None
     task: TaskConfig = field(default_factory=TaskConfig)
     env: EnvConfig = field(default_factory=EnvConfig)
     planner: Any = component("planner", "oracle")
@@ -882,6 +899,10 @@ class StackConfig(Schema):
             raise FieldError("instructions", f"must be one of {list(INSTRUCTION_STYLES)}, got {self.instructions!r}")
         if self.instruction is not None and not isinstance(self.instruction, str):
             raise FieldError("instruction", f"must be text, got {self.instruction!r}")
+        if self.oracle_truth_url is not None and not (isinstance(self.oracle_truth_url, str)
+                                                      and self.oracle_truth_url.startswith(("http://", "https://"))):
+            raise FieldError("oracle_truth_url", f"must be an http(s) URL of an oracle-sim VLM server or null, got "
+                                                 f"{self.oracle_truth_url!r}")
 
 
 @dataclass

@@ -203,8 +203,31 @@ def _vlm_planner(spec: VLMPlannerConfig, ctx: BuildContext) -> Planner:
             from planner_vlm.learned.grounder import InstructionGrounder
 
             grounder = InstructionGrounder.load(path)
-    geometry = _learned_geometry(spec, ctx) if spec.learned_geometry else None
+    geometry = (_learned_geometry(spec, ctx) if spec.learned_geometry
+                else _pointing_geometry(spec, ctx) if spec.pointing else None)
     return make_vlm_planner(asdict(spec), grounder=grounder, geometry=geometry)
+
+
+def _pointing_geometry(spec: VLMPlannerConfig, ctx: BuildContext) -> Any:
+    """The pointing mode's :class:`~planner_vlm.pointing.PointingGeometry`: the task's skill waypoint geometry
+    (:func:`sim.tasks.registry.point_geometry`, the expert's) and ``spec.trace_camera``'s calibration
+    (``spec.camera_calibration``, else the simulator camera's).
+
+    Raises:
+        ConfigError: a task without a pointing geometry, or no calibration on a robot.
+    """
+    from planner_vlm.learned.camera import CameraCalibration
+    from planner_vlm.pointing import PointingGeometry
+    from sim.tasks.registry import point_geometry
+
+    if spec.camera_calibration is not None:
+        raw: dict[str, Any] = {"camera": spec.trace_camera, **dict(spec.camera_calibration)}
+    elif ctx.simulated:
+        raw = ctx.env.camera_calibration(spec.trace_camera)
+    else:
+        raise ConfigError("planner.geometry=pointing on a robot needs planner.camera_calibration (the pointing "
+                          "camera's intrinsics, world_from_camera and image_size)")
+    return PointingGeometry(point_geometry(ctx.task), CameraCalibration.from_json(raw), camera=spec.trace_camera)
 
 
 # ------------------------------------------------------------------------------------------- learned perception
@@ -767,6 +790,13 @@ def build_agent(cfg: StackConfig | BridgeRunConfig, ctx: BuildContext, executor:
         UnknownNameError / ConfigError / CheckpointError: from the builders. MemoryStoreError: an unreadable
             ``memory.lessons`` store.
     """
+    truth_sink = None
+    url = getattr(cfg, "oracle_truth_url", None)
+    if url:  # SIM-ONLY, privileged: the oracle-sim VLM server answers from the truth posted here
+        from tandem.runtime.oracle_sim_vlm import POINT_CAMERA, OracleTruthPublisher
+
+        env = ctx.require_simulator("oracle_truth_url")
+        truth_sink = OracleTruthPublisher(url, {POINT_CAMERA: env.camera_calibration(POINT_CAMERA)})
     return HierarchicalAgent(
         planner=PLANNERS.build(cfg.planner, ctx),
         verifier=VERIFIERS.build(cfg.verifier, ctx),
@@ -775,6 +805,7 @@ def build_agent(cfg: StackConfig | BridgeRunConfig, ctx: BuildContext, executor:
         goal_producer=GOAL_PRODUCERS.build(cfg.goals, ctx) if goals else None,
         config=cfg.agent,
         hold_action=hold_action,
+        truth_sink=truth_sink,
     )
 
 
@@ -815,6 +846,14 @@ def build_stack(cfg: Any, executor: Executor | None = None) -> Stack:
         if perception_depth(cfg) and camera not in env_cfg.depth_cameras:
             logger.info("env renders %s's depth for the learned state model", camera)
             env_cfg = replace(env_cfg, depth_cameras=(*env_cfg.depth_cameras, camera))
+    if isinstance(cfg.planner, VLMPlannerConfig) and cfg.planner.pointing:  # the points are lifted with its depth
+        camera = cfg.planner.trace_camera
+        if camera not in env_cfg.cameras or camera not in env_cfg.depth_cameras:
+            logger.info("env renders %s and its depth for the pointing VLM planner", camera)
+            env_cfg = replace(env_cfg, render=True,
+                              cameras=tuple(env_cfg.cameras) if camera in env_cfg.cameras else (*env_cfg.cameras, camera),
+                              depth_cameras=tuple(env_cfg.depth_cameras) if camera in env_cfg.depth_cameras
+                              else (*env_cfg.depth_cameras, camera))
     env = build_sim_env(cfg.task, env_cfg, cfg.perturb, instruction=cfg.instruction, instructions=cfg.instructions)
     try:
         ctx = BuildContext(env=env, simulated=True, task=cfg.task.name, planner=cfg.planner.name)

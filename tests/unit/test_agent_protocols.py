@@ -135,3 +135,32 @@ def test_the_env_step_limit_still_verifies_the_active_subgoal():
     # pick(a) succeeded at step 5; pick(b) ran steps 6-7 and is verified on the observation after step 7
     assert [(v["step"], v["subgoal"], v["success"]) for v in s["verdicts"]] == [(5, "pick(a)", True),
                                                                                  (7, "pick(b)", False)]
+
+
+class RecordingTruthSink:
+    """An oracle-sim VLM's truth channel, recording what the agent posts."""
+
+    is_oracle = True
+    role = "truth channel (oracle-sim VLM)"
+
+    def __init__(self):
+        self.tasks, self.steps = [], []
+
+    def reset(self, task):
+        self.tasks.append(task)
+
+    def publish(self, observation):
+        self.steps.append(observation.step)
+
+
+def test_a_truth_sink_gets_every_full_observation_and_makes_the_stack_privileged():
+    env = ToyEnv()
+    sink = RecordingTruthSink()
+    agent = HierarchicalAgent(ToyPlanner(env), ToyVerifier(env), ToyExecutor(env), TaskMemoryV1(), truth_sink=sink)
+    s = run_episode(env, agent, seed=0, record_video=False).summary
+    assert sink.tasks[0].goals == SPEC.goals  # the judge's goals: the sink is an oracle
+    assert sink.steps[0] == 0 and len(sink.steps) == s["steps"] + 1  # the reset's observation, then every step's
+    assert s["privileged"] and s["oracle_components"][-1] == sink.role  # (the toy components are oracles too)
+    sink.is_oracle = False
+    with pytest.raises(ConfigError, match="truth sink"):
+        HierarchicalAgent(ToyPlanner(env), ToyVerifier(env), ToyExecutor(env), TaskMemoryV1(), truth_sink=sink)

@@ -39,7 +39,7 @@ TRIPWIRES = [
     ("planner_vlm.learned.grounder_train", "train_grounder"),
     ("planner_vlm.learned.grounder", "InstructionGrounder"),
     ("executor_vla.dataset_merge", "merge_datasets"), ("executor_vla.dataset_inspect", "inspect_dataset"),
-    ("memory.store", "MemoryStore"),
+    ("memory.store", "MemoryStore"), ("tandem.runtime.oracle_sim_vlm", "make_server"),
 ]
 
 #: ``(command, arguments, what the line must name)``, by kind. ``{blocked}``: a path under a file (a file is in the
@@ -59,6 +59,7 @@ TYPO = [
     ("replay", ["{tmp}/run", "--episdoe", "3"], "--episdoe"),
     ("dataset", ["inspect", "{tmp}/ds", "--max-rowz", "3"], "--max-rowz"),
     ("eval", ["report", "{tmp}/results", "--outt", "{tmp}/r"], "--outt"),
+    ("oracle_sim_vlm", ["latency_ss=1"], "latency_ss"),
 ]
 NAN = [
     ("demo", ["memory.slow_scale=nan"], "memory.slow_scale"),
@@ -74,6 +75,8 @@ NAN = [
     ("train_grounder", ["task=stack_three", "out={tmp}/g", "minutes=inf"], "minutes"),
     ("replay", ["{tmp}/run", "--episode", "nan"], "--episode"),
     ("dataset", ["inspect", "{tmp}/ds", "--max-rows", "nan"], "--max-rows"),
+    ("oracle_sim_vlm", ["point_sigma_px=nan"], "point_sigma_px"),
+    ("oracle_sim_vlm", ["verdict_flip_rate=nan"], "verdict_flip_rate"),
 ]
 OUT_OF_RANGE = [
     ("demo", ["seed=-1"], "seed"),
@@ -88,6 +91,8 @@ OUT_OF_RANGE = [
     ("fit", ["task=stack_three", "out={tmp}/fit", "workers=0"], "workers"),
     ("train_grounder", ["task=stack_three", "out={tmp}/g", "n=-1"], "n"),
     ("dataset", ["inspect", "{tmp}/ds", "--max-rows", "-1"], "--max-rows"),
+    ("oracle_sim_vlm", ["wrong_object_rate=1.5"], "wrong_object_rate"),
+    ("oracle_sim_vlm", ["port=70000"], "port"),
 ]
 FILE_IN_THE_WAY = [
     ("demo", ["out_dir={blocked}"], "out_dir"),

@@ -5,7 +5,7 @@ tiny fakes behind the real :class:`LearnedGeometry`) give the next one its 3-D t
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import pytest
@@ -21,7 +21,7 @@ from planner_vlm.learned.synthetic import synthetic_calibration
 from planner_vlm.vlm_planner import GEOMETRIES, VLMPlanner
 from tandem.core.errors import ConfigError, PrivilegedAccessError
 from tandem.core.privileged import observation_for
-from tandem.core.types import Observation, TaskSpec, Trace3D
+from tandem.core.types import Observation, Subgoal, TaskSpec, Trace3D
 from tandem.runtime import registry
 from tandem.runtime.config import VLM_GEOMETRIES, DemoConfig, VLMPlannerConfig, load
 
@@ -172,9 +172,9 @@ def test_geometry_image_keeps_the_models_2d_trace_and_no_3d_one():
 
 
 def test_a_bad_geometry_is_refused_naming_the_key():
-    with pytest.raises(ConfigError, match="planner.geometry must be image or learned, got 'depth'"):
+    with pytest.raises(ConfigError, match="planner.geometry must be image or learned or pointing, got 'depth'"):
         load(DemoConfig, {"planner": {"name": "vlm", "geometry": "depth"}})
-    with pytest.raises(ConfigError, match="planner.geometry must be image or learned, got 'depth'"):
+    with pytest.raises(ConfigError, match="planner.geometry must be image or learned or pointing, got 'depth'"):
         make_vlm_planner({"geometry": "depth"}, client=ScriptedVLMClient(["{}"]))
     with pytest.raises(ConfigError, match="planner.geometry=learned needs the learned state and trace models"):
         make_vlm_planner({"geometry": "learned"}, client=ScriptedVLMClient(["{}"]))
@@ -198,3 +198,68 @@ def test_the_env_renders_what_the_hybrids_state_model_reads():
     shipped = json.loads((registry.SHIPPED_CHECKPOINTS / "state" / "stack_three" / "config.json").read_text())["model"]
     assert registry.perception_camera(hybrid_cfg) == (shipped["camera"], tuple(shipped["image_size"]))
     assert registry.perception_camera(image_cfg) is None
+
+
+def test_a_place_named_by_its_object_only_is_traced_with_its_own_place():
+    """The VLM's place(can) (the parser's arity follows the words, "put the can into its bin") is asked of the trace
+    model as place(can, can_bin), the subgoal the demonstrations were labelled with."""
+    from sim.tasks.registry import make_task
+
+    bins = make_task("pick_place_bins").sample_spec(np.random.default_rng(500)).spec
+    names = tuple(sorted([*bins.objects, *(f"{o}_bin" for o in bins.objects)]))
+    geometry = LearnedGeometry(FakeStateModel(), FakeTraceModel(_TraceCfg(skills=("pick", "place"), arg_names=names)))
+    geometry.check_task(bins)
+    obj = bins.objects[0]
+    assert geometry.trace_args(Subgoal(id="p", skill="place", args=(obj,), text="")) == (obj, f"{obj}_bin")
+    assert geometry.trace_args(Subgoal(id="g", skill="pick", args=(obj,), text="")) == (obj,)
+    assert geometry.trace_args(Subgoal(id="q", skill="place", args=(obj, f"{obj}_bin"), text="")) == (
+        obj, f"{obj}_bin")
+
+
+class PointsOnlyGeometry:
+    """Traces a subgoal only from the model's fresh points (as the pointing mode does)."""
+
+    is_oracle = False
+    source = "pointing"
+
+    def reset(self):
+        pass
+
+    def check_task(self, task):
+        pass
+
+    def fill(self, subgoal, observation, memory=None):
+        if subgoal.trace is None:
+            return replace(subgoal, trace_3d=None)
+        p = np.zeros((2, 3))
+        return replace(subgoal, trace_3d=Trace3D(points=p, yaw=np.zeros(2), gripper=np.array([-1.0, 1.0])))
+
+
+class ViewMemory:
+    """A memory whose view the test sets; it keeps the events."""
+
+    def __init__(self):
+        self.v, self.events = {}, []
+
+    def view(self):
+        return self.v
+
+    def record_event(self, kind, step, **data):
+        self.events.append((kind, data))
+
+
+def test_a_fallback_after_a_success_moves_on_and_asks_again_for_points():
+    good = reply(remaining=PLAN)
+    client = ScriptedVLMClient([good, "no", "no", "no", "no", reply(done=PLAN[:1], remaining=PLAN[1:])])
+    planner = make_vlm_planner({"geometry": "pointing", "check_grounding": False}, client=client,
+                               geometry=PointsOnlyGeometry())
+    planner.reset(TASK)
+    memory = ViewMemory()
+    assert planner.plan(obs(0), memory).remaining[0].trace_3d is not None
+    memory.v = {"attempts": {"pick(red)": 1}, "last_outcome": {"pick(red)": "success"}}
+    plan = planner.plan(obs(65), memory)  # 2 bad replies: kept plan, advanced past pick(red), no fresh points ...
+    fallbacks = [d for k, d in memory.events if k == "vlm_fallback"]
+    assert fallbacks[0]["advanced"] == ["pick(red)"]
+    # ... so the model is asked again: 2 more bad replies, then the third round answers
+    assert len(fallbacks) == 2 and not plan.fallback and plan.remaining[0].signature == "stack(red,green)"
+    assert plan.remaining[0].trace_3d is not None and planner.source == "vlm+pointing"

@@ -1,5 +1,6 @@
 """``stack_three`` scripted expert: pick a cube from above at a yaw that keeps the fingers clear of the other cubes,
 then stack it on another with its faces aligned (FIELD-NOTES: vertical gripper, yaw modulo 90 deg, slow descent).
+The waypoints are :mod:`sim.tasks.stack_three.waypoint_geometry`'s, which the VLM planner's pointing mode shares.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import numpy as np
 from sim.tasks.roles import TaskExpert
 from sim.tasks.stack_three.predicates import StackThreePredicates
 from sim.tasks.stack_three.scene import COLORS, CUBE_HALF, StackThreeScene
+from sim.tasks.stack_three.waypoint_geometry import face_turn, pick_waypoints, stack_waypoints
 from sim.tasks.types import TaskEpisode, Waypoint
 from tandem.core.geometry import yaw_of_mat, yaw_of_quat
 
@@ -45,14 +47,7 @@ class StackThreeExpert(TaskExpert):
         return best
 
     def _pick_waypoints(self, rs_env: Any, c: str) -> list[Waypoint]:
-        p = self.scene.cube_pos(rs_env, c)
-        yaw = self.grasp_yaw(rs_env, c)
-        return [
-            Waypoint(pos=p + [0, 0, 0.10], yaw=yaw, gripper=-1.0, tol=0.015, max_step=0.05, label="above"),
-            Waypoint(pos=p + [0, 0, 0.0], yaw=yaw, gripper=-1.0, tol=0.008, max_step=0.025, label="grasp"),
-            Waypoint(pos=p + [0, 0, 0.0], yaw=yaw, gripper=1.0, tol=0.02, max_step=0.01, hold=10, label="close"),
-            Waypoint(pos=p + [0, 0, 0.12], yaw=yaw, gripper=1.0, tol=0.02, max_step=0.03, label="lift"),
-        ]
+        return pick_waypoints(self.scene.cube_pos(rs_env, c), self.grasp_yaw(rs_env, c))
 
     def expert_waypoints(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> list[Waypoint]:
         self.scene.check_skill_args(skill, args)
@@ -71,18 +66,9 @@ class StackThreeExpert(TaskExpert):
             offset = np.zeros(3)
             grip_yaw = pre[0].yaw
         # rotate so that x's faces align with y's (cube yaw difference modulo 90 deg)
-        dyaw = yaw_of_quat(self.scene.cube_quat(rs_env, y)) - yaw_of_quat(self.scene.cube_quat(rs_env, x))
-        dyaw = (dyaw + math.pi / 4) % (math.pi / 2) - math.pi / 4
-        yaw = grip_yaw + dyaw
-        q = self.scene.cube_pos(rs_env, y)
-        place = q + [0, 0, 2 * CUBE_HALF + 0.004]
-        g = place - offset * np.array([1.0, 1.0, 1.0])
-        return pre + [
-            Waypoint(pos=g + [0, 0, 0.07], yaw=yaw, gripper=1.0, tol=0.012, max_step=0.04, label="above_target"),
-            Waypoint(pos=g + [0, 0, 0.0], yaw=yaw, gripper=1.0, tol=0.006, max_step=0.015, hold=2, label="lower"),
-            Waypoint(pos=g + [0, 0, 0.0], yaw=yaw, gripper=-1.0, tol=0.03, max_step=0.005, hold=8, label="release"),
-            Waypoint(pos=g + [0, 0, 0.10], yaw=yaw, gripper=-1.0, tol=0.02, max_step=0.03, label="retreat"),
-        ]
+        yaw = grip_yaw + face_turn(yaw_of_quat(self.scene.cube_quat(rs_env, y)),
+                                   yaw_of_quat(self.scene.cube_quat(rs_env, x)))
+        return pre + stack_waypoints(self.scene.cube_pos(rs_env, y), yaw, offset)
 
     def goal_poses(self, rs_env: Any, episode: TaskEpisode, skill: str,
                    args: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
