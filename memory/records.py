@@ -32,9 +32,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, ClassVar
 
+from tandem.core.memory_view import FailureCause
 from tandem.core.privileged import goals_withheld
 from tandem.core.types import Plan, Subgoal, TaskSpec, Verdict, to_jsonable
 from tandem.core.vocabulary import TaskVocabulary
@@ -42,25 +42,6 @@ from tandem.core.vocabulary import TaskVocabulary
 
 class RecordError(ValueError):
     """A record's JSON is malformed (missing field, wrong type). The message names the kind and the field."""
-
-
-class FailureCause(StrEnum):
-    """Why a subgoal attempt failed (see :func:`memory.failures.classify_failure`).
-
-    * ``grasp_slipped``: the object was not (or no longer) held: a missed grasp, or it left the gripper mid-carry;
-    * ``object_moved``: the object was pushed or knocked away from where the attempt expected it;
-    * ``wrong_object``: the attempt acted on another object;
-    * ``timeout``: the attempt's step budget ran out before the executor reported it done;
-    * ``unreachable``: the executor could not reach the object or place;
-    * ``unknown``: none of the above could be told from the verdict.
-    """
-
-    GRASP_SLIPPED = "grasp_slipped"
-    OBJECT_MOVED = "object_moved"
-    WRONG_OBJECT = "wrong_object"
-    TIMEOUT = "timeout"
-    UNREACHABLE = "unreachable"
-    UNKNOWN = "unknown"
 
 
 def signature_of(subgoal_json: Mapping[str, Any]) -> str:

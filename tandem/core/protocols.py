@@ -107,7 +107,9 @@ class TaskMemory(Protocol):
         ...
 
     def view(self) -> dict[str, Any]:
-        """Compact, bounded, JSON-safe view for prompts: ``{"done", "remaining", "failures", "facts", ...}``."""
+        """Compact, bounded, JSON-safe view: ``MemoryView.to_dict()`` (``{"done", "remaining", "failures", "facts",
+        ...}``). Components read it through ``tandem.core.memory_view.MemoryView.from_dict`` and render it for a
+        prompt with ``MemoryView.to_text``, the one renderer."""
         ...
 
     def snapshot(self) -> TaskMemory:

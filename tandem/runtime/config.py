@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memory.lessons import RetryRules
+from planner_vlm.prompting import PLAN_MEMORY_TOKENS, VERIFY_MEMORY_TOKENS
 from tandem.core.dataset_schema import DEFAULT_LABEL_CAMERA
 from tandem.core.errors import ConfigError, UnknownNameError, did_you_mean
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
@@ -408,6 +409,8 @@ class VLMClientConfig(ComponentConfig):
         replies: scripted: the replies, replayed in order (the last repeats).
         temperature, max_new_tokens: sampling (0 = greedy).
         prompt_version: ``planner_vlm/prompts/<plan|verify>_<version>.md``.
+        memory_tokens: the prompt's budget for the task memory, in tokens (``MemoryView.to_text`` drops whole
+            entries, least important first).
         cameras: cameras sent to the model (None: all cameras of the task).
         max_repairs: repair rounds after an unparseable reply, before the fallback.
     """
@@ -430,6 +433,7 @@ class VLMClientConfig(ComponentConfig):
     prompt_version: str = "v1"
     cameras: list[str] | None = None
     max_repairs: int = 1
+    memory_tokens: int = PLAN_MEMORY_TOKENS
 
     def check(self) -> None:
         if self.backend not in ("openai", "transformers", "scripted"):
@@ -439,8 +443,9 @@ class VLMClientConfig(ComponentConfig):
         for name in ("max_retries", "max_repairs"):
             if getattr(self, name) < 0:
                 raise FieldError(name, f"must be >= 0, got {getattr(self, name)}")
-        if self.max_new_tokens < 1:
-            raise FieldError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
+        for name in ("max_new_tokens", "memory_tokens"):
+            if getattr(self, name) < 1:
+                raise FieldError(name, f"must be >= 1, got {getattr(self, name)}")
         if self.temperature < 0:
             raise FieldError("temperature", f"must be >= 0, got {self.temperature}")
 
@@ -689,10 +694,13 @@ class OracleTaskVerifierConfig(ComponentConfig):
 @component_schema("verifier")
 @dataclass
 class VLMVerifierConfig(VLMClientConfig):
-    """``verifier=vlm`` (``planner_vlm.factory.make_vlm_verifier``): judges each subgoal from before/after images."""
+    """``verifier=vlm`` (``planner_vlm.factory.make_vlm_verifier``): judges each subgoal from before/after images,
+    with the task memory as context (``verify_v2``)."""
 
     name: str = "vlm"
     max_new_tokens: int = 256
+    prompt_version: str = "v2"  # verify_v2: with the task memory
+    memory_tokens: int = VERIFY_MEMORY_TOKENS
 
 
 @component_schema("executor")
