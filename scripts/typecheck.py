@@ -57,8 +57,10 @@ def run_mypy() -> tuple[Counter[Key], str]:
     return counts, out
 
 
-def read_baseline(path: Path = BASELINE) -> Counter[Key]:
-    """The baseline's counts per ``(file, code)`` (empty where there is no file)."""
+def read_baseline(path: Path | None = None) -> Counter[Key]:
+    """The counts per ``(file, code)`` of the baseline at ``path`` (None: :data:`BASELINE`; empty where there is no
+    file)."""
+    path = BASELINE if path is None else path
     counts: Counter[Key] = Counter()
     if not path.is_file():
         return counts
@@ -73,8 +75,9 @@ def read_baseline(path: Path = BASELINE) -> Counter[Key]:
     return counts
 
 
-def write_baseline(counts: Counter[Key], path: Path = BASELINE) -> None:
-    """Write ``counts`` as the baseline, sorted by file and code."""
+def write_baseline(counts: Counter[Key], path: Path | None = None) -> None:
+    """Write ``counts`` as the baseline at ``path`` (None: :data:`BASELINE`), sorted by file and code."""
+    path = BASELINE if path is None else path
     lines = ["# mypy errors per file and code when the type check came in (scripts/typecheck.py). It only shrinks:",
              "# fix errors, then run scripts/typecheck.py --update. Never add lines by hand.",
              *(f"{n} {p} {c}" for (p, c), n in sorted(counts.items()) if n > 0)]

@@ -185,10 +185,11 @@ def withhold_goals(task: TaskSpec, who: str) -> TaskSpec:
     if goals_withheld(task):
         return task
     vocab = task.vocabulary
+    # WithheldGoals stands in for the goals tuple on purpose (every read raises): hence the two type: ignore
     if vocab is None:
-        return dataclasses.replace(task, goals=WithheldGoals(who))
-    return dataclasses.replace(task, goals=WithheldGoals(who), objects=tuple(vocab.objects),
-                               targets=tuple(vocab.places))
+        return dataclasses.replace(task, goals=WithheldGoals(who))  # type: ignore[arg-type]
+    return dataclasses.replace(task, goals=WithheldGoals(who),  # type: ignore[arg-type]
+                               objects=tuple(vocab.objects), targets=tuple(vocab.places))
 
 
 __all__ = ["RedactedPrivileged", "WithheldGoals", "goals_withheld", "observation_for", "redact", "task_for", "withhold_goals"]

@@ -139,9 +139,20 @@ class Planner(Protocol):
             refused reading (``Grounding.refused``) ends the episode before anything moves.
     """
 
-    is_oracle: bool
-    source: str
-    grounding: Grounding | None
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads ``Observation.privileged`` (a class constant in every implementation)."""
+        ...
+
+    @property
+    def source(self) -> str:
+        """What memory records as the plan's source."""
+        ...
+
+    @property
+    def grounding(self) -> Grounding | None:
+        """The planner's reading of the instruction after ``reset`` (None: it grounds no goals)."""
+        ...
 
     def reset(self, task: TaskSpec) -> None:
         """Start an episode of ``task`` (goals withheld unless the planner is an oracle) and read its instruction."""
@@ -173,7 +184,10 @@ class GoalProducer(Protocol):
         is_oracle: whether it reads the simulator (the teleport-render oracle does).
     """
 
-    is_oracle: bool
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads the simulator's truth (a class constant in every implementation)."""
+        ...
 
     def produce(self, subgoal: Subgoal, observation: Observation) -> Subgoal:
         """Return ``subgoal`` with ``goal_image`` ``uint8 (H, W, 3)`` and/or ``trace`` filled in."""
@@ -188,7 +202,10 @@ class Verifier(Protocol):
         is_oracle: whether it reads ``Observation.privileged`` (the simulator's predicates or success flag).
     """
 
-    is_oracle: bool
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads the simulator's truth (a class constant in every implementation)."""
+        ...
 
     def reset(self, task: TaskSpec, memory: TaskMemory) -> None:
         """Start an episode of ``task``; a model verifier records its exchanges in ``memory``."""
@@ -207,7 +224,10 @@ class Executor(Protocol):
         is_oracle: whether it reads the simulator (the scripted experts drive the live simulator).
     """
 
-    is_oracle: bool
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads the simulator's truth (a class constant in every implementation)."""
+        ...
 
     def reset(self) -> None: ...
 
@@ -242,7 +262,10 @@ class ObjectKeypointReader(Protocol):
             is read only modulo ``2 pi / m`` (a cube: 4). Objects not named: 1.
     """
 
-    is_oracle: bool
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads the simulator's truth (a class constant in every implementation)."""
+        ...
     camera: str
     objects: tuple[str, ...]
     symmetries: dict[str, int]

@@ -345,7 +345,7 @@ def expand_suite(suite: Suite, variants: Sequence[Variant], env: Mapping[str, An
         for t in suite.tasks:
             for seed in suite.seeds:
                 p = t.perturb.draw(t.name, seed)
-                build = {
+                build: dict[str, Any] = {
                     "task": {"name": t.name},
                     "planner": v.planner, "verifier": v.verifier, "executor": v.executor, "goals": v.goals,
                     "perturb": p or {"name": "none"},

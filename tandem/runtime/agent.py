@@ -196,8 +196,9 @@ class HierarchicalAgent:
     @property
     def oracle_components(self) -> list[str]:
         """The roles whose component reads the simulator's truth (``is_oracle``), e.g. ``["planner", "executor"]``."""
-        parts = [("planner", self.planner), ("verifier", self.verifier), ("executor", self.executor),
-                 ("goal producer", self.goal_producer)]
+        parts: list[tuple[str, Planner | Verifier | Executor | GoalProducer | None]] = [
+            ("planner", self.planner), ("verifier", self.verifier), ("executor", self.executor),
+            ("goal producer", self.goal_producer)]
         return [role for role, c in parts if c is not None and c.is_oracle]
 
     @property
