@@ -115,6 +115,7 @@ class TrackExecutor(nn.Module):
             buf.copy_(torch.from_numpy(v))
 
     def stats(self) -> TrackStats:
+        """The normalisation statistics the buffers hold, as numpy arrays."""
         return TrackStats(*(getattr(self, n).cpu().numpy() for n in ("feature_mean", "feature_std", "action_min",
                                                                       "action_max")))
 
@@ -132,10 +133,12 @@ class TrackExecutor(nn.Module):
 
     @property
     def device(self) -> torch.device:
+        """The device the network's parameters are on."""
         return self.feature_mean.device
 
     @property
     def text_encoder(self) -> Any:
+        """The sentence encoder of subgoal texts (``cfg.text_encoder``), loaded on first use."""
         if self._text_encoder is None:
             from executor_vla.text_encoder import load_text_encoder
 

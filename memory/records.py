@@ -32,7 +32,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, override
 
 from tandem.core.memory_view import FailureCause
 from tandem.core.privileged import goals_withheld
@@ -96,6 +96,7 @@ class EpisodeStart(Record):
 
     @property
     def task_spec(self) -> TaskSpec:
+        """The episode's task, read back from its JSON."""
         return task_from_json(self.task)
 
 
@@ -143,6 +144,7 @@ class AttemptRecord(Record):
     end_step: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
 
+    @override
     def to_json(self) -> dict[str, Any]:
         d = super().to_json()
         if d["end_step"] is None:  # the version-1 layout has no end_step / params
@@ -167,8 +169,10 @@ class VerdictRecord(Record):
 
     @property
     def verdict(self) -> Verdict:
+        """The verdict the record stores."""
         return Verdict(self.success, self.confidence, self.reason, self.source)  # type: ignore[arg-type]
 
+    @override
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "step": int(self.step), "subgoal": to_jsonable(self.subgoal),
                 "signature": self.signature, "attempt": int(self.attempt),
@@ -188,6 +192,7 @@ class FailureRecord(Record):
 
     @property
     def skill(self) -> str:
+        """The skill of the failed subgoal's signature (``stack`` of ``stack(red,green)``)."""
         return self.signature.partition("(")[0]
 
 
@@ -212,6 +217,7 @@ class ObjectFactRecord(Record):
     camera: str | None = None
     pose: tuple[float, ...] | None = None
 
+    @override
     def to_json(self) -> dict[str, Any]:
         d = super().to_json()
         for k in ("pixel", "camera", "pose"):  # optional fields stay out of the line when unset
@@ -229,8 +235,10 @@ class EventRecord(Record):
 
     @property
     def kind(self) -> str:  # type: ignore[override]
+        """The event's kind (stored per instance, unlike the other records' class-level kinds)."""
         return self.event
 
+    @override
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.event, "step": int(self.step), **to_jsonable(self.data)}
 

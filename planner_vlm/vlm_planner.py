@@ -65,11 +65,17 @@ class SubgoalGeometry(Protocol):
 
     is_oracle: bool
 
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Forget the episode."""
+        ...
 
-    def check_task(self, task: TaskSpec) -> None: ...
+    def check_task(self, task: TaskSpec) -> None:
+        """Refuse a task whose subgoals it cannot trace (ConfigError)."""
+        ...
 
-    def fill(self, subgoal: Subgoal, observation: Observation, memory: TaskMemory | None = None) -> Subgoal: ...
+    def fill(self, subgoal: Subgoal, observation: Observation, memory: TaskMemory | None = None) -> Subgoal:
+        """``subgoal`` with its 3-D trace (and the trace projected into the camera) for ``observation``."""
+        ...
 
 
 class VLMPlanner:

@@ -50,16 +50,19 @@ class UnknownNameError(ConfigError, KeyError):
 
 
 class UnknownTaskError(UnknownNameError):
+    """A task name that no task registry knows (the message suggests the closest known one)."""
     def __init__(self, name: str, known):
         super().__init__("task", name, known)
 
 
 class UnknownSkillError(UnknownNameError):
+    """A skill name the task does not declare (the message suggests the closest known one)."""
     def __init__(self, name: str, known):
         super().__init__("skill", name, known)
 
 
 class UnknownObjectError(UnknownNameError):
+    """An object name the task does not declare (the message suggests the closest known one)."""
     def __init__(self, name: str, known):
         super().__init__("object", name, known)
 

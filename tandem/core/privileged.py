@@ -50,6 +50,7 @@ class RedactedPrivileged(Mapping[str, Any]):
         self._deny(f"[{key!r}]")
 
     def get(self, key: str, default: Any = None) -> Any:
+        """Refused: raises :class:`~tandem.core.errors.PrivilegedAccessError` naming the component."""
         self._deny(f".get({key!r})")
 
     def __contains__(self, key: object) -> bool:
@@ -65,12 +66,15 @@ class RedactedPrivileged(Mapping[str, Any]):
         self._deny("truth value")
 
     def keys(self) -> Any:
+        """Refused: raises :class:`~tandem.core.errors.PrivilegedAccessError` naming the component."""
         self._deny(".keys()")
 
     def items(self) -> Any:
+        """Refused: raises :class:`~tandem.core.errors.PrivilegedAccessError` naming the component."""
         self._deny(".items()")
 
     def values(self) -> Any:
+        """Refused: raises :class:`~tandem.core.errors.PrivilegedAccessError` naming the component."""
         self._deny(".values()")
 
     def __eq__(self, other: object) -> bool:

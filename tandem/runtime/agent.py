@@ -119,6 +119,7 @@ class AgentStatus:
     grounding: dict[str, Any] | None = None  # the planner's reading of the instruction (Grounding.to_json)
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict of the status, without the per-step latency lists."""
         return {k: v for k, v in self.__dict__.items() if k not in ("plan_latency_s", "action_latency_s")}
 
 

@@ -48,7 +48,7 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, override
 
 from memory.lessons import RetryRules
 from planner_vlm.prompting import PLAN_MEMORY_TOKENS, VERIFY_MEMORY_TOKENS
@@ -122,6 +122,7 @@ class TaskConfig(Schema):
 
     name: str = "stack_three"
 
+    @override
     def check(self) -> None:
         if not self.name:
             raise FieldError("name", "must name a task")
@@ -155,6 +156,7 @@ class EnvConfig(Schema):
     perturbation_budget: bool = True
     depth_cameras: tuple[str, ...] = ()
 
+    @override
     def check(self) -> None:
         size = list(self.image_size)
         if len(size) != 2 or min(size) < 1:
@@ -182,6 +184,7 @@ class PerturbConfig(Schema):
     at_step: int | None = None
     after_success: int = 1
 
+    @override
     def check(self) -> None:
         if self.at_step is not None and self.at_step < 0:
             raise FieldError("at_step", f"must be >= 0 or null, got {self.at_step}")
@@ -227,6 +230,7 @@ class AgentConfig(Schema):
     confirm_reads: int = 2
     confirm_gap_steps: int = 10
 
+    @override
     def check(self) -> None:
         if self.max_attempts_per_subgoal < 1:
             raise FieldError("max_attempts_per_subgoal", f"must be >= 1, got {self.max_attempts_per_subgoal}")
@@ -280,6 +284,7 @@ class MemoryConfig(Schema):
     min_slow_attempts: int = _RETRY_RULES.min_slow_attempts
     max_plain_retry_rate: float = _RETRY_RULES.max_plain_retry_rate
 
+    @override
     def check(self) -> None:
         if self.lessons is not None and not str(self.lessons).strip():
             raise FieldError("lessons", "must be null, store or the path of a memory.sqlite, got ''")
@@ -435,6 +440,7 @@ class VLMClientConfig(ComponentConfig):
     max_repairs: int = 1
     memory_tokens: int = PLAN_MEMORY_TOKENS
 
+    @override
     def check(self) -> None:
         if self.backend not in ("openai", "transformers", "scripted"):
             raise FieldError("backend", f"must be openai, transformers or scripted, got {self.backend!r}")
@@ -493,6 +499,7 @@ class VLMPlannerConfig(VLMClientConfig):
     torch_threads: int | None = 1
     use_depth: bool = True
 
+    @override
     def check(self) -> None:
         super().check()
         if self.point_frame not in ("auto", "pixels", "resized_pixels", "grid1000", "unit"):
@@ -533,6 +540,7 @@ class LearnedPerceptionConfig(ComponentConfig):
     torch_threads: int | None = 1
     use_depth: bool = True
 
+    @override
     def check(self) -> None:
         wrong_type = non_numbers(self)
         if wrong_type:  # before the range checks (here and in subclasses), which would raise a TypeError on a string
@@ -630,6 +638,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     grasp_prior_deg: float = 15.0  # planner_vlm.learned.learned_planner.GRASP_PRIOR_DEG
     geometric_picks: bool = True
 
+    @override
     def check(self) -> None:
         super().check()
         if self.hidden_uncertainty is not None and not (math.isfinite(self.hidden_uncertainty)
@@ -668,6 +677,7 @@ class LearnedVerifierConfig(LearnedPerceptionConfig):
     confidence_threshold: float = 0.9
     held_ray_m: float | None = 0.06  # planner_vlm.learned.hand_evidence.HELD_RAY_M
 
+    @override
     def check(self) -> None:
         super().check()
         if not 0.5 < self.confidence_threshold <= 1.0:
@@ -726,6 +736,7 @@ class CheckpointExecutorConfig(ComponentConfig):
     device: str = "cpu"
     torch_threads: int | None = None
 
+    @override
     def check(self) -> None:
         if self.torch_threads is not None and self.torch_threads < 1:
             raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
@@ -748,6 +759,7 @@ class LeRobotExecutorConfig(CheckpointExecutorConfig):
     task_text: str = "subgoal"
     camera_map: dict[str, str] = field(default_factory=dict)
 
+    @override
     def check(self) -> None:
         super().check()
         if self.task_text not in ("subgoal", "instruction"):
@@ -885,6 +897,7 @@ class StackConfig(Schema):
     agent: AgentConfig = field(default_factory=AgentConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
 
+    @override
     def check(self) -> None:
         if self.instructions not in INSTRUCTION_STYLES:
             raise FieldError("instructions", f"must be one of {list(INSTRUCTION_STYLES)}, got {self.instructions!r}")
@@ -908,6 +921,7 @@ class DemoConfig(StackConfig):
     video: bool = True
     out_dir: str = "outputs/demo"
 
+    @override
     def check(self) -> None:
         super().check()
         if self.seed < 0:
@@ -946,6 +960,7 @@ class DatasetWriteConfig(Schema):
     checkpoint_every: int = 1
     image_threads: int = 0
 
+    @override
     def check(self) -> None:
         if not self.label_camera:
             raise FieldError("label_camera", "must name a camera, got an empty string")
@@ -986,6 +1001,7 @@ class CollectConfig(StackConfig):
     dart: DartConfig = field(default_factory=DartConfig)
     dataset: DatasetWriteConfig = field(default_factory=DatasetWriteConfig)
 
+    @override
     def check(self) -> None:
         super().check()
         if self.episodes < 1:
@@ -1024,6 +1040,7 @@ class SimRobotConfig(Schema):
     duration_s: float | None = in_range(None, gt=0, unit="s")
     publish_for_s: float | None = in_range(None, gt=0, unit="s")
 
+    @override
     def check(self) -> None:
         if self.seed < 0:
             raise FieldError("seed", f"must be >= 0, got {self.seed}")
@@ -1069,6 +1086,7 @@ class BridgeRunConfig(Schema):
     wait_for_instruction: bool = False
     instruction_timeout_s: float | None = None
 
+    @override
     def check(self) -> None:
         super().check()
         if self.episodes < 1:

@@ -5,7 +5,7 @@ then stack it on another with its faces aligned (FIELD-NOTES: vertical gripper, 
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, override
 
 import numpy as np
 
@@ -54,6 +54,7 @@ class StackThreeExpert(TaskExpert):
             Waypoint(pos=p + [0, 0, 0.12], yaw=yaw, gripper=1.0, tol=0.02, max_step=0.03, label="lift"),
         ]
 
+    @override
     def expert_waypoints(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> list[Waypoint]:
         self.scene.check_skill_args(skill, args)
         if skill == "pick":
@@ -84,6 +85,7 @@ class StackThreeExpert(TaskExpert):
             Waypoint(pos=g + [0, 0, 0.10], yaw=yaw, gripper=-1.0, tol=0.02, max_step=0.03, label="retreat"),
         ]
 
+    @override
     def goal_poses(self, rs_env: Any, episode: TaskEpisode, skill: str,
                    args: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         self.scene.check_skill_args(skill, args)
