@@ -386,12 +386,9 @@ class TrackExecutor(nn.Module):
         else:
             if subgoal.trace is None:
                 raise SubgoalSchemaError(f"subgoal {subgoal.signature} has no 2-D trace, which this executor needs")
-            from executor_vla.conditioning import resample_trace
+            from tandem.core.traces import resample_trace
 
-            h, w = cfg.image_size
-            pts = resample_trace(subgoal.trace.points, cfg.trace_len) * np.array(
-                [w / subgoal.trace.image_size[1], h / subgoal.trace.image_size[0]], np.float32)
-            trace = (pts, np.ones(cfg.trace_len, np.float32))
+            trace = resample_trace(subgoal.trace, cfg.trace_len, cfg.image_size)  # px of cfg.image_size, mask
             text = subgoal.text
         if cfg.use_text:
             if not text or not text.strip():
