@@ -24,19 +24,20 @@ setup-dev:
 demo: setup
 	$(VENV)/bin/tandem-demo task=$(TASK) $(ARGS)
 
-## The test suite, with the import-linter contracts and ruff.
-test: setup-dev
-	$(VENV)/bin/lint-imports
-	$(VENV)/bin/ruff check .
+## The test suite, after the checks of `make lint`.
+test: lint
 	$(PY) -m pytest $(ARGS)
 
 ## The optional LIBERO-10 extra (task=libero_10/<task>): LIBERO's task files, its assets (298 MB) and the link to them.
 libero: setup
 	@scripts/install_libero.sh
 
+## The import-linter contracts, ruff (with the docstring rules) and the type check (mypy against a baseline that only
+## shrinks: scripts/typecheck.py).
 lint: setup-dev
 	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
+	$(PY) scripts/typecheck.py
 
 clean:
-	rm -rf $(VENV) outputs .pytest_cache
+	rm -rf $(VENV) outputs .pytest_cache .mypy_cache

@@ -288,6 +288,7 @@ class BridgeConfig:
 
     @property
     def dt(self) -> float:
+        """Control period (s): ``1 / rate_hz``."""
         return 1.0 / self.rate_hz
 
     @property

@@ -57,10 +57,12 @@ def sec_to_stamp(types: TypeResolver, t: float) -> Any:
 
 
 def duration_to_sec(d: Any) -> float:
+    """Seconds of a ROS 2 ``builtin_interfaces/Duration`` or ``Time`` (``sec + nanosec * 1e-9``)."""
     return int(d.sec) + int(d.nanosec) * 1e-9
 
 
 def sec_to_duration(types: TypeResolver, t: float) -> Any:
+    """A ROS 2 ``builtin_interfaces/msg/Time`` of ``t`` seconds (nanoseconds rounded, at most 999,999,999)."""
     sec = math.floor(t)
     nsec = min(int(round((t - sec) * 1e9)), 999_999_999)
     return types("builtin_interfaces/msg/Duration")(sec=int(sec), nanosec=nsec)

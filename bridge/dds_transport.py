@@ -88,6 +88,7 @@ class DdsTransport:
         self._thread.start()
 
     def msg_type(self, name: str) -> type:
+        """The IDL message class of ROS 2 interface ``name``; raises UnknownNameError for one it does not carry."""
         if name not in self._registry:
             raise UnknownNameError("message type", name, list(self._registry))
         return self._registry[name]
@@ -110,6 +111,7 @@ class DdsTransport:
                    Policy.DataRepresentation(use_cdrv0_representation=True))
 
     def create_publisher(self, topic: str, type_name: str, reliable: bool = True, depth: int = 10):
+        """A function that writes one message on ``topic`` (DDS name ``rt/<topic>``; KEEP_LAST ``depth``)."""
         from cyclonedds.pub import DataWriter
 
         with self._lock:
@@ -155,6 +157,7 @@ class DdsTransport:
             time.sleep(self._poll_s)
 
     def now(self) -> float:
+        """Wall-clock time (s), the stamp of outgoing headers."""
         return time.time()
 
     def close(self) -> None:

@@ -126,6 +126,7 @@ class JointState(IdlStruct, typename="sensor_msgs::msg::dds_::JointState_"):
 # ---- geometry_msgs ----------------------------------------------------------------------------------
 @dataclass
 class Vector3(IdlStruct, typename="geometry_msgs::msg::dds_::Vector3_"):
+    """``geometry_msgs/Vector3``: x, y, z (m or m/s, by use)."""
     x: float64 = 0.0
     y: float64 = 0.0
     z: float64 = 0.0
@@ -133,6 +134,7 @@ class Vector3(IdlStruct, typename="geometry_msgs::msg::dds_::Vector3_"):
 
 @dataclass
 class Point(IdlStruct, typename="geometry_msgs::msg::dds_::Point_"):
+    """``geometry_msgs/Point``: a position x, y, z in m."""
     x: float64 = 0.0
     y: float64 = 0.0
     z: float64 = 0.0
@@ -150,12 +152,14 @@ class Quaternion(IdlStruct, typename="geometry_msgs::msg::dds_::Quaternion_"):
 
 @dataclass
 class Pose(IdlStruct, typename="geometry_msgs::msg::dds_::Pose_"):
+    """``geometry_msgs/Pose``: a position (m) and an orientation (quaternion xyzw, ROS order)."""
     position: Point = field(default_factory=Point)
     orientation: Quaternion = field(default_factory=Quaternion)
 
 
 @dataclass
 class PoseStamped(IdlStruct, typename="geometry_msgs::msg::dds_::PoseStamped_"):
+    """``geometry_msgs/PoseStamped``: a pose with its header (frame and time stamp)."""
     header: Header = field(default_factory=Header)
     pose: Pose = field(default_factory=Pose)
 
@@ -179,6 +183,8 @@ class TwistStamped(IdlStruct, typename="geometry_msgs::msg::dds_::TwistStamped_"
 # ---- trajectory_msgs --------------------------------------------------------------------------------
 @dataclass
 class JointTrajectoryPoint(IdlStruct, typename="trajectory_msgs::msg::dds_::JointTrajectoryPoint_"):
+    """``trajectory_msgs/JointTrajectoryPoint``: joint positions (rad), velocities, accelerations, efforts and
+    the time from the trajectory's start."""
     positions: sequence[float64] = field(default_factory=list)
     velocities: sequence[float64] = field(default_factory=list)
     accelerations: sequence[float64] = field(default_factory=list)
@@ -188,6 +194,7 @@ class JointTrajectoryPoint(IdlStruct, typename="trajectory_msgs::msg::dds_::Join
 
 @dataclass
 class JointTrajectory(IdlStruct, typename="trajectory_msgs::msg::dds_::JointTrajectory_"):
+    """``trajectory_msgs/JointTrajectory``: joint names and the points to pass through."""
     header: Header = field(default_factory=Header)
     joint_names: sequence[str] = field(default_factory=list)
     points: sequence[JointTrajectoryPoint] = field(default_factory=list)

@@ -90,6 +90,8 @@ class RclpyTransport:
             raise UnknownNameError("message type", name, []) from e
 
     def create_publisher(self, topic: str, type_name: str, reliable: bool = True, depth: int = 10):
+        """A function that publishes one message on ``topic`` through an rclpy publisher (reliable or best effort,
+        KEEP_LAST ``depth``)."""
         from rclpy.qos import QoSProfile, ReliabilityPolicy
 
         qos = QoSProfile(depth=depth, reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT)
@@ -98,6 +100,7 @@ class RclpyTransport:
 
     def create_subscription(self, topic: str, type_name: str, callback: Callable[[Any], None],
                             reliable: bool = False) -> None:
+        """Call ``callback`` with every message on ``topic`` (best effort sensor QoS unless ``reliable``)."""
         from rclpy.qos import QoSProfile, ReliabilityPolicy, qos_profile_sensor_data
 
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE) if reliable else qos_profile_sensor_data
@@ -116,6 +119,7 @@ class RclpyTransport:
         self._action_clients[action_name].send_goal_async(goal)
 
     def now(self) -> float:
+        """ROS time of the node's clock (s): simulated time where ``use_sim_time`` is set."""
         return self.node.get_clock().now().nanoseconds * 1e-9
 
     def _spin(self) -> None:

@@ -266,6 +266,7 @@ class RobotEnv:
     # ---- the Env protocol -------------------------------------------------------------------------------
     @property
     def events(self) -> list[dict]:
+        """The safety layer's events so far (``SafetyEvent.to_json()`` each), oldest first."""
         return [e.to_json() for e in self.safety.events]
 
     def stamps(self) -> dict[str, float | None]:

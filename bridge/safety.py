@@ -97,6 +97,7 @@ class Command:
         return cls(joint_positions=np.zeros(0) if joint_mode else None, stop=True)
 
     def is_finite(self) -> bool:
+        """Whether every field of the command is finite (a NaN or inf one is refused)."""
         parts = [self.linear, self.angular]
         parts += [np.asarray([v]) for v in (self.gripper_width, self.gripper_effort) if v is not None]
         if self.joint_positions is not None:
@@ -115,6 +116,7 @@ class SafetyEvent:
     stopped: bool = False
 
     def to_json(self) -> dict:
+        """JSON-safe dict: ``{"kind", "t", "detail", "stopped"}`` (t in s)."""
         return {"kind": self.kind, "t": round(self.t, 6), "detail": self.detail, "stopped": self.stopped}
 
 

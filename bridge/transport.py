@@ -36,13 +36,17 @@ class Transport(Protocol):
         ...
 
     def create_subscription(self, topic: str, type_name: str, callback: Callable[[Any], None],
-                            reliable: bool = False) -> None: ...
+                            reliable: bool = False) -> None:
+        """Call ``callback`` with every message received on ``topic`` (best effort unless ``reliable``)."""
+        ...
 
     def now(self) -> float:
         """Current time (s) on the clock used for header stamps (wall clock, or ROS time for rclpy)."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Stop delivering and release the transport's resources."""
+        ...
 
 
 def _idl_registry() -> dict[str, type]:
@@ -59,6 +63,7 @@ class InProcessBus:
         self.lock = threading.Lock()
 
     def deliver(self, topic: str, msg: Any) -> None:
+        """Hand ``msg`` to every subscriber of ``topic``, on the caller's thread."""
         with self.lock:
             callbacks = list(self.subs[topic])
         for cb in callbacks:
@@ -75,6 +80,7 @@ class InProcessTransport:
         self.bus, self._clock = bus, clock
 
     def msg_type(self, name: str) -> type:
+        """The message class of ROS 2 interface ``name`` (the dataclasses of :mod:`bridge.messages`)."""
         from tandem.core.errors import UnknownNameError
 
         reg = _idl_registry()
@@ -83,6 +89,7 @@ class InProcessTransport:
         return reg[name]
 
     def create_publisher(self, topic: str, type_name: str, reliable: bool = True, depth: int = 10) -> Publisher:
+        """A function that delivers one message on ``topic`` to the bus's subscribers."""
         cls = self.msg_type(type_name)
 
         def publish(msg: Any) -> None:
@@ -94,14 +101,17 @@ class InProcessTransport:
 
     def create_subscription(self, topic: str, type_name: str, callback: Callable[[Any], None],
                             reliable: bool = False) -> None:
+        """Call ``callback`` with every message delivered on ``topic``."""
         self.msg_type(type_name)
         with self.bus.lock:
             self.bus.subs[topic].append(callback)
 
     def now(self) -> float:
+        """The transport's clock (s)."""
         return self._clock()
 
     def close(self) -> None:
+        """Nothing to release: the bus lives in memory."""
         pass
 
 
@@ -113,9 +123,12 @@ class DryRunTransport:
         self.sent: list[tuple[str, Any]] = []
 
     def msg_type(self, name: str) -> type:
+        """The wrapped transport's message class for ``name``."""
         return self.inner.msg_type(name)
 
     def create_publisher(self, topic: str, type_name: str, reliable: bool = True, depth: int = 10) -> Publisher:
+        """A function that logs the message and keeps it in :attr:`sent` instead of publishing it (nothing reaches
+        the robot)."""
         self.inner.msg_type(type_name)
 
         def publish(msg: Any) -> None:
@@ -125,12 +138,15 @@ class DryRunTransport:
         return publish
 
     def create_subscription(self, topic, type_name, callback, reliable: bool = False) -> None:
+        """Subscribe through the wrapped transport (a dry run still reads the robot)."""
         self.inner.create_subscription(topic, type_name, callback, reliable)
 
     def now(self) -> float:
+        """The wrapped transport's clock (s)."""
         return self.inner.now()
 
     def close(self) -> None:
+        """Close the wrapped transport."""
         self.inner.close()
 
 

@@ -73,6 +73,7 @@ class TracePointEncoder(nn.Module):
         self.net = nn.Sequential(nn.Linear(3 * trace_len, 128), nn.Mish(), nn.Linear(128, out_dim))
 
     def forward(self, points: Tensor, mask: Tensor) -> Tensor:
+        """``points (B, K, 2)`` px and ``mask (B, K)`` (1 where a point is given) -> ``(B, out_dim)``."""
         p = normalize_points(points, self.image_size) * mask.unsqueeze(-1)
         return self.net(torch.cat([p, mask.unsqueeze(-1)], -1).flatten(1))
 

@@ -85,6 +85,7 @@ class DatasetTables:
 
     @property
     def num_frames(self) -> int:
+        """Number of frames read (rows of the ``index`` column)."""
         return int(len(self.columns.get("index", [])))
 
 

@@ -94,10 +94,13 @@ class MinMaxNormalizer(nn.Module):
         return out
 
     def normalize_action(self, a: Tensor) -> Tensor:
+        """Actions ``(..., A)`` -> ``[-1, 1]`` by the dataset's per-dimension min and max."""
         return (a - self.action_center) / self.action_half_range
 
     def unnormalize_action(self, a: Tensor) -> Tensor:
+        """Inverse of :meth:`normalize_action`: ``[-1, 1]`` -> actions in controller units."""
         return a * self.action_half_range + self.action_center
 
     def normalize_state(self, s: Tensor) -> Tensor:
+        """Proprio states ``(..., D)`` -> ``[-1, 1]`` by the dataset's per-dimension min and max."""
         return (s - self.state_center) / self.state_half_range

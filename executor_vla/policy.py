@@ -95,6 +95,7 @@ class DiffusionExecutor(nn.Module):
     # ------------------------------------------------------------------ helpers
     @property
     def device(self) -> torch.device:
+        """The device the network's parameters are on."""
         return self.normalizer.action_center.device
 
     @property

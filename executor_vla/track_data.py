@@ -71,10 +71,12 @@ class TrackStats:
     action_max: np.ndarray
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict of the four statistics (lists of floats)."""
         return {k: np.asarray(v, np.float64).tolist() for k, v in self.__dict__.items()}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> TrackStats:
+        """The statistics of a :meth:`to_json` dict (float32 arrays)."""
         return cls(**{k: np.asarray(d[k], np.float32) for k in ("feature_mean", "feature_std", "action_min",
                                                                "action_max")})
 

@@ -28,6 +28,7 @@ class ResidualMLP(nn.Module):
         self.out = nn.Sequential(nn.LayerNorm(hidden_dim), nn.Mish(), nn.Linear(hidden_dim, out_dim))
 
     def forward(self, x: Tensor) -> Tensor:
+        """``(B, in_dim) -> (B, out_dim)``."""
         h = self.inp(x)
         for block in self.blocks:
             h = h + block(h)
@@ -47,6 +48,8 @@ class MLPDenoiser(nn.Module):
                                hidden_dim, n_layers)
 
     def forward(self, x: Tensor, timestep: Tensor, cond: Tensor) -> Tensor:
+        """Noise (or sample) prediction ``(B, Tp, A)`` of the noised chunk ``x (B, Tp, A)`` at diffusion step
+        ``timestep (B,)``, given ``cond (B, C)``."""
         b = x.shape[0]
         h = torch.cat([x.reshape(b, -1), cond, self.step(timestep.reshape(b).to(x.dtype))], dim=-1)
         return self.mlp(h).reshape(b, self.horizon, self.action_dim)
@@ -85,6 +88,11 @@ class TrackNet(nn.Module):
             self.regressor = ResidualMLP(cfg.cond_dim, cfg.horizon * cfg.action_dim, cfg.hidden_dim, cfg.n_layers)
 
     def encode(self, obs: Tensor, text: Tensor | None) -> Tensor:
+        """``obs (B, To, F)`` normalised features and ``text (B, E)`` (None without text) -> ``cond (B, cond_dim)``.
+
+        Raises:
+            ValueError: the config uses text and ``text`` is None.
+        """
         parts = [obs.reshape(obs.shape[0], -1)]
         if self.text_proj is not None:
             if text is None:
@@ -93,8 +101,10 @@ class TrackNet(nn.Module):
         return self.encoder(torch.cat(parts, dim=-1))
 
     def progress(self, cond: Tensor) -> Tensor:
+        """Predicted progress through the subgoal, ``(B,)`` in ``[0, 1]``, from ``cond (B, cond_dim)``."""
         return torch.sigmoid(self.progress_head(cond)).reshape(-1)
 
     def regress(self, cond: Tensor) -> Tensor:
+        """The regression head's action chunk ``(B, horizon, action_dim)`` (normalised) from ``cond (B, cond_dim)``."""
         assert self.regressor is not None
         return self.regressor(cond).reshape(cond.shape[0], self.cfg.horizon, self.cfg.action_dim)

@@ -115,6 +115,7 @@ class TrackExecutor(nn.Module):
             buf.copy_(torch.from_numpy(v))
 
     def stats(self) -> TrackStats:
+        """The normalisation statistics the buffers hold, as numpy arrays."""
         return TrackStats(*(getattr(self, n).cpu().numpy() for n in ("feature_mean", "feature_std", "action_min",
                                                                       "action_max")))
 
@@ -132,10 +133,12 @@ class TrackExecutor(nn.Module):
 
     @property
     def device(self) -> torch.device:
+        """The device the network's parameters are on."""
         return self.feature_mean.device
 
     @property
     def text_encoder(self) -> Any:
+        """The sentence encoder of subgoal texts (``cfg.text_encoder``), loaded on first use."""
         if self._text_encoder is None:
             from executor_vla.text_encoder import load_text_encoder
 
@@ -383,12 +386,9 @@ class TrackExecutor(nn.Module):
         else:
             if subgoal.trace is None:
                 raise SubgoalSchemaError(f"subgoal {subgoal.signature} has no 2-D trace, which this executor needs")
-            from executor_vla.conditioning import resample_trace
+            from tandem.core.traces import resample_trace
 
-            h, w = cfg.image_size
-            pts = resample_trace(subgoal.trace.points, cfg.trace_len) * np.array(
-                [w / subgoal.trace.image_size[1], h / subgoal.trace.image_size[0]], np.float32)
-            trace = (pts, np.ones(cfg.trace_len, np.float32))
+            trace = resample_trace(subgoal.trace, cfg.trace_len, cfg.image_size)  # px of cfg.image_size, mask
             text = subgoal.text
         if cfg.use_text:
             if not text or not text.strip():

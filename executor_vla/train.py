@@ -145,6 +145,8 @@ class EMA:
 
     @torch.no_grad()
     def update(self, module: torch.nn.Module, step: int) -> None:
+        """Move the average towards ``module``'s parameters at training step ``step`` (:meth:`decay`); copy its
+        buffers."""
         d = self.decay(step)
         for k, v in module.state_dict().items():
             if k in self.param_names and v.dtype.is_floating_point:
@@ -241,6 +243,7 @@ class Trainer:
 
     @property
     def unwrapped(self) -> DiffusionExecutor:
+        """The model without its Accelerate / DDP wrapper."""
         return self.accelerator.unwrap_model(self.model_ddp)
 
     # ------------------------------------------------------------------ checkpoints

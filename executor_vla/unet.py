@@ -23,6 +23,7 @@ class SinusoidalPosEmb(nn.Module):
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
+        """Timesteps ``(B,)`` -> embeddings ``(B, dim)`` (sine half, then cosine half)."""
         half = self.dim // 2
         freq = torch.exp(torch.arange(half, device=x.device, dtype=torch.float32) * (-math.log(10000) / (half - 1)))
         emb = x.float()[:, None] * freq[None, :]
@@ -52,6 +53,7 @@ class FiLMResBlock1d(nn.Module):
         self.residual = nn.Conv1d(c_in, c_out, 1) if c_in != c_out else nn.Identity()
 
     def forward(self, x: Tensor, cond: Tensor) -> Tensor:
+        """``x (B, C_in, T)``, ``cond (B, cond_dim)`` -> ``(B, C_out, T)``."""
         h = self.block1(x)
         scale, bias = self.film(cond).unsqueeze(-1).chunk(2, dim=1)
         h = scale * h + bias
@@ -95,6 +97,8 @@ class ConditionalUnet1d(nn.Module):
                                    nn.Conv1d(down_dims[0], action_dim, 1))
 
     def forward(self, x: Tensor, timestep: Tensor, global_cond: Tensor) -> Tensor:
+        """Noise (or sample) prediction ``(B, T, A)`` of the noised chunk ``x (B, T, A)`` at diffusion step
+        ``timestep`` (``(B,)`` or a scalar), given ``global_cond (B, G)``."""
         x = x.transpose(1, 2)  # (B, A, T)
         if timestep.ndim == 0:
             timestep = timestep.expand(x.shape[0])

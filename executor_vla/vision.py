@@ -27,6 +27,7 @@ class BasicBlock(nn.Module):
                      if stride != 1 or c_in != c_out else nn.Identity())
 
     def forward(self, x: Tensor) -> Tensor:
+        """``(B, C_in, H, W) -> (B, C_out, H / stride, W / stride)``."""
         h = F.relu(self.gn1(self.conv1(x)))
         h = self.gn2(self.conv2(h))
         return F.relu(h + self.skip(x))
@@ -45,6 +46,7 @@ class SpatialSoftmax(nn.Module):
         self.register_buffer("pos", torch.stack([xs.reshape(-1), ys.reshape(-1)], dim=1), persistent=False)
 
     def forward(self, x: Tensor) -> Tensor:
+        """Feature maps ``(B, C, H, W)`` -> keypoints ``(B, 2 * K)``: per map the expected (x, y) in ``[-1, 1]``."""
         b = x.shape[0]
         logits = self.kp(x).flatten(2)  # (B, K, HW)
         attn = logits.softmax(-1)
@@ -77,4 +79,5 @@ class ImageEncoder(nn.Module):
         self.proj = nn.Sequential(nn.Linear(self.out_dim, self.out_dim), nn.ReLU())
 
     def forward(self, x: Tensor) -> Tensor:
+        """Images ``(B, C_in, H, W)`` in ``[-1, 1]`` -> features ``(B, out_dim)``."""
         return self.proj(self.pool(self.blocks(self.stem(x))))

@@ -73,11 +73,13 @@ class Rate:
     successes: int = 0
 
     def add(self, success: bool) -> None:
+        """Count one attempt, a success or not."""
         self.n += 1
         self.successes += int(success)
 
     @property
     def rate(self) -> float | None:
+        """Share of successes, or None before any attempt."""
         return self.successes / self.n if self.n else None
 
     def __str__(self) -> str:
@@ -123,6 +125,7 @@ class SkillStats:
         return plain_rate < rules.max_plain_retry_rate and (slow.rate or 0.0) > plain_rate
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict of the skill's counts: attempts, full-speed and slow retries, failures by cause."""
         return {"skill": self.skill, "episodes": self.episodes, "attempts": vars(self.attempts),
                 "full_speed": vars(self.full), "slow": vars(self.slow), "failures": dict(self.failures),
                 "slip_episodes": self.slip_episodes,
@@ -166,6 +169,7 @@ class Lessons:
         return out[:limit]
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict: the task, its number of episodes and each skill's :meth:`SkillStats.to_json`."""
         return {"task": self.task, "n_episodes": self.n_episodes,
                 "skills": {k: v.to_json() for k, v in sorted(self.skills.items())}}
 

@@ -32,9 +32,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import Any, ClassVar
+from typing import Any, ClassVar, override
 
+from tandem.core.memory_view import FailureCause
 from tandem.core.privileged import goals_withheld
 from tandem.core.types import Plan, Subgoal, TaskSpec, Verdict, to_jsonable
 from tandem.core.vocabulary import TaskVocabulary
@@ -42,25 +42,6 @@ from tandem.core.vocabulary import TaskVocabulary
 
 class RecordError(ValueError):
     """A record's JSON is malformed (missing field, wrong type). The message names the kind and the field."""
-
-
-class FailureCause(StrEnum):
-    """Why a subgoal attempt failed (see :func:`memory.failures.classify_failure`).
-
-    * ``grasp_slipped``: the object was not (or no longer) held: a missed grasp, or it left the gripper mid-carry;
-    * ``object_moved``: the object was pushed or knocked away from where the attempt expected it;
-    * ``wrong_object``: the attempt acted on another object;
-    * ``timeout``: the attempt's step budget ran out before the executor reported it done;
-    * ``unreachable``: the executor could not reach the object or place;
-    * ``unknown``: none of the above could be told from the verdict.
-    """
-
-    GRASP_SLIPPED = "grasp_slipped"
-    OBJECT_MOVED = "object_moved"
-    WRONG_OBJECT = "wrong_object"
-    TIMEOUT = "timeout"
-    UNREACHABLE = "unreachable"
-    UNKNOWN = "unknown"
 
 
 def signature_of(subgoal_json: Mapping[str, Any]) -> str:
@@ -115,6 +96,7 @@ class EpisodeStart(Record):
 
     @property
     def task_spec(self) -> TaskSpec:
+        """The episode's task, read back from its JSON."""
         return task_from_json(self.task)
 
 
@@ -162,6 +144,7 @@ class AttemptRecord(Record):
     end_step: int | None = None
     params: dict[str, Any] = field(default_factory=dict)
 
+    @override
     def to_json(self) -> dict[str, Any]:
         d = super().to_json()
         if d["end_step"] is None:  # the version-1 layout has no end_step / params
@@ -186,8 +169,10 @@ class VerdictRecord(Record):
 
     @property
     def verdict(self) -> Verdict:
+        """The verdict the record stores."""
         return Verdict(self.success, self.confidence, self.reason, self.source)  # type: ignore[arg-type]
 
+    @override
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "step": int(self.step), "subgoal": to_jsonable(self.subgoal),
                 "signature": self.signature, "attempt": int(self.attempt),
@@ -207,6 +192,7 @@ class FailureRecord(Record):
 
     @property
     def skill(self) -> str:
+        """The skill of the failed subgoal's signature (``stack`` of ``stack(red,green)``)."""
         return self.signature.partition("(")[0]
 
 
@@ -231,6 +217,7 @@ class ObjectFactRecord(Record):
     camera: str | None = None
     pose: tuple[float, ...] | None = None
 
+    @override
     def to_json(self) -> dict[str, Any]:
         d = super().to_json()
         for k in ("pixel", "camera", "pose"):  # optional fields stay out of the line when unset
@@ -248,8 +235,10 @@ class EventRecord(Record):
 
     @property
     def kind(self) -> str:  # type: ignore[override]
+        """The event's kind (stored per instance, unlike the other records' class-level kinds)."""
         return self.event
 
+    @override
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.event, "step": int(self.step), **to_jsonable(self.data)}
 

@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 
-from memory.memory_view import clip_text
 from memory.records import (
     AttemptRecord,
     EpisodeStart,
@@ -34,6 +33,7 @@ from memory.records import (
     ReplanRecord,
     VerdictRecord,
 )
+from tandem.core.memory_view import clip_text
 from tandem.core.types import OSC_ACTION_LAYOUT, PROPRIO_LAYOUT, KeypointTrace
 
 #: Event kinds left out of the timeline unless ``all_events`` (bulky model exchanges and step-level noise).

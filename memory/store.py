@@ -437,6 +437,7 @@ class EpisodeWriter:
 
     @property
     def open(self) -> bool:
+        """Whether the writer still holds the store's episode lock."""
         return self._lock_fd is not None
 
     def _require_open(self) -> None:

@@ -50,7 +50,6 @@ from typing import Any
 
 from memory.failures import classify_failure
 from memory.lessons import LessonBook, Lessons, RetryRules, retry_policy
-from memory.memory_view import MAX_HINTS, MAX_PLAN_ITEMS, MemoryView, ViewLimits, clip_text
 from memory.records import (
     STRUCTURED_KINDS,
     AttemptRecord,
@@ -73,6 +72,7 @@ from memory.records import (
 )
 from memory.store import EpisodeWriter, MemoryStore
 from tandem.core.errors import ConfigError, TandemError
+from tandem.core.memory_view import MAX_HINTS, MAX_PLAN_ITEMS, MemoryView, ViewLimits, clip_text
 from tandem.core.types import Plan, RetryPolicy, Subgoal, TaskSpec, Verdict, to_jsonable
 
 FORMAT_NAME = "tandem.task_memory"
@@ -430,7 +430,7 @@ class TaskMemoryV1:
         return snap
 
     def memory_view(self) -> MemoryView:
-        """The bounded :class:`~memory.memory_view.MemoryView` of the episode so far."""
+        """The bounded :class:`~tandem.core.memory_view.MemoryView` of the episode so far."""
         limits = ViewLimits(self.max_failures_in_view, self.max_facts_per_object)
         done = [clip_text(s["text"]) for s in self.plan_done]
         remaining = [clip_text(s["text"]) for s in self.plan_remaining]
@@ -464,9 +464,10 @@ class TaskMemoryV1:
         )
 
     def view(self) -> dict[str, Any]:
-        """Compact JSON-safe view for prompts (``memory_view().to_dict()``): ``{"instruction", "task",
-        "plan_source", "done", "remaining", "current", "current_attempt", "last_failure", "failures", "facts",
-        "attempts", "last_outcome", "hints"}``; bounded whatever the episode length."""
+        """The JSON form of :meth:`memory_view` (``MemoryView.to_dict()``; ``MemoryView.from_dict`` reads it back):
+        ``{"instruction", "task", "plan_source", "done", "remaining", "n_done", "n_remaining", "current",
+        "current_signature", "current_attempt", "current_policy", "last_failure", "failures", "facts", "attempts",
+        "last_outcome", "hints", "total_attempts", "total_failures"}``; bounded whatever the episode length."""
         return self.memory_view().to_dict()
 
     # ---------------------------------------------------------- persistence (JSONL)

@@ -8,10 +8,11 @@ Config keys (all optional but those of the chosen backend):
   ``use_json_schema``;
 * transformers: ``model_path``, ``device``, ``dtype``;
 * scripted: ``replies`` (list of strings, replayed in order; the last repeats);
-* both: ``temperature``, ``max_new_tokens``, ``prompt_version``, ``max_repairs``, ``cameras``;
+* both: ``temperature``, ``max_new_tokens``, ``prompt_version``, ``max_repairs``, ``cameras``, ``memory_tokens``;
 * planner only: ``geometry`` (``image`` | ``learned``: the learned models' 3-D traces | ``pointing``: the model's
   points lifted with depth, :mod:`planner_vlm.pointing`; both built by the registry and passed in as ``geometry=``;
-  see :mod:`planner_vlm.vlm_planner`; ``pointing`` with the default ``prompt_version`` v2 uses ``plan_pointing``), ``trace_camera``, ``canonical_text``, ``point_frame`` (``auto``: the frame the backend declares
+  see :mod:`planner_vlm.vlm_planner`; ``pointing`` with the default ``prompt_version`` v2 uses ``plan_pointing``),
+  ``trace_camera``, ``canonical_text``, ``point_frame`` (``auto``: the frame the backend declares
   for its model, see :mod:`planner_vlm.point_frames`; or ``pixels``, ``resized_pixels``, ``grid1000``, ``unit``)
   and ``point_frame_resize`` (``{factor, min_pixels, max_pixels}`` of the server's processor, for
   ``resized_pixels``).
@@ -24,6 +25,7 @@ from typing import Any
 
 from planner_vlm.clients.base import VLMClient
 from planner_vlm.point_frames import point_frame_from_config
+from planner_vlm.prompting import PLAN_MEMORY_TOKENS, VERIFY_MEMORY_TOKENS
 from planner_vlm.vlm_planner import GEOMETRIES, SubgoalGeometry, VLMPlanner
 from planner_vlm.vlm_verifier import VLMVerifier
 from tandem.core.errors import ConfigError, UnknownNameError
@@ -136,6 +138,7 @@ def make_vlm_planner(cfg: Any, task: TaskSpec | None = None, client: VLMClient |
         use_schema=bool(c.get("use_json_schema", True)),
         max_new_tokens=_opt_int(c.get("max_new_tokens")),
         temperature=_opt_float(c.get("temperature")),
+        memory_tokens=int(c.get("memory_tokens") or PLAN_MEMORY_TOKENS),
         grounder=grounder,
         geometry=geometry,
     )
@@ -148,11 +151,12 @@ def make_vlm_verifier(cfg: Any, task: TaskSpec | None = None, client: VLMClient 
         client if client is not None else make_vlm_client(c),
         task,
         cameras=c.get("cameras") or None,
-        prompt_version=str(c.get("prompt_version", "v1")),
+        prompt_version=str(c.get("prompt_version", "v2")),
         max_repairs=int(c.get("max_repairs", 1)),
         use_schema=bool(c.get("use_json_schema", True)),
         max_new_tokens=_opt_int(c.get("max_new_tokens")),
         temperature=_opt_float(c.get("temperature")),
+        memory_tokens=int(c.get("memory_tokens") or VERIFY_MEMORY_TOKENS),
     )
 
 

@@ -30,7 +30,7 @@ Subgoal ids (``"sg1"``, ``"sg2"``, ...) are stable per (signature, attempt numbe
 attempt is pending or running keeps the id; once the attempt at a signature ended (success or failure
 verdict in memory), the next plan gives that signature a new id; a subgoal listed in ``done`` keeps the
 id it was achieved under, and gets a new one if its goal regresses. The attempt state is read from
-``memory.attempts(subgoal)`` and, when present, ``memory.view()["last_outcome"]`` (``TaskMemoryV1``);
+``memory.attempts(subgoal)`` and the memory's view (``MemoryView.from_dict(memory.view()).last_outcome``);
 without it, every recorded attempt is taken as finished. Ids are unique within one planner's episode
 (``reset`` restarts the counter); pass a different ``id_prefix`` when several planners share an episode.
 """
@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tandem.core.errors import ConfigError, UnknownNameError
+from tandem.core.memory_view import MemoryView
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Plan, Subgoal, TaskSpec
 
@@ -224,10 +225,10 @@ class GoalRegressionPlanner:
             if sorted(order) != sorted(by_goal):
                 raise ConfigError(f"goal order {list(order)} is not a permutation of the task's goals {list(by_goal)}")
             steps = [by_goal[g] for g in order]
-        view = memory.view() or {}
-        outcomes: dict[str, str] = view.get("last_outcome") or {}
+        view = MemoryView.from_dict(memory.view())
+        outcomes = view.last_outcome
         was_done = set(self._prev_done) | {s for s, o in outcomes.items() if o == "success"}
-        done_texts = set(view.get("done") or [])
+        done_texts = set(view.done)
 
         def holds(pred: str) -> bool:
             if pred not in preds:
@@ -301,12 +302,11 @@ class GoalRegressionPlanner:
 
     @staticmethod
     def _retry_notes(remaining: list[Subgoal], memory: TaskMemory, outcomes: dict[str, str],
-                     view: dict[str, Any]) -> list[str]:
+                     view: MemoryView) -> list[str]:
         """``"stack(red,green): 1 earlier attempt(s), last failed: <reason>"`` for each remaining subgoal tried before."""
         last_fail: dict[str, dict[str, Any]] = {}
-        for f in view.get("failures") or []:
-            if isinstance(f, dict) and "subgoal" in f:
-                last_fail[f["subgoal"]] = f
+        for f in view.failures:
+            last_fail[f["subgoal"]] = f
         notes = []
         for sg in remaining:
             n = int(memory.attempts(sg))

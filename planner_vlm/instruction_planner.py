@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import ClassVar
 
 from tandem.core.errors import ConfigError
+from tandem.core.memory_view import MemoryView
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
 
@@ -67,7 +68,7 @@ class InstructionPlanner:
 
         Args:
             observation: unused (the plan does not depend on the scene).
-            memory: read through ``attempts()`` and ``view()["last_outcome"]`` (``TaskMemoryV1``); nothing is
+            memory: read through ``attempts()`` and its view's ``last_outcome`` (``MemoryView``); nothing is
                 written.
 
         Raises:
@@ -78,7 +79,7 @@ class InstructionPlanner:
             raise ConfigError("InstructionPlanner.plan called before reset(task)")
         sg = Subgoal(id="", skill=TASK_SKILL, args=(), text=task.instruction)
         n = int(memory.attempts(sg))
-        outcome = ((memory.view() or {}).get("last_outcome") or {}).get(sg.signature)
+        outcome = MemoryView.from_dict(memory.view()).last_outcome.get(sg.signature)
         if outcome == "success":
             sg.id = f"task{max(n, 1)}"
             return Plan(done=[sg], remaining=[], rationale="the whole task was judged achieved")

@@ -1,19 +1,24 @@
 """Building the prompt pieces shared by the VLM planner and verifier.
 
-Pure functions of the task, the memory view and the observation; no model calls.
+Pure functions of the task, the memory view and the observation; no model calls. The memory is rendered by
+:meth:`tandem.core.memory_view.MemoryView.to_text`, the one renderer of memory for a model.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Mapping
 from typing import Any
 
 from planner_vlm.clients.base import ImagePart
 from tandem.core.errors import ConfigError
+from tandem.core.memory_view import MemoryView
 from tandem.core.types import Observation, TaskSpec
 
-#: Memory-view keys shown to the model, in this order.
-MEMORY_KEYS = ("done", "remaining", "current", "failures", "facts", "attempts", "last_outcome", "hints")
+#: The plan prompt's budget for the task memory, in tokens (``MemoryView.to_text``; about the 4,000 characters the
+#: prompt used to allow).
+PLAN_MEMORY_TOKENS = 1000
+#: The verify prompt's budget for the task memory, in tokens: the subgoal's earlier attempts and failures, object facts.
+VERIFY_MEMORY_TOKENS = 300
 
 
 def skills_block(task: TaskSpec) -> str:
@@ -43,34 +48,20 @@ def names_block(task: TaskSpec, places: bool = False) -> str:
     return ", ".join(shown) or "(none)"
 
 
-def compact_memory(view: dict[str, Any], max_failures: int = 5, max_chars: int = 4000) -> str:
-    """JSON of the memory view for the prompt: the keys in :data:`MEMORY_KEYS`, the last
-    ``max_failures`` failures, cut to ``max_chars`` characters (with a marker) if still longer."""
-    shown: dict[str, Any] = {}
-    for k in MEMORY_KEYS:
-        if k in view:
-            shown[k] = view[k]
-    if isinstance(shown.get("failures"), list):
-        shown["failures"] = shown["failures"][-max_failures:]
-    text = json.dumps(shown, default=str, ensure_ascii=False)
-    if len(text) > max_chars:
-        text = text[:max_chars] + " ...[memory view truncated]"
-    return text
+def memory_block(view: MemoryView | Mapping[str, Any] | None, max_tokens: int) -> str:
+    """The task memory as prompt text: ``MemoryView.to_text(max_tokens)`` of ``view`` (a ``TaskMemory.view()`` dict
+    is read with ``MemoryView.from_dict``), or ``(nothing recorded yet)`` for an empty view."""
+    mv = view if isinstance(view, MemoryView) else MemoryView.from_dict(view)
+    return "(nothing recorded yet)" if mv == MemoryView() else mv.to_text(max_tokens)
 
 
-def failure_note(view: dict[str, Any]) -> str:
-    """A replanning instruction built from the latest failure in the view, or ``""``."""
-    failures = view.get("failures") or []
-    if not isinstance(failures, list) or not failures:
+def failure_note(view: MemoryView | Mapping[str, Any] | None) -> str:
+    """A replanning instruction built from the view's latest failure, or ``""`` when there is none."""
+    mv = view if isinstance(view, MemoryView) else MemoryView.from_dict(view)
+    last = mv.last_failure
+    if last is None:
         return ""
-    last = failures[-1]
-    if isinstance(last, dict):
-        what = last.get("subgoal", "?")
-        attempt = last.get("attempt", "?")
-        reason = last.get("reason", "?")
-        head = f"LAST FAILURE: subgoal {what} failed on attempt {attempt}: {reason}."
-    else:
-        head = f"LAST FAILURE: {last}."
+    head = f"LAST FAILURE: subgoal {last['subgoal']} failed on attempt {last['attempt']}: {last['reason']}."
     return (head + " Look at the images, decide what is actually done now, and replan: keep the failed "
             "subgoal in remaining if it should be retried, or change the plan if it was wrong.")
 

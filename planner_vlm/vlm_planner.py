@@ -1,8 +1,8 @@
 """``VLMPlanner``: a vision-language model as the high-level planner (receding horizon, LoHo-Manip style).
 
 Each call to :meth:`VLMPlanner.plan` shows the model the task (instruction, skill vocabulary,
-object and target names), the camera images, the compact memory view (done, remaining,
-failures with their reasons) and the output JSON schema, and asks for a done/remaining split with
+object and target names), the camera images, the task memory (done, remaining, failures with their reasons,
+object facts: :meth:`tandem.core.memory_view.MemoryView.to_text` within ``memory_tokens``) and the output JSON schema, and asks for a done/remaining split with
 the keypoint trace of the next subgoal (Goal2Skill's structured memory + LoHo-Manip's
 done/remaining + trace output). After a verifier failure the agent calls it again; the failure is
 in the memory view and stated as ``LAST FAILURE`` in the prompt.
@@ -31,6 +31,7 @@ the camera's depth and turns into the task's expert waypoint trace; the source i
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar, Protocol
 
@@ -39,11 +40,19 @@ from planner_vlm.exchange_log import exchange_record
 from planner_vlm.plan_parser import DEFAULT_MAX_CHARS, parse_plan
 from planner_vlm.plan_schema import plan_json_schema
 from planner_vlm.point_frames import PointFrame
-from planner_vlm.prompting import compact_memory, failure_note, names_block, observation_images, skills_block
+from planner_vlm.prompting import (
+    PLAN_MEMORY_TOKENS,
+    failure_note,
+    memory_block,
+    names_block,
+    observation_images,
+    skills_block,
+)
 from planner_vlm.prompts import load_prompt
 from tandem.core.errors import ConfigError, PlanParseError
 from tandem.core.evidence import GoalRead, GoalReading, predicate_args
 from tandem.core.grounding import Grounding
+from tandem.core.memory_view import MemoryView
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
 from tandem.core.vocabulary import goals_equal
@@ -64,11 +73,17 @@ class SubgoalGeometry(Protocol):
     #: What gives the traces, recorded in the planner's source (``vlm+<source>``): ``learned_geometry``, ``pointing``.
     source: str
 
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Forget the episode."""
+        ...
 
-    def check_task(self, task: TaskSpec) -> None: ...
+    def check_task(self, task: TaskSpec) -> None:
+        """Refuse a task whose subgoals it cannot trace (ConfigError)."""
+        ...
 
-    def fill(self, subgoal: Subgoal, observation: Observation, memory: TaskMemory | None = None) -> Subgoal: ...
+    def fill(self, subgoal: Subgoal, observation: Observation, memory: TaskMemory | None = None) -> Subgoal:
+        """``subgoal`` with its 3-D trace (and the trace projected into the camera) for ``observation``."""
+        ...
 
 
 class VLMPlanner:
@@ -86,6 +101,8 @@ class VLMPlanner:
         use_schema: pass the task's JSON schema to the client (enforced by servers that support it).
         max_new_tokens, temperature: per-call overrides for the client (None: client defaults).
         max_chars: longest reply the parser accepts.
+        memory_tokens: the prompt's budget for the task memory, in tokens (``MemoryView.to_text``: whole
+            entries are dropped, least important first).
         point_frame: the frame the model writes trace points in (None: the one the client declares for its
             model, ``client.point_frame``). The prompt (``plan_v2``) asks for it, and the parser converts the points
             to camera pixels.
@@ -125,6 +142,7 @@ class VLMPlanner:
         max_new_tokens: int | None = None,
         temperature: float | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        memory_tokens: int = PLAN_MEMORY_TOKENS,
         point_frame: PointFrame | None = None,
         grounder: Any = None,
         geometry: SubgoalGeometry | None = None,
@@ -147,6 +165,9 @@ class VLMPlanner:
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.max_chars = int(max_chars)
+        if memory_tokens < 1:
+            raise ConfigError(f"memory_tokens must be >= 1, got {memory_tokens}")
+        self.memory_tokens = int(memory_tokens)
         self.task: TaskSpec | None = None
         self.current: Plan | None = None
         self.exchanges: list[dict[str, Any]] = []
@@ -192,8 +213,11 @@ class VLMPlanner:
         self._plan_step, self._plan_attempts = -1, {}  # the current plan's step and the memory's attempts then
 
     # ------------------------------------------------------------------ prompt
-    def build_messages(self, observation: Observation, view: dict[str, Any]) -> list[ChatMessage]:
+    def build_messages(self, observation: Observation, view: MemoryView | Mapping[str, Any] | None) -> list[ChatMessage]:
         """The system + user messages of a plan request (user text first, then one labelled image per camera).
+
+        ``view`` (a :class:`~tandem.core.memory_view.MemoryView`, or a ``TaskMemory.view()`` dict) goes into the
+        prompt as ``view.to_text(memory_tokens)``.
 
         Raises:
             ConfigError: if a requested camera is missing from the observation.
@@ -211,7 +235,7 @@ class VLMPlanner:
             camera_list=", ".join(cams),
             width=W,
             height=H,
-            memory=compact_memory(view),
+            memory=memory_block(view, self.memory_tokens),
             failure_note=failure_note(view),
             trace_camera=self.trace_camera,
             trace_frame=self.point_frame.describe(task.image_size),
@@ -236,7 +260,7 @@ class VLMPlanner:
 
         Args:
             observation: current observation; its images (``uint8 (H, W, 3)``) are sent.
-            memory: task memory; its ``view()`` goes into the prompt and every exchange is recorded in it.
+            memory: task memory; its view goes into the prompt (``MemoryView.to_text``) and every exchange is recorded in it.
 
         Returns:
             The parsed plan (``remaining[0].trace`` set when the model gave a trace; with a geometry,
@@ -392,9 +416,7 @@ class VLMPlanner:
         return self.task
 
 
-def _safe_view(memory: TaskMemory | None) -> dict[str, Any]:
-    if memory is None:
-        return {}
-    view = memory.view()
-    return view if isinstance(view, dict) else {"view": view}
+def _safe_view(memory: TaskMemory | None) -> MemoryView:
+    """The memory's view (an empty one without a memory)."""
+    return MemoryView() if memory is None else MemoryView.from_dict(memory.view())
 

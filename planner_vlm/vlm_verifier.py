@@ -9,7 +9,9 @@ the agent retries or replans instead of crashing.
 
 The :class:`~tandem.core.protocols.Verifier` protocol has no memory argument; call
 :meth:`VLMVerifier.attach_memory` (the agent does this once per episode) to get every exchange
-recorded as a ``vlm_exchange`` event. Exchanges are also kept in ``self.exchanges``.
+recorded as a ``vlm_exchange`` event, and (prompt ``verify_v2``) the memory's view in the prompt as context:
+``MemoryView.to_text(memory_tokens)``, the subgoal's earlier attempts and failures and the object facts.
+Exchanges are also kept in ``self.exchanges``.
 """
 
 from __future__ import annotations
@@ -21,9 +23,10 @@ from planner_vlm.clients.base import ChatMessage, ImagePart, TextPart, VLMClient
 from planner_vlm.exchange_log import exchange_record
 from planner_vlm.plan_parser import DEFAULT_MAX_CHARS, parse_verdict
 from planner_vlm.plan_schema import verdict_json_schema
-from planner_vlm.prompting import observation_images
+from planner_vlm.prompting import VERIFY_MEMORY_TOKENS, memory_block, observation_images
 from planner_vlm.prompts import load_prompt
-from tandem.core.errors import PlanParseError
+from tandem.core.errors import ConfigError, PlanParseError
+from tandem.core.memory_view import MemoryView
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Subgoal, TaskSpec, Verdict
 
@@ -35,10 +38,12 @@ class VLMVerifier:
         client: the model backend.
         task: gives the instruction and predicate templates; may be set later with :meth:`reset`.
         cameras: cameras whose before/after images are sent (default: all in the observation, sorted).
-        prompt_version: ``planner_vlm/prompts/verify_<version>.md``.
+        prompt_version: ``planner_vlm/prompts/verify_<version>.md`` (``v2``: with the task memory; ``v1``: without).
         max_repairs: repair rounds after an unparseable reply.
         use_schema: pass the verdict JSON schema to the client.
         max_new_tokens, temperature: per-call overrides (None: client defaults).
+        memory_tokens: the prompt's budget for the task memory, in tokens (``MemoryView.to_text``: whole entries
+            are dropped, least important first).
 
     Attributes:
         source: ``"vlm"``.
@@ -55,12 +60,13 @@ class VLMVerifier:
         task: TaskSpec | None = None,
         *,
         cameras: list[str] | tuple[str, ...] | None = None,
-        prompt_version: str = "v1",
+        prompt_version: str = "v2",
         max_repairs: int = 1,
         use_schema: bool = True,
         max_new_tokens: int | None = None,
         temperature: float | None = None,
         max_chars: int = DEFAULT_MAX_CHARS,
+        memory_tokens: int = VERIFY_MEMORY_TOKENS,
     ):
         self.client = client
         self.task = task
@@ -72,6 +78,9 @@ class VLMVerifier:
         self.max_new_tokens = max_new_tokens
         self.temperature = temperature
         self.max_chars = int(max_chars)
+        if memory_tokens < 1:
+            raise ConfigError(f"memory_tokens must be >= 1, got {memory_tokens}")
+        self.memory_tokens = int(memory_tokens)
         self.memory: TaskMemory | None = None
         self.exchanges: list[dict[str, Any]] = []
 
@@ -87,7 +96,8 @@ class VLMVerifier:
         self.memory = memory
 
     def build_messages(self, before: Observation, after: Observation, subgoal: Subgoal) -> list[ChatMessage]:
-        """System + user messages: the subgoal, then per camera its BEFORE and AFTER image.
+        """System + user messages: the subgoal, the attached memory's view (``MemoryView.to_text(memory_tokens)``;
+        templates without ``$memory`` leave it out), then per camera its BEFORE and AFTER image.
 
         Raises:
             ConfigError: if a requested camera is missing from either observation.
@@ -112,12 +122,17 @@ class VLMVerifier:
             image_list=", ".join(p.label for p in pairs),
             width=W,
             height=H,
+            memory=memory_block(self._view(), self.memory_tokens),
             schema=json.dumps(verdict_json_schema(), separators=(",", ":")),
         )
         parts: list[TextPart | ImagePart] = [TextPart(user)]
         for p in pairs:
             parts += [TextPart(f"\n{p.label}:"), p]
         return [ChatMessage.text("system", system), ChatMessage(role="user", parts=parts)]
+
+    def _view(self) -> MemoryView:
+        """The attached memory's view (an empty one without a memory)."""
+        return MemoryView() if self.memory is None else MemoryView.from_dict(self.memory.view())
 
     def verify(self, before: Observation, after: Observation, subgoal: Subgoal) -> Verdict:
         """Judge ``subgoal`` from ``before`` / ``after`` images (``uint8 (H, W, 3)`` each).

@@ -104,6 +104,7 @@ class WaypointTracker:
 
     @property
     def current(self) -> Waypoint | None:
+        """The waypoint being tracked, or None once the last is reached."""
         return None if self.done else self.waypoints[self.index]
 
     def action(self, eef_pos: np.ndarray, eef_rot: np.ndarray, wrist_q: float | None = None) -> np.ndarray:

@@ -93,7 +93,9 @@ class PerturbableEnv(Protocol):
     task_def: TaskDefinition
 
     @property
-    def step_count(self) -> int: ...
+    def step_count(self) -> int:
+        """Control steps since the episode's reset."""
+        ...
 
     def eef_pose(self) -> tuple[np.ndarray, np.ndarray]:
         """Grip-site ``(pos (3,) m world, rotation (3, 3) site->world)``."""
@@ -263,6 +265,7 @@ class Perturber:
 
     # -- state for save/restore
     def get_state(self) -> dict[str, Any]:
+        """The perturber's state, to restore with :meth:`set_state` (e.g. after a simulator state reload)."""
         return {"fired": self.fired, "events": self.events, "seen": sorted(self.seen),
                 "force_open_left": self.force_open_left, "force_close_left": self.force_close_left,
                 "grasps": self.grasps, "grasping": self.grasping,
@@ -274,6 +277,7 @@ class Perturber:
                 "model_edits": [[f, i, list(v)] for f, i, v in self.model_edits]}
 
     def set_state(self, st: dict[str, Any]) -> None:
+        """Restore a :meth:`get_state`."""
         self.fired, self.events, self.seen = st["fired"], st["events"], set(st["seen"])
         self.force_open_left = st["force_open_left"]
         self.force_close_left = st.get("force_close_left", 0)

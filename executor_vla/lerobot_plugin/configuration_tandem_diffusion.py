@@ -8,6 +8,7 @@ cameras are read from the dataset's features. Normalisation happens inside the m
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import override
 
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
@@ -76,20 +77,25 @@ class TandemDiffusionConfig(PreTrainedConfig):
             augment_shift_px=self.augment_shift_px)
 
     @property
+    @override
     def observation_delta_indices(self) -> list[int]:
         return list(range(1 - self.n_obs_steps, 1))
 
     @property
+    @override
     def action_delta_indices(self) -> list[int]:
         return list(range(1 - self.n_obs_steps, 1 - self.n_obs_steps + self.horizon))
 
     @property
+    @override
     def reward_delta_indices(self) -> None:
         return None
 
+    @override
     def get_optimizer_preset(self) -> AdamWConfig:
         return AdamWConfig(lr=self.optimizer_lr, betas=self.optimizer_betas, weight_decay=self.optimizer_weight_decay)
 
+    @override
     def get_scheduler_preset(self) -> DiffuserSchedulerConfig:
         return DiffuserSchedulerConfig(name="cosine", num_warmup_steps=self.scheduler_warmup_steps)
 

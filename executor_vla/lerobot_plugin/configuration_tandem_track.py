@@ -17,6 +17,7 @@ weights, which tandem-train does.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
+from typing import override
 
 from lerobot.configs.policies import PreTrainedConfig
 from lerobot.configs.types import NormalizationMode
@@ -121,6 +122,7 @@ class TandemTrackConfig(PreTrainedConfig):
         return list(range(0, self.horizon))
 
     @property
+    @override
     def reward_delta_indices(self) -> None:
         return None
 

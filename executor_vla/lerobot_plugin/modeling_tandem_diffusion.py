@@ -11,6 +11,7 @@ Batches are LeRobot's (``observation.images.<cam>`` ``(B, To, 3, H, W)`` in ``[0
 from __future__ import annotations
 
 import collections
+from typing import override
 
 import numpy as np
 import torch
@@ -41,9 +42,11 @@ class TandemDiffusionPolicy(PreTrainedPolicy):
         self.texts: dict[int, str] = tasks_table(dataset_meta)
         self._queue: collections.deque[Tensor] = collections.deque()
 
+    @override
     def get_optim_params(self) -> dict:
         return self.parameters()
 
+    @override
     def reset(self) -> None:
         self._queue.clear()
 
@@ -62,6 +65,7 @@ class TandemDiffusionPolicy(PreTrainedPolicy):
         return {k: v.to(dev) if isinstance(v, Tensor) else v for k, v in batch.items()}
 
     def forward(self, batch: dict[str, Tensor]) -> tuple[Tensor, dict]:
+        """Training loss of a LeRobot batch: ``(loss, {name: float})`` with the executor's loss terms."""
         batch = self._with_text(self._to_device(batch))
         out = self.executor.compute_loss(batch)
         return out["loss"], {k: float(v.detach()) for k, v in out.items() if k != "loss"}

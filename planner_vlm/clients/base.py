@@ -82,10 +82,12 @@ class ChatMessage:
 
     @classmethod
     def text(cls, role: Role, text: str) -> ChatMessage:
+        """A message of one text part."""
         return cls(role=role, parts=[TextPart(text)])
 
     @property
     def images(self) -> list[ImagePart]:
+        """The message's image parts, in order."""
         return [p for p in self.parts if isinstance(p, ImagePart)]
 
     def to_log(self) -> dict[str, Any]:

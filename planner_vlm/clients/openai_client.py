@@ -130,6 +130,7 @@ class OpenAICompatibleClient:
 
     @property
     def url(self) -> str:
+        """The server's chat-completions endpoint."""
         return self.base_url + "/chat/completions"
 
     def build_request(

@@ -52,6 +52,12 @@ class ScriptedVLMClient:
         max_new_tokens: int | None = None,
         temperature: float | None = None,
     ) -> VLMReply:
+        """The next scripted reply (the last one again once they run out, where ``repeat_last``); every request is
+        kept in :attr:`requests`.
+
+        Raises:
+            VLMClientError: the script is exhausted (and ``repeat_last`` is off).
+        """
         t0 = time.perf_counter()
         self.requests.append({"messages": messages, "json_schema": json_schema, "schema_name": schema_name,
                               "max_new_tokens": max_new_tokens, "temperature": temperature})

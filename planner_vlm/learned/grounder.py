@@ -197,6 +197,7 @@ class Lexicon:
 
     @classmethod
     def of(cls, vocab: TaskVocabulary) -> Lexicon:
+        """The lexicon of a task vocabulary: its names, skills and every phrase that names one."""
         names = tuple(vocab.names)
         skills = tuple(vocab.skills)
         phrases: list[tuple[tuple[str, ...], str, int]] = []
@@ -281,14 +282,17 @@ class GrounderConfig:
 
     @property
     def num_features(self) -> int:
+        """Per-token lexical features: one per name, one per skill, and 6 more."""
         return len(self.names) + len(self.skills) + 6
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict of every field (tuples become lists)."""
         return {k: list(map(list, v)) if k.endswith("_allowed") else (list(v) if isinstance(v, tuple) else v)
                 for k, v in asdict(self).items()}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> GrounderConfig:
+        """The config of a :meth:`to_json` dict."""
         d = dict(data)
         for k in ("names", "goal_skills", "skills"):
             d[k] = tuple(d[k])
@@ -352,6 +356,9 @@ class GrounderNet(nn.Module):
         self.fault = nn.Sequential(nn.Linear(d + cfg.num_features, d), nn.GELU(), nn.Linear(d, len(FAULT_CLASSES)))
 
     def forward(self, states: torch.Tensor, feats: torch.Tensor, mask: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Slot logits of a batch: ``states (B, L, TEXT_DIM)`` token embeddings, ``feats (B, L, F)`` lexical features,
+        ``mask (B, L)`` True on real tokens -> a dict of logits and probabilities per goal slot (skill, args) and for
+        the whole sentence."""
         x = self.proj(states) + self.feat(feats)
         mem = self.encoder(x, src_key_padding_mask=~mask)
         q = self.queries.unsqueeze(0).expand(states.shape[0], -1, -1)
@@ -426,6 +433,7 @@ class Featurizer:
         return out
 
     def __call__(self, texts: Sequence[str], states_cache: dict | None = None) -> Batch:
+        """The model's batch of ``texts``: token embeddings, lexical features, the mask, and the words and their kinds."""
         words = [split_words(t) for t in texts]
         enc = self.encoder.encode(words)
         length = max(len(ids) for _, ids in enc)

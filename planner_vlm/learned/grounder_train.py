@@ -62,12 +62,18 @@ cpu_clock = time.process_time
 class Phrasing(Protocol):
     """The generator's interface (``tandem.core.phrasing``)."""
 
-    def sample_goals(self, vocab: TaskVocabulary, rng: np.random.Generator) -> list[str]: ...
+    def sample_goals(self, vocab: TaskVocabulary, rng: np.random.Generator) -> list[str]:
+        """Goals of one training example, drawn with ``rng`` from the task's vocabulary."""
+        ...
 
     def phrase(self, vocab: TaskVocabulary, goals: Sequence[str], rng: np.random.Generator,
-               split: str) -> tuple[str, bool]: ...
+               split: str) -> tuple[str, bool]:
+        """An instruction for ``goals`` in this phrasing, and whether it states their order."""
+        ...
 
-    def negatives(self, vocab: TaskVocabulary, rng: np.random.Generator, split: str) -> tuple[str, str]: ...
+    def negatives(self, vocab: TaskVocabulary, rng: np.random.Generator, split: str) -> tuple[str, str]:
+        """An instruction the task must refuse, and its kind (``tandem.core.phrasing.NEGATIVE_KINDS``)."""
+        ...
 
 
 @dataclass

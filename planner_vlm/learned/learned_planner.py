@@ -117,6 +117,7 @@ from tandem.core.errors import ConfigError
 from tandem.core.evidence import GoalRead, GoalReading
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
 from tandem.core.grounding import Grounding
+from tandem.core.memory_view import MemoryView
 from tandem.core.pick_geometry import PickGeometryReader
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Observation, Plan, Subgoal, TaskSpec
@@ -428,7 +429,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         obj = sg.args[0]
         pick = f"{self.grasp_skill}({obj})"
         pred = task.predicate_for(self.grasp_skill, (obj,))
-        if state.probability(pred) >= self.threshold or (memory.view().get("last_outcome") or {}).get(pick) != "success":
+        if state.probability(pred) >= self.threshold or MemoryView.from_dict(memory.view()).last_outcome.get(pick) != "success":
             return None
         held = hand_holds(state, obj, observation.proprio, self.state_model.calibration, pred,
                           max_ray_m=self.held_ray_m, min_confidence=SHARP_CONFIDENCE,
@@ -447,7 +448,7 @@ class LearnedPlanner(GoalRegressionPlanner):
         if self.grounding is not None and self.grounding.ordered:  # "first the milk, then the can": as told
             return None
         task = self._require_task()
-        outcomes = (memory.view() or {}).get("last_outcome") or {}
+        outcomes = MemoryView.from_dict(memory.view()).last_outcome
         has_grasp = self.grasp_skill in task.skills
 
         def key(i_goal: tuple[int, str]) -> tuple[int, float, int]:

@@ -127,6 +127,7 @@ class PresenceNet(nn.Module):
                                   nn.Linear(cfg.hidden, len(cfg.objects)))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Views ``(B, V, 3, H, W)`` normalised -> presence logits ``(B, O)``."""
         feats = []
         for v, encoder in enumerate(self.encoders):
             f = encoder(x[:, v])
@@ -210,6 +211,7 @@ class PresenceModel:
 
     @property
     def objects(self) -> tuple[str, ...]:
+        """The object names, in the order of the logits."""
         return self.cfg.objects
 
     def predict(self, images: Mapping[str, np.ndarray]) -> np.ndarray:

@@ -69,6 +69,7 @@ class Reliability:
     ece: float
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict of the calibration table (NaN bins as null)."""
         nan = lambda a: [None if not np.isfinite(v) else round(float(v), 5) for v in a]  # noqa: E731
         return {"edges": self.edges.round(4).tolist(), "confidence": nan(self.confidence),
                 "accuracy": nan(self.accuracy), "count": self.count.astype(int).tolist(), "ece": round(self.ece, 5)}

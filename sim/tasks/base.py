@@ -217,13 +217,15 @@ class TaskDefinition:
 
         skills = episode.spec.skills
         by_pred = {tpl.split("(")[0]: skill for skill, tpl in skills.items() if skill != "pick"}
+        if "pick" in skills:  # a goal that is itself a pick (grasped(cube)): that pick alone
+            by_pred.setdefault(skills["pick"].split("(")[0], "pick")
         out: list[tuple[str, tuple[str, ...]]] = []
         for goal in episode.spec.goals:
             pred, args = parse_goal(goal)
             skill = by_pred.get(pred)
             if skill is None:
                 continue
-            if "pick" in skills and args[0] in episode.spec.objects:
+            if skill != "pick" and "pick" in skills and args[0] in episode.spec.objects:
                 out.append(("pick", args[:1]))
             out.append((skill, args))
         return out

@@ -53,6 +53,8 @@ def check_config(cfg):
 
 @hydra_main(config_name="bridge/sim_loopback", check=check_config)
 def main(cfg) -> None:
+    """``tandem-bridge``: run the configured bridge session and print its summary (JSON). Exit 0: success; 3: the
+    session ran and failed; 2: bad input, named in one line."""
     try:
         summary = run(cfg)
     except Exception as e:  # noqa: BLE001 - one clear line for tandem errors

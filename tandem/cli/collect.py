@@ -130,6 +130,8 @@ def check_config(cfg):
 
 @hydra_main(config_name="collect", check=check_config)
 def main(cfg) -> None:
+    """``tandem-collect``: collect the configured episodes into a dataset. Exit 0: every episode asked for was
+    saved; 3: fewer; 2: bad input; 130: interrupted (Ctrl-C or SIGTERM)."""
     stop_on_signals()
     try:
         report = run(cfg)

@@ -7,7 +7,7 @@ import signal
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, override
 
 from tandem.core.errors import ConfigError, TandemError, did_you_mean
 from tandem.core.output_folders import check_output_folder, remove_created_output_folders
@@ -271,10 +271,10 @@ def refuse_schema_options(overrides: list[str]) -> None:
     """
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    for override in OverridesParser.create().parse_overrides(overrides):
-        value = override.value()
-        if isinstance(value, str) and value.endswith(SCHEMA_SUFFIX) and group_options(override.key_or_group):
-            raise unknown_option(override.key_or_group, value)
+    for parsed in OverridesParser.create().parse_overrides(overrides):
+        value = parsed.value()
+        if isinstance(value, str) and value.endswith(SCHEMA_SUFFIX) and group_options(parsed.key_or_group):
+            raise unknown_option(parsed.key_or_group, value)
 
 
 def config_keys(node: Any, prefix: str = "") -> list[str]:
@@ -434,6 +434,7 @@ class ArgumentParser(argparse.ArgumentParser):
     stderr (``error: <prog>: <what>``, with the closest option to a mistyped one), exit status 2, no usage block.
     ``--help`` still prints the usage. Sub-parsers (``add_subparsers``) are of this class too."""
 
+    @override
     def error(self, message: str) -> NoReturn:  # type: ignore[override]
         import re
 

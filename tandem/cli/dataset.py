@@ -36,6 +36,7 @@ prepare_runtime()
 
 
 def build_parser() -> ArgumentParser:
+    """The ``tandem-dataset`` argument parser, one subcommand per dataset operation (``inspect``, ...)."""
     p = ArgumentParser(prog="tandem-dataset", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     ins = sub.add_parser("inspect", help="validate, summarise and draw a contact sheet")
@@ -55,6 +56,7 @@ def build_parser() -> ArgumentParser:
 
 @quiet_broken_pipe
 def main(argv: list[str] | None = None) -> None:
+    """``tandem-dataset``: run the subcommand of ``argv`` (None: ``sys.argv``); bad input is one line and exit 2."""
     import logging
 
     from tandem.core.errors import TandemError

@@ -122,6 +122,8 @@ def report_interrupt(error: KeyboardInterrupt) -> None:
 
 @hydra_main(config_name="demo", check=check_config)
 def main(cfg) -> None:
+    """``tandem-demo``: run one long-horizon episode of the configured stack, writing its video, log and memory under
+    the run directory. Exit 0: task achieved; 3: the episode ran and failed; 2: bad input; 130: interrupted."""
     stop_on_signals()  # SIGTERM too: the episode ends where it is, its video playable and its summary written
     try:
         summary = run(cfg)

@@ -96,6 +96,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> ArgumentParser:
+    """The ``tandem-replay`` argument parser: a run directory (or memory database) and what to show of it."""
     p = ArgumentParser(prog="tandem-replay", description=__doc__.split("\n\n")[0])
     p.add_argument("run_dir", help="run directory holding memory.sqlite, or the database file")
     p.add_argument("--episode", type=int_at_least(0), default=None, help="episode number in the store (default: the latest)")
@@ -110,6 +111,8 @@ def build_parser() -> ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """``tandem-replay``: print or record a stored episode of ``argv`` (None: ``sys.argv``); a tandem error is one
+    line and exit 2."""
     args = build_parser().parse_args(argv)
     try:
         code = run(args)

@@ -45,6 +45,8 @@ def check_config(cfg):
 
 @hydra_main(config_name="bridge/sim_loopback", check=check_config)
 def main(cfg) -> None:
+    """``tandem-sim-robot``: serve the simulated robot of the bridge config over the configured transport until
+    stopped."""
     try:
         out = run(cfg)
     except Exception as e:  # noqa: BLE001 - one clear line for tandem errors

@@ -37,7 +37,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, override
 
 from tandem.cli.common import (
     CONFIG_DIR,
@@ -70,6 +70,7 @@ class SyntheticDatasetConfig(Schema):
     episodes: int = 0
     image_size: tuple[int, int] | None = None
 
+    @override
     def check(self) -> None:
         if self.episodes < 0:
             raise FieldError("episodes", f"must be >= 0 (0: no synthetic dataset), got {self.episodes}")
@@ -96,6 +97,7 @@ class TrainDatasetConfig(Schema):
     cache: bool = False
     val_episodes: int = 0
 
+    @override
     def check(self) -> None:
         if self.val_episodes < 0:
             raise FieldError("val_episodes", f"must be >= 0, got {self.val_episodes}")
@@ -119,6 +121,7 @@ class TrainEvalConfig(Schema):
     seed_start: int = 1000
     max_steps: int | None = None
 
+    @override
     def check(self) -> None:
         if self.every < 0:
             raise FieldError("every", f"must be >= 0, got {self.every}")

@@ -21,7 +21,7 @@ import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, override
 
 from tandem.cli.common import (
     fail,
@@ -48,6 +48,7 @@ class SyntheticSection(Schema):
     frames: int = 40
     image_size: tuple[int, int] = (48, 48)
 
+    @override
     def check(self) -> None:
         if self.episodes < 0:
             raise FieldError("episodes", f"must be >= 0 (0: no synthetic dataset), got {self.episodes}")
@@ -91,6 +92,7 @@ class StateDatasetSection(Schema):
     val_episodes: int = 10
     max_frames: int | None = None
 
+    @override
     def check(self) -> None:
         one_dataset_source({"root": self.root is not None, "roots": self.roots is not None,
                             "synthetic": synthetic_on(self.synthetic)}, "tandem dataset with images and labels")
@@ -139,6 +141,7 @@ class StateTrainSection(Schema):
     init_from: str | None = None
     gripper_jitter: float = in_range(0.0, ge=0, le=1)
 
+    @override
     def check(self) -> None:
         from planner_vlm.learned.state_config import StateTrainConfig
 
@@ -165,6 +168,7 @@ class TrainStateRunConfig(Schema):
     output_dir: str = "outputs/train_state"
     torch_threads: int = 1
 
+    @override
     def check(self) -> None:
         if self.torch_threads < 1:
             raise FieldError("torch_threads", f"must be >= 1, got {self.torch_threads}")

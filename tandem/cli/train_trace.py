@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, override
 
 from tandem.cli.common import (
     fail,
@@ -52,6 +52,7 @@ class TraceDatasetSection(Schema):
     val_episodes: int = 20
     only_successful: bool = False
 
+    @override
     def check(self) -> None:
         one_dataset_source({"root": self.root is not None, "synthetic": synthetic_on(self.synthetic)},
                            "tandem dataset with labels and 3-D traces")
@@ -99,6 +100,7 @@ class TraceTrainSection(Schema):
     seed: int = 0
     eval_every: int = 500
 
+    @override
     def check(self) -> None:
         from planner_vlm.learned.trace_config import TraceTrainConfig
 
@@ -109,6 +111,7 @@ class TraceTrainSection(Schema):
             raise FieldError("", str(e)) from e
 
     def fields(self) -> dict[str, Any]:
+        """The section's fields as a dict, as ``TraceTrainConfig`` takes them."""
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
@@ -122,6 +125,7 @@ class TrainTraceRunConfig(Schema):
     output_dir: str = "outputs/train_trace"
     torch_threads: int = 1
 
+    @override
     def check(self) -> None:
         if self.torch_threads < 1:
             raise FieldError("torch_threads", f"must be >= 1, got {self.torch_threads}")

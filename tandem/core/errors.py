@@ -8,6 +8,8 @@ This module imports nothing from the project.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class TandemError(Exception):
     """Base class of every error raised on purpose by tandem."""
@@ -17,7 +19,7 @@ class ConfigError(TandemError, ValueError):
     """A configuration value is invalid (bad Hydra override, inconsistent sizes, ...)."""
 
 
-def did_you_mean(name: str, known: list[str] | tuple[str, ...]) -> str:
+def did_you_mean(name: str, known: Sequence[str]) -> str:
     """The suggestion that ends a message about an unknown ``name``: ``"; did you mean 'seed'?"`` for the closest of
     ``known`` (difflib's ratio at least 0.6), else ``""``."""
     import difflib
@@ -48,16 +50,19 @@ class UnknownNameError(ConfigError, KeyError):
 
 
 class UnknownTaskError(UnknownNameError):
+    """A task name that no task registry knows (the message suggests the closest known one)."""
     def __init__(self, name: str, known):
         super().__init__("task", name, known)
 
 
 class UnknownSkillError(UnknownNameError):
+    """A skill name the task does not declare (the message suggests the closest known one)."""
     def __init__(self, name: str, known):
         super().__init__("skill", name, known)
 
 
 class UnknownObjectError(UnknownNameError):
+    """An object name the task does not declare (the message suggests the closest known one)."""
     def __init__(self, name: str, known):
         super().__init__("object", name, known)
 

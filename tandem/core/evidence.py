@@ -34,6 +34,7 @@ class GoalRead:
     probability: float
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict: ``{"goal", "holds", "confident", "probability"}`` (probability rounded to 4 places)."""
         return {"goal": self.goal, "holds": bool(self.holds), "confident": bool(self.confident),
                 "probability": round(float(self.probability), 4)}
 
@@ -61,6 +62,7 @@ class GoalReading:
         return next((g for g in self.goals if g.goal == goal), None)
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict: ``{"step", "source", "goals", "checked_objects", "absent"}``."""
         return {"step": int(self.step), "source": self.source, "goals": [g.to_json() for g in self.goals],
                 "checked_objects": list(self.checked_objects), "absent": [list(a) for a in self.absent]}
 

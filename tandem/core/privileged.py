@@ -50,6 +50,7 @@ class RedactedPrivileged(Mapping[str, Any]):
         self._deny(f"[{key!r}]")
 
     def get(self, key: str, default: Any = None) -> Any:
+        """Refused: raises :class:`~tandem.core.errors.PrivilegedAccessError` naming the component."""
         self._deny(f".get({key!r})")
 
     def __contains__(self, key: object) -> bool:
@@ -65,12 +66,15 @@ class RedactedPrivileged(Mapping[str, Any]):
         self._deny("truth value")
 
     def keys(self) -> Any:
+        """Refused: raises :class:`~tandem.core.errors.PrivilegedAccessError` naming the component."""
         self._deny(".keys()")
 
     def items(self) -> Any:
+        """Refused: raises :class:`~tandem.core.errors.PrivilegedAccessError` naming the component."""
         self._deny(".items()")
 
     def values(self) -> Any:
+        """Refused: raises :class:`~tandem.core.errors.PrivilegedAccessError` naming the component."""
         self._deny(".values()")
 
     def __eq__(self, other: object) -> bool:
@@ -185,10 +189,11 @@ def withhold_goals(task: TaskSpec, who: str) -> TaskSpec:
     if goals_withheld(task):
         return task
     vocab = task.vocabulary
+    # WithheldGoals stands in for the goals tuple on purpose (every read raises): hence the two type: ignore
     if vocab is None:
-        return dataclasses.replace(task, goals=WithheldGoals(who))
-    return dataclasses.replace(task, goals=WithheldGoals(who), objects=tuple(vocab.objects),
-                               targets=tuple(vocab.places))
+        return dataclasses.replace(task, goals=WithheldGoals(who))  # type: ignore[arg-type]
+    return dataclasses.replace(task, goals=WithheldGoals(who),  # type: ignore[arg-type]
+                               objects=tuple(vocab.objects), targets=tuple(vocab.places))
 
 
 __all__ = ["RedactedPrivileged", "WithheldGoals", "goals_withheld", "observation_for", "redact", "task_for", "withhold_goals"]

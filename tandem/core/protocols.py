@@ -64,7 +64,9 @@ class Env(Protocol):
         """
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Release the simulator or the robot connection; the env is not used afterwards."""
+        ...
 
 
 @runtime_checkable
@@ -76,19 +78,30 @@ class TaskMemory(Protocol):
     retry policies and planner hints from earlier episodes. Implementation: ``memory.task_memory.TaskMemoryV1``.
     """
 
-    def start_episode(self, task: TaskSpec, meta: dict[str, Any] | None = None) -> None: ...
+    def start_episode(self, task: TaskSpec, meta: dict[str, Any] | None = None) -> None:
+        """Start recording an episode of ``task`` (``meta``: e.g. seed and stack, kept with the episode)."""
+        ...
 
-    def record_plan(self, plan: Plan, step: int, source: str) -> None: ...
+    def record_plan(self, plan: Plan, step: int, source: str) -> None:
+        """Record ``plan`` made at control step ``step`` by the planner named ``source``."""
+        ...
 
     def record_attempt(self, subgoal: Subgoal, step: int, policy: RetryPolicy | None = None) -> int:
         """Mark the start of an attempt at ``subgoal`` run under ``policy``; returns the attempt number (1-based)."""
         ...
 
-    def record_verdict(self, subgoal: Subgoal, verdict: Verdict, step: int) -> Any: ...
+    def record_verdict(self, subgoal: Subgoal, verdict: Verdict, step: int) -> Any:
+        """Record the verifier's ``verdict`` on the running attempt at ``subgoal``; returns the stored record (a
+        failure is classified by cause)."""
+        ...
 
-    def record_fact(self, obj: str, fact: str, step: int, source: str = "agent") -> None: ...
+    def record_fact(self, obj: str, fact: str, step: int, source: str = "agent") -> None:
+        """Record ``fact`` about object ``obj`` at ``step`` (e.g. ``knocked off green``), told by ``source``."""
+        ...
 
-    def record_event(self, kind: str, step: int, **data: Any) -> None: ...
+    def record_event(self, kind: str, step: int, **data: Any) -> None:
+        """Append a ``kind`` event at ``step`` with JSON-safe ``data`` to the event log."""
+        ...
 
     def record_step(self, step: int, t: float, subgoal_id: str | None, action: Any, proprio: Any) -> None:
         """One control step (``action`` ``(A,)``, ``proprio`` ``(D,)``), kept where the memory persists."""
@@ -107,7 +120,9 @@ class TaskMemory(Protocol):
         ...
 
     def view(self) -> dict[str, Any]:
-        """Compact, bounded, JSON-safe view for prompts: ``{"done", "remaining", "failures", "facts", ...}``."""
+        """Compact, bounded, JSON-safe view: ``MemoryView.to_dict()`` (``{"done", "remaining", "failures", "facts",
+        ...}``). Components read it through ``tandem.core.memory_view.MemoryView.from_dict`` and render it for a
+        prompt with ``MemoryView.to_text``, the one renderer."""
         ...
 
     def snapshot(self) -> TaskMemory:
@@ -122,7 +137,9 @@ class TaskMemory(Protocol):
         """Mark the episode finished where the memory persists."""
         ...
 
-    def save(self, path: str | Path) -> Path: ...
+    def save(self, path: str | Path) -> Path:
+        """Write the episode (records, one per line) to ``path``; returns the path written."""
+        ...
 
 
 @runtime_checkable
@@ -137,9 +154,20 @@ class Planner(Protocol):
             refused reading (``Grounding.refused``) ends the episode before anything moves.
     """
 
-    is_oracle: bool
-    source: str
-    grounding: Grounding | None
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads ``Observation.privileged`` (a class constant in every implementation)."""
+        ...
+
+    @property
+    def source(self) -> str:
+        """What memory records as the plan's source."""
+        ...
+
+    @property
+    def grounding(self) -> Grounding | None:
+        """The planner's reading of the instruction after ``reset`` (None: it grounds no goals)."""
+        ...
 
     def reset(self, task: TaskSpec) -> None:
         """Start an episode of ``task`` (goals withheld unless the planner is an oracle) and read its instruction."""
@@ -171,7 +199,10 @@ class GoalProducer(Protocol):
         is_oracle: whether it reads the simulator (the teleport-render oracle does).
     """
 
-    is_oracle: bool
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads the simulator's truth (a class constant in every implementation)."""
+        ...
 
     def produce(self, subgoal: Subgoal, observation: Observation) -> Subgoal:
         """Return ``subgoal`` with ``goal_image`` ``uint8 (H, W, 3)`` and/or ``trace`` filled in."""
@@ -186,13 +217,19 @@ class Verifier(Protocol):
         is_oracle: whether it reads ``Observation.privileged`` (the simulator's predicates or success flag).
     """
 
-    is_oracle: bool
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads the simulator's truth (a class constant in every implementation)."""
+        ...
 
     def reset(self, task: TaskSpec, memory: TaskMemory) -> None:
         """Start an episode of ``task``; a model verifier records its exchanges in ``memory``."""
         ...
 
-    def verify(self, before: Observation, after: Observation, subgoal: Subgoal) -> Verdict: ...
+    def verify(self, before: Observation, after: Observation, subgoal: Subgoal) -> Verdict:
+        """The verdict on ``subgoal`` from the observations before and after its attempt (never raises on model
+        output: an unusable reply is a failed verdict with confidence 0)."""
+        ...
 
 
 @runtime_checkable
@@ -205,9 +242,14 @@ class Executor(Protocol):
         is_oracle: whether it reads the simulator (the scripted experts drive the live simulator).
     """
 
-    is_oracle: bool
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads the simulator's truth (a class constant in every implementation)."""
+        ...
 
-    def reset(self) -> None: ...
+    def reset(self) -> None:
+        """Forget the episode: the action queue, the subgoal and any internal state."""
+        ...
 
     def set_subgoal(self, subgoal: Subgoal, task: TaskSpec) -> None:
         """Condition on a new subgoal; queued actions from the previous one are dropped."""
@@ -240,7 +282,10 @@ class ObjectKeypointReader(Protocol):
             is read only modulo ``2 pi / m`` (a cube: 4). Objects not named: 1.
     """
 
-    is_oracle: bool
+    @property
+    def is_oracle(self) -> bool:
+        """Whether it reads the simulator's truth (a class constant in every implementation)."""
+        ...
     camera: str
     objects: tuple[str, ...]
     symmetries: dict[str, int]

@@ -187,10 +187,12 @@ class KeypointTrace:
             raise ValueError("KeypointTrace.points contains NaN or inf")
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict: ``{"camera", "points", "image_size"}`` (points in px, rounded to 0.01)."""
         return {"camera": self.camera, "points": self.points.round(2).tolist(), "image_size": list(self.image_size)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> KeypointTrace:
+        """The trace of a :meth:`to_json` dict."""
         return cls(camera=d["camera"], points=np.asarray(d["points"], np.float32), image_size=tuple(d["image_size"]))
 
 
@@ -240,11 +242,13 @@ class Trace3D:
         return len(self.points)
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict: ``{"points", "yaw", "gripper", "frame"}`` (m and rad, rounded to 1e-4)."""
         return {"points": self.points.round(4).tolist(), "yaw": self.yaw.round(4).tolist(),
                 "gripper": self.gripper.tolist(), "frame": self.frame}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Trace3D:
+        """The trace of a :meth:`to_json` dict (``frame`` defaults to ``world``)."""
         return cls(points=np.asarray(d["points"], np.float32), yaw=np.asarray(d["yaw"], np.float32),
                    gripper=np.asarray(d["gripper"], np.float32), frame=d.get("frame", "world"))
 
@@ -296,6 +300,7 @@ class Subgoal:
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Subgoal:
+        """The subgoal of a :meth:`to_json` dict (traces included; the goal image is not serialised)."""
         trace, trace_3d = d.get("trace"), d.get("trace_3d")
         return cls(id=d["id"], skill=d["skill"], args=tuple(d["args"]), text=d["text"],
                    trace=None if trace is None else KeypointTrace.from_json(trace),
@@ -326,6 +331,7 @@ class Plan:
 
     @property
     def next(self) -> Subgoal | None:
+        """The subgoal to run next (``remaining[0]``), or None when nothing remains."""
         return self.remaining[0] if self.remaining else None
 
     @property
@@ -334,11 +340,13 @@ class Plan:
         return bool(self.done) and not self.remaining and not self.fallback
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict: ``{"done", "remaining", "rationale", "fallback"}``."""
         return {"done": [s.to_json() for s in self.done], "remaining": [s.to_json() for s in self.remaining],
                 "rationale": self.rationale, "fallback": bool(self.fallback)}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Plan:
+        """The plan of a :meth:`to_json` dict."""
         return cls(done=[Subgoal.from_json(s) for s in d["done"]],
                    remaining=[Subgoal.from_json(s) for s in d["remaining"]], rationale=d.get("rationale", ""),
                    fallback=bool(d.get("fallback", False)))
@@ -370,6 +378,7 @@ class Verdict:
             raise ValueError(f"Verdict.confidence must be in [0, 1], got {self.confidence}")
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict: ``{"success", "confidence", "reason", "source", "uncertain"}``."""
         return {"success": bool(self.success), "confidence": float(self.confidence), "reason": self.reason,
                 "source": self.source, "uncertain": bool(self.uncertain)}
 
@@ -392,6 +401,7 @@ class RetryPolicy:
             raise ValueError(f"RetryPolicy.speed_scale must be in (0, 1], got {self.speed_scale}")
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict: ``{"speed_scale", "reason"}``."""
         return {"speed_scale": float(self.speed_scale), "reason": self.reason}
 
 
@@ -454,9 +464,11 @@ class EpisodeLog:
     meta: dict[str, Any] = field(default_factory=dict)
 
     def add_step(self, **row: Any) -> None:
+        """Append one control step's row (made JSON-safe)."""
         self.steps.append(to_jsonable(row))
 
     def add_event(self, kind: str, step: int, **data: Any) -> None:
+        """Append a ``kind`` event (plan, verdict, replan, ...) at ``step`` with JSON-safe ``data``."""
         self.events.append({"kind": kind, "step": int(step), **to_jsonable(data)})
 
     def save_jsonl(self, path: str | Path) -> Path:

@@ -8,7 +8,7 @@ variant are checked against their own schemas by :meth:`tandem.evaluation.suite.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, override
 
 from tandem.runtime.config import AgentConfig, EnvConfig, FieldError, Schema, deferred_checks, load
 
@@ -39,6 +39,7 @@ class SuiteConfig(Schema):
     tasks: list[Any] = field(default_factory=list)
     instructions: str = "template"
 
+    @override
     def check(self) -> None:
         seeds = self.seeds
         if isinstance(seeds, bool) or not isinstance(seeds, (int, list, tuple)):
@@ -86,6 +87,7 @@ class RayConfig(Schema):
 
     address: str | None = "local"
 
+    @override
     def check(self) -> None:
         if self.address is not None and not self.address.strip():
             raise FieldError("address", "must be local, auto or a cluster address, got ''")
@@ -127,6 +129,7 @@ class EvalConfig(Schema):
     validate: bool = True
     allow_training_seeds: bool = False
 
+    @override
     def check(self) -> None:
         for name, variant in self.variants.items():  # a dict of any, so that '+variants.new.planner=...' composes
             self.variants[name] = load(VariantConfig, variant, f"variants.{name}")

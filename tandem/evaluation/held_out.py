@@ -49,8 +49,8 @@ def training_seed_overlap(jobs: Iterable[Any]) -> dict[tuple[str, str], list[int
             if not isinstance(stack.executor, TandemCheckpointWiring):
                 cache[key] = ("", frozenset())
             else:
-                ck = resolve_checkpoint(stack.executor, j.task, stack.planner.name)
-                cache[key] = (str(ck), training_seeds(ck).get(j.task, frozenset()))
+                path = resolve_checkpoint(stack.executor, j.task, stack.planner.name)
+                cache[key] = (str(path), training_seeds(path).get(j.task, frozenset()))
         ck, seeds = cache[key]
         if ck and j.seed in seeds:
             found.setdefault((ck, j.task), set()).add(int(j.seed))

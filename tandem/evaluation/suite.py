@@ -121,6 +121,7 @@ class Variant:
                 raise ConfigError(f"variant {self.name!r}: {e}") from e
 
     def label(self) -> dict[str, str]:
+        """The variant's component names: ``{"planner", "verifier", "executor", "goals"}``."""
         return {"planner": self.planner["name"], "verifier": self.verifier["name"],
                 "executor": self.executor["name"], "goals": self.goals["name"]}
 
@@ -209,6 +210,7 @@ def perturb_setting_label(p: PerturbSetting) -> str:
 
 @dataclass(frozen=True)
 class SuiteTask:
+    """One task of a suite, with the perturbation it runs under."""
     name: str
     perturb: PerturbSetting = PerturbSetting()
 
@@ -316,6 +318,7 @@ class EpisodeJob:
     memory_db: str | None = None
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict of every field."""
         return asdict(self)
 
 
@@ -345,7 +348,7 @@ def expand_suite(suite: Suite, variants: Sequence[Variant], env: Mapping[str, An
         for t in suite.tasks:
             for seed in suite.seeds:
                 p = t.perturb.draw(t.name, seed)
-                build = {
+                build: dict[str, Any] = {
                     "task": {"name": t.name},
                     "planner": v.planner, "verifier": v.verifier, "executor": v.executor, "goals": v.goals,
                     "perturb": p or {"name": "none"},

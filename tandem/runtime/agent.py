@@ -119,6 +119,7 @@ class AgentStatus:
     grounding: dict[str, Any] | None = None  # the planner's reading of the instruction (Grounding.to_json)
 
     def to_json(self) -> dict[str, Any]:
+        """JSON-safe dict of the status, without the per-step latency lists."""
         return {k: v for k, v in self.__dict__.items() if k not in ("plan_latency_s", "action_latency_s")}
 
 
@@ -201,8 +202,9 @@ class HierarchicalAgent:
     @property
     def oracle_components(self) -> list[str]:
         """The roles whose component reads the simulator's truth (``is_oracle``), e.g. ``["planner", "executor"]``."""
-        parts = [("planner", self.planner), ("verifier", self.verifier), ("executor", self.executor),
-                 ("goal producer", self.goal_producer)]
+        parts: list[tuple[str, Planner | Verifier | Executor | GoalProducer | None]] = [
+            ("planner", self.planner), ("verifier", self.verifier), ("executor", self.executor),
+            ("goal producer", self.goal_producer)]
         roles = [role for role, c in parts if c is not None and c.is_oracle]
         return roles + ([self.truth_sink.role] if self.truth_sink is not None else [])
 

@@ -93,11 +93,11 @@ def run_bridge(cfg: Any, transport: Any = None) -> dict[str, Any]:
     events = env.events
     out_dir.mkdir(parents=True, exist_ok=True)
     with (out_dir / "safety_events.jsonl").open("w") as f:
-        for e in events:
-            f.write(json.dumps(e) + "\n")
+        for ev in events:
+            f.write(json.dumps(ev) + "\n")
     kinds: dict[str, int] = {}
-    for e in events:
-        kinds[e["kind"]] = kinds.get(e["kind"], 0) + 1
+    for ev in events:
+        kinds[ev["kind"]] = kinds.get(ev["kind"], 0) + 1
     summary = {"episodes": episodes, "success": bool(episodes) and all(e["success"] for e in episodes),
                "privileged": agent.privileged, "oracle_components": agent.oracle_components,
                "commands_sent": env.sent, "dry_run": bcfg.dry_run,

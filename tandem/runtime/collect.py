@@ -60,6 +60,7 @@ class DartNoiseEnv:
         return getattr(self.env, name)
 
     def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        """Reset the wrapped env (see ``Env.reset``)."""
         return self.env.reset(seed=seed)
 
     def step(self, action: np.ndarray) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
@@ -75,6 +76,7 @@ class DartNoiseEnv:
         return obs, r, term, trunc, info
 
     def close(self) -> None:
+        """Close the wrapped env."""
         self.env.close()
 
 
@@ -94,13 +96,16 @@ class ContinuePastSuccessEnv:
         return getattr(self.env, name)
 
     def reset(self, seed: int | None = None) -> tuple[Observation, dict[str, Any]]:
+        """Reset the wrapped env (see ``Env.reset``)."""
         return self.env.reset(seed=seed)
 
     def step(self, action: np.ndarray) -> tuple[Observation, float, bool, bool, dict[str, Any]]:
+        """Step the wrapped env; success does not terminate the episode (see the class), truncation still does."""
         obs, r, _terminated, truncated, info = self.env.step(action)
         return obs, r, False, truncated, info
 
     def close(self) -> None:
+        """Close the wrapped env."""
         self.env.close()
 
 

@@ -48,9 +48,10 @@ import math
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, override
 
 from memory.lessons import RetryRules
+from planner_vlm.prompting import PLAN_MEMORY_TOKENS, VERIFY_MEMORY_TOKENS
 from tandem.core.dataset_schema import DEFAULT_LABEL_CAMERA
 from tandem.core.errors import ConfigError, UnknownNameError, did_you_mean
 from tandem.core.grasp_clearance import PANDA_EMPTY_OPENING_M
@@ -121,6 +122,7 @@ class TaskConfig(Schema):
 
     name: str = "stack_three"
 
+    @override
     def check(self) -> None:
         if not self.name:
             raise FieldError("name", "must name a task")
@@ -154,6 +156,7 @@ class EnvConfig(Schema):
     perturbation_budget: bool = True
     depth_cameras: tuple[str, ...] = ()
 
+    @override
     def check(self) -> None:
         size = list(self.image_size)
         if len(size) != 2 or min(size) < 1:
@@ -181,6 +184,7 @@ class PerturbConfig(Schema):
     at_step: int | None = None
     after_success: int = 1
 
+    @override
     def check(self) -> None:
         if self.at_step is not None and self.at_step < 0:
             raise FieldError("at_step", f"must be >= 0 or null, got {self.at_step}")
@@ -226,6 +230,7 @@ class AgentConfig(Schema):
     confirm_reads: int = 2
     confirm_gap_steps: int = 10
 
+    @override
     def check(self) -> None:
         if self.max_attempts_per_subgoal < 1:
             raise FieldError("max_attempts_per_subgoal", f"must be >= 1, got {self.max_attempts_per_subgoal}")
@@ -279,6 +284,7 @@ class MemoryConfig(Schema):
     min_slow_attempts: int = _RETRY_RULES.min_slow_attempts
     max_plain_retry_rate: float = _RETRY_RULES.max_plain_retry_rate
 
+    @override
     def check(self) -> None:
         if self.lessons is not None and not str(self.lessons).strip():
             raise FieldError("lessons", "must be null, store or the path of a memory.sqlite, got ''")
@@ -408,6 +414,8 @@ class VLMClientConfig(ComponentConfig):
         replies: scripted: the replies, replayed in order (the last repeats).
         temperature, max_new_tokens: sampling (0 = greedy).
         prompt_version: ``planner_vlm/prompts/<plan|verify>_<version>.md``.
+        memory_tokens: the prompt's budget for the task memory, in tokens (``MemoryView.to_text`` drops whole
+            entries, least important first).
         cameras: cameras sent to the model (None: all cameras of the task).
         max_repairs: repair rounds after an unparseable reply, before the fallback.
     """
@@ -430,7 +438,9 @@ class VLMClientConfig(ComponentConfig):
     prompt_version: str = "v1"
     cameras: list[str] | None = None
     max_repairs: int = 1
+    memory_tokens: int = PLAN_MEMORY_TOKENS
 
+    @override
     def check(self) -> None:
         if self.backend not in ("openai", "transformers", "scripted"):
             raise FieldError("backend", f"must be openai, transformers or scripted, got {self.backend!r}")
@@ -439,8 +449,9 @@ class VLMClientConfig(ComponentConfig):
         for name in ("max_retries", "max_repairs"):
             if getattr(self, name) < 0:
                 raise FieldError(name, f"must be >= 0, got {getattr(self, name)}")
-        if self.max_new_tokens < 1:
-            raise FieldError("max_new_tokens", f"must be >= 1, got {self.max_new_tokens}")
+        for name in ("max_new_tokens", "memory_tokens"):
+            if getattr(self, name) < 1:
+                raise FieldError(name, f"must be >= 1, got {getattr(self, name)}")
         if self.temperature < 0:
             raise FieldError("temperature", f"must be >= 0, got {self.temperature}")
 
@@ -494,6 +505,7 @@ class VLMPlannerConfig(VLMClientConfig):
     torch_threads: int | None = 1
     use_depth: bool = True
 
+    @override
     def check(self) -> None:
         super().check()
         if self.point_frame not in ("auto", "pixels", "resized_pixels", "grid1000", "unit"):
@@ -539,6 +551,7 @@ class LearnedPerceptionConfig(ComponentConfig):
     torch_threads: int | None = 1
     use_depth: bool = True
 
+    @override
     def check(self) -> None:
         wrong_type = non_numbers(self)
         if wrong_type:  # before the range checks (here and in subclasses), which would raise a TypeError on a string
@@ -636,6 +649,7 @@ class LearnedPlannerConfig(LearnedPerceptionConfig):
     grasp_prior_deg: float = 15.0  # planner_vlm.learned.learned_planner.GRASP_PRIOR_DEG
     geometric_picks: bool = True
 
+    @override
     def check(self) -> None:
         super().check()
         if self.hidden_uncertainty is not None and not (math.isfinite(self.hidden_uncertainty)
@@ -674,6 +688,7 @@ class LearnedVerifierConfig(LearnedPerceptionConfig):
     confidence_threshold: float = 0.9
     held_ray_m: float | None = 0.06  # planner_vlm.learned.hand_evidence.HELD_RAY_M
 
+    @override
     def check(self) -> None:
         super().check()
         if not 0.5 < self.confidence_threshold <= 1.0:
@@ -700,10 +715,13 @@ class OracleTaskVerifierConfig(ComponentConfig):
 @component_schema("verifier")
 @dataclass
 class VLMVerifierConfig(VLMClientConfig):
-    """``verifier=vlm`` (``planner_vlm.factory.make_vlm_verifier``): judges each subgoal from before/after images."""
+    """``verifier=vlm`` (``planner_vlm.factory.make_vlm_verifier``): judges each subgoal from before/after images,
+    with the task memory as context (``verify_v2``)."""
 
     name: str = "vlm"
     max_new_tokens: int = 256
+    prompt_version: str = "v2"  # verify_v2: with the task memory
+    memory_tokens: int = VERIFY_MEMORY_TOKENS
 
 
 @component_schema("executor")
@@ -729,6 +747,7 @@ class CheckpointExecutorConfig(ComponentConfig):
     device: str = "cpu"
     torch_threads: int | None = None
 
+    @override
     def check(self) -> None:
         if self.torch_threads is not None and self.torch_threads < 1:
             raise FieldError("torch_threads", f"must be >= 1 or null, got {self.torch_threads}")
@@ -751,6 +770,7 @@ class LeRobotExecutorConfig(CheckpointExecutorConfig):
     task_text: str = "subgoal"
     camera_map: dict[str, str] = field(default_factory=dict)
 
+    @override
     def check(self) -> None:
         super().check()
         if self.task_text not in ("subgoal", "instruction"):
@@ -894,6 +914,7 @@ class StackConfig(Schema):
     agent: AgentConfig = field(default_factory=AgentConfig)
     memory: MemoryConfig = field(default_factory=MemoryConfig)
 
+    @override
     def check(self) -> None:
         if self.instructions not in INSTRUCTION_STYLES:
             raise FieldError("instructions", f"must be one of {list(INSTRUCTION_STYLES)}, got {self.instructions!r}")
@@ -921,6 +942,7 @@ class DemoConfig(StackConfig):
     video: bool = True
     out_dir: str = "outputs/demo"
 
+    @override
     def check(self) -> None:
         super().check()
         if self.seed < 0:
@@ -959,6 +981,7 @@ class DatasetWriteConfig(Schema):
     checkpoint_every: int = 1
     image_threads: int = 0
 
+    @override
     def check(self) -> None:
         if not self.label_camera:
             raise FieldError("label_camera", "must name a camera, got an empty string")
@@ -999,6 +1022,7 @@ class CollectConfig(StackConfig):
     dart: DartConfig = field(default_factory=DartConfig)
     dataset: DatasetWriteConfig = field(default_factory=DatasetWriteConfig)
 
+    @override
     def check(self) -> None:
         super().check()
         if self.episodes < 1:
@@ -1037,6 +1061,7 @@ class SimRobotConfig(Schema):
     duration_s: float | None = in_range(None, gt=0, unit="s")
     publish_for_s: float | None = in_range(None, gt=0, unit="s")
 
+    @override
     def check(self) -> None:
         if self.seed < 0:
             raise FieldError("seed", f"must be >= 0, got {self.seed}")
@@ -1082,6 +1107,7 @@ class BridgeRunConfig(Schema):
     wait_for_instruction: bool = False
     instruction_timeout_s: float | None = None
 
+    @override
     def check(self) -> None:
         super().check()
         if self.episodes < 1:

@@ -120,6 +120,7 @@ class OracleFrameLabeller:
 
     # ------------------------------------------------------------------ the callback
     def __call__(self, rec: StepRecord) -> None:
+        """Label one control step (the rollout's step callback); an error is kept in :attr:`fatal` and re-raised."""
         try:
             self._on_step(rec)
         except BaseException as e:

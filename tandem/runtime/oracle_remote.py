@@ -34,6 +34,7 @@ class OracleRemoteExecutor:
         self.tracker: Any = None
 
     def reset(self) -> None:
+        """Forget the current subgoal's waypoints."""
         self.tracker = None
 
     def set_subgoal(self, subgoal: Subgoal, task: TaskSpec | None = None) -> None:
@@ -57,6 +58,7 @@ class OracleRemoteExecutor:
         return self.tracker.action(observation.proprio[:3].astype(np.float64), quat_to_mat(observation.proprio[3:7]))
 
     def subgoal_done(self) -> bool:
+        """Whether the waypoint tracker of the current subgoal has reached its last waypoint."""
         return self.tracker is not None and self.tracker.done
 
 

@@ -52,25 +52,32 @@ class BufferedMemory:
 
     # reads
     def view(self) -> dict[str, Any]:
+        """The snapshot's view."""
         return self._snap.view()
 
     def attempts(self, subgoal: Subgoal) -> int:
+        """The snapshot's attempt count at ``subgoal``'s signature."""
         return self._snap.attempts(subgoal)
 
     def events(self) -> list[dict[str, Any]]:
+        """The snapshot's event log."""
         return self._snap.events()
 
     def retry_policy(self, subgoal: Subgoal) -> RetryPolicy:
+        """The snapshot's retry policy for ``subgoal``."""
         return self._snap.retry_policy(subgoal)
 
     def snapshot(self) -> TaskMemory:
+        """A copy of the snapshot."""
         return self._snap.snapshot()
 
     # buffered writes
     def record_event(self, kind: str, step: int, **data: Any) -> None:
+        """Buffered: replayed on the control thread's memory after the plan."""
         self.writes.append(("record_event", (kind, step), data))
 
     def record_fact(self, obj: str, fact: str, step: int, source: str = "planner") -> None:
+        """Buffered: replayed on the control thread's memory after the plan."""
         self.writes.append(("record_fact", (obj, fact, step), {"source": source}))
 
     # refused writes

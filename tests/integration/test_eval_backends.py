@@ -7,20 +7,16 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import pandas as pd
 import pytest
 
-TESTS = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(TESTS))  # eval_fakes
-
-from tandem.core.errors import BuildError  # noqa: E402
-from tandem.evaluation.runner import evaluate  # noqa: E402
-from tandem.evaluation.statistics import deterministic_view  # noqa: E402
-from tandem.evaluation.suite import Suite, Variant  # noqa: E402
-from tandem.runtime.config import to_dict  # noqa: E402
-from tandem.runtime.environment import runtime_env  # noqa: E402
+from tandem.core.errors import BuildError
+from tandem.evaluation.runner import evaluate
+from tandem.evaluation.statistics import deterministic_view
+from tandem.evaluation.suite import Suite, Variant
+from tandem.runtime.config import to_dict
+from tandem.runtime.environment import runtime_env
 
 FAKE = {"builder": "eval_fakes:build_fake_stack",
         "executor": {"name": "fake", "fail_seeds": [1], "unstable_seeds": [2], "exit_seeds": [3]}}

@@ -4,15 +4,11 @@ instance, writes every row and says where it ran (it used to crash: num_cpus pas
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from tandem.evaluation.runner import evaluate  # noqa: E402
-from tandem.evaluation.suite import Suite, Variant  # noqa: E402
+from tandem.evaluation.runner import evaluate
+from tandem.evaluation.suite import Suite, Variant
 
 pytestmark = [pytest.mark.integration, pytest.mark.slow]
 

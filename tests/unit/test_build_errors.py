@@ -4,18 +4,15 @@ cached result; a checkpoint of another task is refused before anything is built.
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for eval_fakes
-
-from tandem.core.errors import BuildError, CheckpointError  # noqa: E402
-from tandem.evaluation.rows import failed_row  # noqa: E402
-from tandem.evaluation.runner import evaluate  # noqa: E402
-from tandem.evaluation.store import PART_FILE, ResultStore  # noqa: E402
-from tandem.evaluation.suite import Suite, Variant, expand_suite  # noqa: E402
+from tandem.core.errors import BuildError, CheckpointError
+from tandem.evaluation.rows import failed_row
+from tandem.evaluation.runner import evaluate
+from tandem.evaluation.store import PART_FILE, ResultStore
+from tandem.evaluation.suite import Suite, Variant, expand_suite
 
 REPO = Path(__file__).resolve().parents[2]
 FAKE = {"builder": "eval_fakes:build_fake_stack", "executor": {"name": "fake"}}

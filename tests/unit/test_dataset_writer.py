@@ -7,6 +7,7 @@ tests/integration/test_collect.py.
 from __future__ import annotations
 
 import errno
+import os
 import subprocess
 import sys
 import textwrap
@@ -173,8 +174,7 @@ def test_not_a_dataset_and_bad_frames(tmp_path):
 
 
 _CRASH = textwrap.dedent("""
-    import os, sys
-    sys.path.insert(0, {tests!r}); sys.path.insert(0, {repo!r})
+    import os
     from unit.test_dataset_writer import writer, write_episode
     from executor_vla.dataset_writer import TandemDatasetWriter
     from pathlib import Path
@@ -197,8 +197,10 @@ def test_killed_collection_keeps_committed_episodes_and_resumes(tmp_path, where)
     from executor_vla.dataset_inspect import validate_dataset
 
     root = tmp_path / "ds"
-    code = _CRASH.format(tests=str(REPO / "tests"), repo=str(REPO), root=str(root), where=where)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    code = _CRASH.format(root=str(root), where=where)
+    path = os.pathsep.join([str(REPO / "tests"), str(REPO), os.environ.get("PYTHONPATH", "")])  # as pytest's pythonpath
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONPATH": path})
     assert proc.returncode == 9, proc.stderr[-3000:]
     if where == "commit":  # info.json already counts episode 1, whose parquet file has no footer
         with pytest.raises(DatasetSchemaError, match="failed validation"):

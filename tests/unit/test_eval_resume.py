@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/ for eval_fakes
-
-from tandem.core.errors import ConfigError  # noqa: E402
-from tandem.evaluation.runner import evaluate  # noqa: E402
-from tandem.evaluation.store import PART_FILE, ResultStore  # noqa: E402
-from tandem.evaluation.suite import Suite, Variant, expand_suite  # noqa: E402
+from tandem.core.errors import ConfigError
+from tandem.evaluation.runner import evaluate
+from tandem.evaluation.store import PART_FILE, ResultStore
+from tandem.evaluation.suite import Suite, Variant, expand_suite
 
 FAKE = {"builder": "eval_fakes:build_fake_stack", "executor": {"name": "fake", "fail_seeds": [1],
                                                                 "unstable_seeds": [2]}}

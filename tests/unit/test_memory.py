@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from memory import MemoryFileError, TaskMemoryV1, format_memory_for_prompt
+from memory import MemoryFileError, MemoryView, TaskMemoryV1
 from tandem.core.errors import ConfigError
 from tandem.core.protocols import TaskMemory
 from tandem.core.types import Plan, Subgoal, TaskSpec, Verdict
@@ -209,11 +209,11 @@ def test_start_episode_forgets_the_previous_episode():
 
 
 def test_prompt_text_is_compact_and_complete():
-    text = format_memory_for_prompt(episode().view())
+    text = episode().memory_view().to_text()
     assert text.splitlines()[0] == f"Instruction: {SPEC.instruction}"
     assert "Done: 1. pick up the red cube; 2. stack the red cube on the green cube" in text
-    assert "- stack(red,green) attempt 1 (step 150): on(red,green) is false" in text
+    assert "Last failure: stack(red,green) attempt 1 (step 150), cause " in text
     assert "- red: knocked off green at step 312" in text
     assert "Attempts: pick(red)=1, stack(red,green)=2" in text
     assert "Current:" not in text
-    assert format_memory_for_prompt({}) == "Done: (none)\nRemaining: (none)"
+    assert MemoryView.from_dict({}).to_text() == "Remaining: (none)\nDone: (none)"

@@ -8,10 +8,9 @@ import numpy as np
 import pytest
 
 from memory.failures import classify_failure
-from memory.memory_view import FEATURE_NAMES, MAX_PLAN_ITEMS, MAX_TEXT, approx_tokens
 from memory.records import FailureCause
 from memory.task_memory import TaskMemoryV1
-from memory.views import format_memory_for_prompt
+from tandem.core.memory_view import FEATURE_NAMES, MAX_PLAN_ITEMS, MAX_TEXT, MemoryView, approx_tokens
 from tandem.core.types import KeypointTrace, Plan, Subgoal, TaskSpec, Verdict
 
 OBJECTS = tuple(f"obj{i}" for i in range(30))
@@ -109,8 +108,9 @@ def test_current_attempt_and_last_failure_with_cause():
     v = m.view()
     assert v["current"] == "pick up the obj1" and v["current_attempt"] == 2
     assert v["last_failure"]["cause"] == "grasp_slipped" and v["last_failure"]["attempt"] == 1
-    assert "obj1: grasp_slipped" not in format_memory_for_prompt(v)
-    assert "attempt 1 (step 40), grasp_slipped:" in format_memory_for_prompt(v)
+    text = MemoryView.from_dict(v).to_text()
+    assert "obj1: grasp_slipped" not in text
+    assert "Last failure: pick(obj1) attempt 1 (step 40), cause grasp_slipped:" in text
     assert m.memory_view().features()[FEATURE_NAMES.index("current_attempt")] == 2
 
 
@@ -140,3 +140,47 @@ def test_trace_end_is_recorded_as_where_the_object_was_seen():
 ])
 def test_failure_causes(signature, reason, cause):
     assert classify_failure(signature, reason)[0] is cause
+
+
+def test_the_json_view_reads_back_as_the_same_view():
+    mv = long_episode(300).memory_view()
+    back = MemoryView.from_dict(json.loads(json.dumps(mv.to_dict())))
+    assert back == mv
+    assert back.to_text(max_tokens=200) == mv.to_text(max_tokens=200)
+    assert np.array_equal(back.features(), mv.features())
+
+
+def test_a_partial_view_of_another_memory_reads_with_defaults():
+    mv = MemoryView.from_dict({"done": ["pick up the obj1"], "failures": [{"subgoal": "pick(obj2)", "reason": "slipped"}],
+                               "facts": {"obj2": "on the floor"}, "attempts": {"pick(obj2)": 2}})
+    assert mv.n_done == 1 and mv.total_attempts == 2 and mv.total_failures == 1
+    assert mv.last_failure == {"subgoal": "pick(obj2)", "attempt": "?", "step": "?", "cause": "unknown",
+                               "reason": "slipped"}
+    assert mv.facts == {"obj2": ("on the floor",)}
+    assert "Last failure: pick(obj2) attempt ? (step ?), cause unknown: slipped" in mv.to_text()
+    assert MemoryView.from_dict(None) == MemoryView()
+    with pytest.raises(TypeError, match="TaskMemory.view"):
+        MemoryView.from_dict(["done"])  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("budget", [40, 90, 150, 260, 400])
+def test_truncation_drops_whole_entries_and_says_how_many(budget):
+    mv = long_episode(1000).memory_view()
+    full = mv.to_text().splitlines()
+    text = mv.to_text(max_tokens=budget)
+    assert approx_tokens(text) + text.count("\n") + 1 <= budget
+    lines = text.splitlines()
+    note = lines.pop()
+    n_left = int(note.split(" ")[0].lstrip("("))
+    assert note == f"({n_left} lower-priority memory entries not shown)"
+    # every kept line is a whole entry of the full text, in the full text's order; none is cut
+    positions = [full.index(ln) for ln in lines]
+    assert positions == sorted(positions)
+    headers = {"Lessons from earlier episodes:", "Object facts:", "Earlier failures:"}
+    assert n_left == sum(ln not in headers for ln in full) - sum(ln not in headers for ln in lines) > 0
+    # a dropped entry is never more important than a kept one: the last failure and the plan come first
+    assert lines[0].startswith("Instruction:")
+    if budget >= 150:
+        assert any(ln.startswith("Last failure:") for ln in lines[:3])
+    if any(ln.startswith("- obj") for ln in lines):  # facts only once the plan and the done list are in
+        assert any(ln.startswith("Done:") for ln in lines)

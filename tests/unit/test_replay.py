@@ -10,15 +10,13 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from eval_fakes import build_fake_stack
 
 from memory.records import AttemptRecord
 from memory.replay import timeline, timeline_table, write_rerun
 from memory.store import MemoryStore
 from tandem.core.types import EpisodeLog
 from tandem.runtime.rollout import run_episode
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # eval_fakes
-from eval_fakes import build_fake_stack  # noqa: E402
 
 
 def run(tmp_path: Path, seed: int, fail: bool = False):

@@ -7,13 +7,14 @@ import json
 import numpy as np
 import pytest
 
+from memory import TaskMemoryV1
 from planner_vlm.clients.base import ImagePart, TextPart
 from planner_vlm.clients.scripted_client import ScriptedVLMClient
 from planner_vlm.factory import make_vlm_client, make_vlm_planner
 from planner_vlm.prompts import available_versions, load_prompt
 from planner_vlm.vlm_planner import VLMPlanner
 from tandem.core.errors import ConfigError, UnknownNameError
-from tandem.core.types import Observation, TaskSpec
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
 
 TASK = TaskSpec(
     name="stack_three", instruction="stack the red cube on the green cube, then the blue cube on the red cube",
@@ -61,7 +62,7 @@ def test_prompt_states_task_images_memory_skills_objects_schema():
     assert system.role == "system" and "exactly one JSON object" in system.parts[0].text
     text = "\n".join(p.text for p in user.parts if isinstance(p, TextPart))
     for needle in [TASK.instruction, "- stack(A, B): stack the A cube on the B cube; succeeds when on(A,B)",
-                   "OBJECTS: red, green, blue", "agentview, wrist", "32 x 32 pixels", '"failures": []',
+                   "OBJECTS: red, green, blue", "agentview, wrist", "32 x 32 pixels", "Remaining: (none)",
                    '"enum":["red","green","blue"]', '"agentview" image']:
         assert needle in text, needle
     imgs = [p for p in user.parts if isinstance(p, ImagePart)]
@@ -138,6 +139,52 @@ def test_replan_prompt_carries_the_failure_and_ids_are_stable():
     ids2 = {s.signature: s.id for s in p2.remaining}
     assert ids2["stack(red,green)"] == ids1["stack(red,green)"] and ids2["stack(blue,red)"] == ids1["stack(blue,red)"]
     assert ids2["stack(green,blue)"] not in ids1.values()
+
+
+def failed_episode(n_failures: int) -> TaskMemoryV1:
+    """A real task memory with a plan, ``n_failures`` failed attempts at stacking red on green, and object facts."""
+    m = TaskMemoryV1(max_failures_in_view=n_failures)
+    m.start_episode(TASK)
+    sgs = [Subgoal(f"sg{i}", "stack", (a, b), TASK.subgoal_text("stack", (a, b)))
+           for i, (a, b) in enumerate([("red", "green"), ("blue", "red")])]
+    m.record_plan(Plan(done=[], remaining=sgs, rationale="two stacks"), 0, "vlm")
+    for k in range(n_failures):
+        m.record_attempt(sgs[0], 10 * k)
+        m.record_verdict(sgs[0], Verdict(False, 0.8, f"red fell off green, try {k}: " + "it slid " * 6, "vlm"),
+                         10 * k + 9)
+        m.record_fact("red", f"seen beside green, try {k}", 10 * k + 9)
+    return m
+
+
+def test_prompt_memory_is_the_views_text():
+    """The plan prompt's memory is exactly ``MemoryView.to_text(memory_tokens)`` of the memory's view."""
+    mem = failed_episode(3)
+    client = ScriptedVLMClient([GOOD])
+    planner = VLMPlanner(client, TASK)
+    planner.plan(obs(), mem)
+    text = client.requests[0]["messages"][1].parts[0].text
+    view_text = mem.memory_view().to_text(planner.memory_tokens)
+    assert "Last failure: stack(red,green) attempt 3 (step 29)" in view_text and "- red: seen beside green" in view_text
+    assert "TASK MEMORY (" in text and f"\n{view_text}\n" in text
+    assert '"failures"' not in text.split("JSON SCHEMA:")[0]  # no JSON dump of the view
+
+
+def test_prompt_memory_budget_drops_whole_entries():
+    mem = failed_episode(12)
+    full = mem.memory_view().to_text().splitlines()
+    client = ScriptedVLMClient([GOOD])
+    planner = make_vlm_planner({"backend": "scripted", "memory_tokens": 120}, TASK, client=client)
+    assert planner.memory_tokens == 120
+    planner.plan(obs(), mem)
+    text = client.requests[0]["messages"][1].parts[0].text
+    block = text.split("TASK MEMORY (")[1].split("\n", 1)[1].split("\n\nLAST FAILURE")[0].splitlines()
+    assert block == mem.memory_view().to_text(120).splitlines()
+    *entries, note = block
+    assert note.endswith("lower-priority memory entries not shown)") and len(entries) < len(full)
+    assert all(e in full for e in entries)  # whole entries, none cut
+    assert "truncated" not in text
+    with pytest.raises(ConfigError, match="memory_tokens"):
+        VLMPlanner(ScriptedVLMClient([GOOD]), TASK, memory_tokens=0)
 
 
 def test_config_and_prompt_errors():

@@ -6,11 +6,12 @@ import json
 
 import numpy as np
 
+from memory import TaskMemoryV1
 from planner_vlm.clients.base import ImagePart, TextPart
 from planner_vlm.clients.scripted_client import ScriptedVLMClient
 from planner_vlm.factory import make_vlm_verifier
 from planner_vlm.vlm_verifier import VLMVerifier
-from tandem.core.types import Observation, Subgoal, TaskSpec
+from tandem.core.types import Observation, Plan, Subgoal, TaskSpec, Verdict
 
 TASK = TaskSpec(name="stack_three", instruction="stack red on green", objects=("red", "green"), max_steps=100,
                 skills={"stack": "on({0},{1})"}, cameras=("agentview", "wrist"), image_size=(8, 8))
@@ -20,6 +21,9 @@ SG = Subgoal(id="vlm0", skill="stack", args=("red", "green"), text="stack the re
 class FakeMemory:
     def __init__(self):
         self.events = []
+
+    def view(self):
+        return {}
 
     def record_event(self, kind, step, **data):
         self.events.append({"kind": kind, "step": step, **data})
@@ -69,3 +73,36 @@ def test_repair_succeeds_and_cameras_can_be_chosen():
     assert v.success is False and v.confidence == 0.6
     labels = [p.label for p in client.requests[0]["messages"][1].parts if isinstance(p, ImagePart)]
     assert labels == ["wrist BEFORE", "wrist AFTER"]
+
+
+def test_prompt_carries_the_memory_view_within_its_budget():
+    mem = TaskMemoryV1()
+    mem.start_episode(TASK)
+    mem.record_plan(Plan(remaining=[SG]), 0, "vlm")
+    mem.record_attempt(SG, 0)
+    mem.record_verdict(SG, Verdict(False, 0.9, "red slid off green", "vlm"), 30)
+    mem.record_fact("green", "pushed 3 cm left", 30)
+    mem.record_attempt(SG, 31)
+    client = ScriptedVLMClient(['{"success": true, "confidence": 0.9, "reason": "ok"}'] * 3)
+    ver = VLMVerifier(client, TASK)
+    ver.reset(TASK, mem)
+    ver.verify(obs(0, 31), obs(100, 60), SG)
+    text = client.requests[0]["messages"][1].parts[0].text
+    view_text = mem.memory_view().to_text(ver.memory_tokens)
+    assert "Current: stack the red cube on the green cube (attempt 2)" in view_text
+    assert "cause" in view_text and "red slid off green" in view_text and "- green: pushed 3 cm left" in view_text
+    assert f"TASK MEMORY (earlier attempts, verified failures and object facts; for context only):\n{view_text}\n" in text
+    # a small budget keeps whole entries and says how many were left out
+    small = VLMVerifier(client, TASK, memory_tokens=25)
+    small.reset(TASK, mem)
+    small.verify(obs(0, 31), obs(100, 60), SG)
+    block = client.requests[1]["messages"][1].parts[0].text.split("for context only):\n")[1].split("\n\nIMAGES")[0]
+    assert block == mem.memory_view().to_text(25) and block.endswith("memory entries not shown)")
+    assert all(line in view_text for line in block.splitlines()[:-1])
+    # prompt v1 has no memory; without a memory, v2 says nothing was recorded
+    v1 = VLMVerifier(client, TASK, prompt_version="v1")
+    v1.reset(TASK, mem)
+    v1.verify(obs(0, 31), obs(100, 60), SG)
+    assert "TASK MEMORY" not in client.requests[2]["messages"][1].parts[0].text
+    bare = VLMVerifier(ScriptedVLMClient(['{"success": true, "confidence": 0.9, "reason": "ok"}']), TASK)
+    assert "for context only):\n(nothing recorded yet)" in bare.build_messages(obs(0, 1), obs(1, 2), SG)[1].parts[0].text

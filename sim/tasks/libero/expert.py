@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, override
 
 import numpy as np
 
@@ -25,6 +25,7 @@ class LiberoExpert(TaskExpert):
     def __init__(self, scene: LiberoScene) -> None:
         self.scene = scene
 
+    @override
     def expert_waypoints(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> list[Waypoint]:
         if skill not in self.scene.skills:
             raise UnknownSkillError(skill, list(self.scene.skills))

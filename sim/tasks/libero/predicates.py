@@ -6,7 +6,7 @@ A goal predicate is true exactly when LIBERO's ``env._eval_predicate`` says so (
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, override
 
 from sim.tasks.libero.problem import atom_of
 from sim.tasks.libero.scene import LiberoScene
@@ -25,6 +25,7 @@ class LiberoPredicates(TaskPredicates):
     def __init__(self, scene: LiberoScene) -> None:
         self.scene = scene
 
+    @override
     def predicates(self, rs_env: Any, episode: TaskEpisode) -> dict[str, bool]:
         world = LiberoWorld(rs_env)
         out = {g: bool(rs_env._eval_predicate(atom_of(g))) for g in self.scene.problem.goals}
@@ -32,6 +33,7 @@ class LiberoPredicates(TaskPredicates):
             out[f"grasped({o})"] = world.is_grasped(o)
         return out
 
+    @override
     def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         objects = tuple(self.scene.problem.objects)
         return objects, tuple(f"grasped({o})" for o in objects) + tuple(self.scene.problem.goals)

@@ -13,7 +13,7 @@ budget is LIBERO-10's 520 control steps at 20 Hz.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, override
 
 import numpy as np
 
@@ -77,6 +77,7 @@ class LiberoScene(TaskScene):
         (:func:`sim.tasks.libero.problem.words_of`), its skills."""
         return self._vocabulary
 
+    @override
     def spec_for_goals(self, goals: tuple[str, ...], instruction: str) -> TaskSpec:
         vocab = self._vocabulary
         return TaskSpec(name=self.name, instruction=instruction, objects=tuple(self.problem.objects),
@@ -136,9 +137,11 @@ class LiberoScene(TaskScene):
         rs_env.sim.forward()
         return True
 
+    @override
     def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
         return tuple(self.problem.objects)
 
+    @override
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         world = LiberoWorld(rs_env)
         out: dict[str, dict[str, list[float]]] = {}
@@ -147,6 +150,7 @@ class LiberoScene(TaskScene):
             out[name] = {"pos": pos.tolist(), "quat": quat.tolist()}
         return out
 
+    @override
     def mujoco_object(self, rs_env: Any, episode: TaskEpisode, name: str) -> Any:
         from tandem.core.errors import UnknownObjectError
 

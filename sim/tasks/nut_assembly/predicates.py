@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, override
 
 import numpy as np
 
@@ -58,6 +58,7 @@ class NutAssemblyPredicates(TaskPredicates):
         released = not rs_env.check_contact(self._gripper(rs_env), self.scene.nut_object(rs_env, name))
         return bool(released and self.is_settled(rs_env, name))
 
+    @override
     def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         preds = tuple(SKILL_PREDICATES["pick"].format(n) for n in NUTS)
         preds += tuple(SKILL_PREDICATES["insert"].format(n, p) for n in NUTS for p in PEGS)

@@ -10,7 +10,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, override
 
 import numpy as np
 
@@ -100,6 +100,7 @@ class PickPlaceBinsPredicates(TaskPredicates):
         settled = lin < SETTLED_LIN_SPEED and ang < SETTLED_ANG_SPEED
         return settled and not self.gripper_touches(rs_env, obj)
 
+    @override
     def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         return OBJECTS, tuple(p for o in OBJECTS for p in (f"grasped({o})", f"in_bin({o})"))
 

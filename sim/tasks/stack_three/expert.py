@@ -6,7 +6,7 @@ The waypoints are :mod:`sim.tasks.stack_three.waypoint_geometry`'s, which the VL
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, override
 
 import numpy as np
 
@@ -49,6 +49,7 @@ class StackThreeExpert(TaskExpert):
     def _pick_waypoints(self, rs_env: Any, c: str) -> list[Waypoint]:
         return pick_waypoints(self.scene.cube_pos(rs_env, c), self.grasp_yaw(rs_env, c))
 
+    @override
     def expert_waypoints(self, rs_env: Any, episode: TaskEpisode, skill: str, args: tuple[str, ...]) -> list[Waypoint]:
         self.scene.check_skill_args(skill, args)
         if skill == "pick":
@@ -70,6 +71,7 @@ class StackThreeExpert(TaskExpert):
                                    yaw_of_quat(self.scene.cube_quat(rs_env, x)))
         return pre + stack_waypoints(self.scene.cube_pos(rs_env, y), yaw, offset)
 
+    @override
     def goal_poses(self, rs_env: Any, episode: TaskEpisode, skill: str,
                    args: tuple[str, ...]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
         self.scene.check_skill_args(skill, args)

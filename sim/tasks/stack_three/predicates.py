@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, override
 
 import numpy as np
 
@@ -38,11 +38,13 @@ class StackThreePredicates(TaskPredicates):
         """Both Panda fingerpads touch cube ``c`` (robosuite ``_check_grasp``)."""
         return bool(rs_env._check_grasp(gripper=rs_env.robots[0].gripper, object_geoms=rs_env.cubes[c]))
 
+    @override
     def label_vocabulary(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         preds = tuple(f"grasped({c})" for c in COLORS)
         preds += tuple(f"on({x},{y})" for x in COLORS for y in COLORS if x != y)
         return COLORS, preds
 
+    @override
     def predicates(self, rs_env: Any, episode: TaskEpisode) -> dict[str, bool]:
         pos = {c: self.scene.cube_pos(rs_env, c) for c in COLORS}
         grasped = {c: self.is_grasped(rs_env, c) for c in COLORS}

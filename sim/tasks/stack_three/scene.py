@@ -11,7 +11,7 @@ goals ``("on(middle,bottom)", "on(top,middle)")``. Skills: ``pick`` -> ``grasped
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, override
 
 import numpy as np
 from robosuite.environments.manipulation.manipulation_env import ManipulationEnv
@@ -83,12 +83,14 @@ class StackThreeEnv(Stack):
     def _setup_observables(self):  # noqa: ANN202 - robosuite's OrderedDict
         return ManipulationEnv._setup_observables(self)
 
+    @override
     def reward(self, action: Any = None) -> float:
         return 0.0
 
     def _check_success(self) -> bool:
         return False
 
+    @override
     def visualize(self, vis_settings: dict) -> None:
         ManipulationEnv.visualize(self, vis_settings=vis_settings)
 
@@ -135,6 +137,7 @@ class StackThreeScene(TaskScene):
         kwargs.update(env_kwargs)
         return StackThreeEnv(**kwargs)
 
+    @override
     def object_names(self, episode: TaskEpisode) -> tuple[str, ...]:
         return COLORS
 
@@ -142,6 +145,7 @@ class StackThreeScene(TaskScene):
         """The cubes carry the same wood texture on every face: a quarter turn looks the same."""
         return dict.fromkeys(COLORS, 4)
 
+    @override
     def mujoco_object(self, rs_env: Any, episode: TaskEpisode, name: str) -> Any:
         if name not in COLORS:
             raise UnknownObjectError(name, list(COLORS))
@@ -174,5 +178,6 @@ class StackThreeScene(TaskScene):
         """``float64 (4,)`` orientation (wxyz, world) of cube ``c``."""
         return np.array(rs_env.sim.data.body_xquat[rs_env.cube_body_ids[c]])
 
+    @override
     def object_poses(self, rs_env: Any, episode: TaskEpisode) -> dict[str, dict[str, list[float]]]:
         return {c: {"pos": self.cube_pos(rs_env, c).tolist(), "quat": self.cube_quat(rs_env, c).tolist()} for c in COLORS}

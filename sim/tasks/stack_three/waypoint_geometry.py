@@ -61,6 +61,7 @@ class StackPointGeometry:
     task: ClassVar[str] = "stack_three"
 
     def pointed_args(self, skill: str, args: Sequence[str]) -> tuple[str, ...]:
+        """``pick(x)``: ``(x,)``; ``stack(x, y)``: ``(x, y)`` (UnknownSkillError for another skill)."""
         if skill == "pick":
             return (args[0],)
         if skill == "stack":
@@ -79,6 +80,7 @@ class StackPointGeometry:
 
     def waypoints(self, skill: str, args: Sequence[str], anchors: dict[str, Anchor], eef: np.ndarray, eef_yaw: float,
                   held: bool, clearance: Clearance | None = None) -> list[Waypoint] | str:
+        """The scripted expert's pick or stack waypoints over the pointed anchors (m, world), or why not (a str)."""
         needed = self.pointed_args(skill, args)[: 1 if skill == "pick" else 2]
         if skill == "stack" and held:
             needed = (args[1],)

@@ -102,6 +102,7 @@ class Recipe:
 
     @classmethod
     def from_dict(cls, data: Any, where: str) -> Recipe:
+        """The recipe of a parsed YAML mapping ``{task, stages}``; ``where`` names it in errors (see the class)."""
         if not isinstance(data, dict):
             raise ConfigError(f"{where}: a recipe is a mapping with task and stages")
         unknown = sorted(set(data) - {"task", "stages"})
