@@ -328,7 +328,7 @@ class TandemDatasetWriter:
             self.cameras = tuple(k[len(schema.IMAGE_PREFIX):] for k in self.features if k.startswith(schema.IMAGE_PREFIX))
         else:
             self.cameras = tuple(cameras)
-            self.features = schema.dataset_features(image_size=tuple(image_size), trace_len=int(trace_len),
+            self.features = schema.dataset_features(image_size=(int(image_size[0]), int(image_size[1])), trace_len=int(trace_len),
                                                     cameras=self.cameras, goal_image=bool(goal_image), labels=labels,
                                                     label_camera=label_camera)
         self.recovered: list[str] = []

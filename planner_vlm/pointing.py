@@ -158,7 +158,7 @@ class PointingGeometry:
             eef, eef_yaw = proprio[:3], float(gripper_yaw(proprio))
             held = self.holds(proprio, self._moved_pixel(subgoal, observation))
             depth = np.asarray(observation.depth[self.camera], np.float64)  # type: ignore[index]
-            cal = self.calibration.resized(tuple(depth.shape[:2]))
+            cal = self.calibration.resized((int(depth.shape[0]), int(depth.shape[1])))
             result = self.geometry.waypoints(subgoal.skill, subgoal.args, anchors, eef, eef_yaw, held,
                                              lambda c, y: self.clearance(depth, cal, c, y))
             if isinstance(result, str):
@@ -171,7 +171,8 @@ class PointingGeometry:
                                         anchors={a: {"top": [round(float(v), 4) for v in an.top],
                                                      "yaw": round(float(an.yaw), 3)} for a, an in anchors.items()})
                 image = observation.images.get(self.camera)
-                size = tuple(image.shape[:2]) if image is not None else tuple(self.calibration.image_size)
+                size = ((int(image.shape[0]), int(image.shape[1])) if image is not None
+                        else (int(self.calibration.image_size[0]), int(self.calibration.image_size[1])))
                 return replace(subgoal, trace_3d=trace,
                                trace=projected_trace(trace, self.calibration, self.camera, size))
         if memory is not None:
@@ -190,7 +191,7 @@ class PointingGeometry:
         depth = np.asarray(depth, np.float64)
         pts = np.asarray(trace.points, np.float64) * (np.array([depth.shape[1], depth.shape[0]], np.float64)
                                                       / np.array([trace.image_size[1], trace.image_size[0]]))
-        cal = self.calibration.resized(tuple(depth.shape[:2]))
+        cal = self.calibration.resized((int(depth.shape[0]), int(depth.shape[1])))
         anchors: dict[str, Anchor] = {}
         for i, name in enumerate(args):
             if len(pts) < 2 * i + 2:

@@ -316,7 +316,7 @@ class VLMPlanner:
             self._log(memory, step, rnd, messages, reply, {"ok": True}, plan)
             self._check_goals(plan, memory, step)
             self.current = plan
-            self._plan_step, self._plan_attempts = step, dict(view.get("attempts") or {})
+            self._plan_step, self._plan_attempts = step, dict(view.attempts)
             self.last_fallback = False
             return plan
         return self._fallback(memory, step, reason)
@@ -374,7 +374,7 @@ class VLMPlanner:
         kept = self.current or Plan()
         done, remaining = list(kept.done), list(kept.remaining)
         view = _safe_view(memory)
-        outcomes, attempts = view.get("last_outcome") or {}, view.get("attempts") or {}
+        outcomes, attempts = dict(view.last_outcome), dict(view.attempts)
         advanced = []
         while remaining and outcomes.get(remaining[0].signature) == "success" and int(
                 attempts.get(remaining[0].signature, 0)) > int(self._plan_attempts.get(remaining[0].signature, 0)):

@@ -52,7 +52,7 @@ def run(argv: Sequence[str]) -> int:
         server = make_server(OracleSimVLM(knobs), host, port)
     except OSError as e:
         raise ConfigError(f"port: cannot listen on {host}:{port}: {e}") from e
-    h, p = server.server_address[:2]
+    h, p = str(server.server_address[0]), int(server.server_address[1])
     print(f"oracle-sim VLM (PRIVILEGED, sim only) on http://{h}:{p}/v1, model {MODEL_NAME}, knobs {knobs.label()}",
           file=sys.stderr, flush=True)
     stop_on_signals()

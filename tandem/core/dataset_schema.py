@@ -50,6 +50,7 @@ This module is plain Python (no torch) so that the writer can import it cheaply.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -177,7 +178,7 @@ def dataset_features(image_size: tuple[int, int] = IMAGE_SIZE, trace_len: int = 
     return feats
 
 
-def frame_features(features: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def frame_features(features: Mapping[str, Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     """The features a caller gives per frame: ``features`` without the language columns, which the writer derives."""
     return {k: v for k, v in features.items() if v.get("dtype") != LANGUAGE_DTYPE}
 

@@ -524,7 +524,7 @@ def start_in_thread(sim: OracleSimVLM, host: str = "127.0.0.1", port: int = 0) -
     with ``server.shutdown(); server.server_close()``."""
     server = make_server(sim, host, port)
     threading.Thread(target=server.serve_forever, daemon=True, name="oracle-sim-vlm").start()
-    h, p = server.server_address[:2]
+    h, p = str(server.server_address[0]), int(server.server_address[1])
     return server, f"http://{h}:{p}/v1"
 
 

@@ -223,7 +223,7 @@ def _pointing_geometry(spec: VLMPlannerConfig, ctx: BuildContext) -> Any:
     if spec.camera_calibration is not None:
         raw: dict[str, Any] = {"camera": spec.trace_camera, **dict(spec.camera_calibration)}
     elif ctx.simulated:
-        raw = ctx.env.camera_calibration(spec.trace_camera)
+        raw = ctx.env.camera_calibration(spec.trace_camera)  # type: ignore[attr-defined]  # a sim env's method
     else:
         raise ConfigError("planner.geometry=pointing on a robot needs planner.camera_calibration (the pointing "
                           "camera's intrinsics, world_from_camera and image_size)")
@@ -399,7 +399,7 @@ def _state_model(spec: LearnedPerceptionConfig | VLMPlannerConfig | TandemCheckp
     if spec.camera_calibration is not None:
         raw: dict[str, Any] | None = {"camera": camera, **dict(spec.camera_calibration)}
     elif ctx.simulated:
-        raw = ctx.env.camera_calibration(camera)
+        raw = ctx.env.camera_calibration(camera)  # type: ignore[attr-defined]  # a sim env's method
     else:
         raw = None
         logger.warning("learned state model on a robot without a camera_calibration in its config: using the "
