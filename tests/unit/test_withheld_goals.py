@@ -127,9 +127,11 @@ def test_a_refused_instruction_ends_the_episode_before_anything_moves_and_is_rem
     assert "grounding" in kinds and "instruction_refused" in kinds
 
 
-#: Modules that may read TaskSpec.goals: the judge (sim), oracle components, the runtime's records of the judge.
+#: Modules that may read TaskSpec.goals: the judge (sim), oracle components (the oracle-sim VLM's truth publisher
+#: among them: its runs are marked privileged), the runtime's records of the judge.
 _MAY_READ_GOALS = re.compile(r"^(sim/|planner_vlm/oracle_|planner_vlm/goal_regression\.py|tandem/runtime/rollout\.py"
-                             r"|tandem/core/|bridge/sim_robot_node\.py|tandem/runtime/oracle_remote\.py)")
+                             r"|tandem/core/|bridge/sim_robot_node\.py|tandem/runtime/oracle_remote\.py"
+                             r"|tandem/runtime/oracle_sim_vlm\.py)")
 
 
 def test_no_component_but_the_oracles_reads_the_goals_in_its_source():
