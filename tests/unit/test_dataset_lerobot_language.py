@@ -27,24 +27,11 @@ EPISODE = ((0, "pick a", 3), (0, "pick a", 2), (1, "place a on b", 4), (2, "pick
 
 
 def frame(i: int, sg: int, task_index: int) -> dict:
-    rng = np.random.default_rng(i)
-    return {
-        schema.image_key("agentview"): rng.integers(0, 255, (*SIZE, 3), dtype=np.uint8),
-        schema.image_key("wrist"): rng.integers(0, 255, (*SIZE, 3), dtype=np.uint8),
-        schema.STATE_KEY: rng.normal(size=8).astype(np.float32),
-        schema.ACTION_KEY: rng.uniform(-1, 1, 7).astype(np.float32),
-        schema.SUBGOAL_INDEX_KEY: np.array([sg], np.int64),
-        schema.SUBGOAL_TASK_INDEX_KEY: np.array([task_index], np.int64),
-        schema.GOAL_IMAGE_KEY: np.full((*SIZE, 3), 40 * (sg + 1), np.uint8),
-        schema.TRACE_KEY: rng.uniform(0, 15, (K, 2)).astype(np.float32),
-        schema.TRACE_MASK_KEY: np.ones(K, np.float32),
-        schema.TRACE_3D_KEY: rng.uniform(-1, 1, (schema.TRACE_3D_LEN, 5)).astype(np.float32),
-        schema.TRACE_3D_MASK_KEY: np.ones(schema.TRACE_3D_LEN, np.float32),
-        schema.PROGRESS_KEY: np.array([0.5], np.float32),
-        schema.SUBGOAL_SUCCESS_KEY: np.array([0.0], np.float32),
-        schema.TASK_SUCCESS_KEY: np.array([0.0], np.float32),
-        "task": INSTRUCTION,
-    }
+    """One frame of the writer tests' fake episode (:func:`unit.test_dataset_writer.make_frame`), goal image per
+    subgoal."""
+    from unit.test_dataset_writer import make_frame
+
+    return make_frame(i, sg, task_index, np.full((*SIZE, 3), 40 * (sg + 1), np.uint8), INSTRUCTION)
 
 
 def write(root: Path, episodes: int = 2, **kw) -> list[list[str]]:

@@ -59,6 +59,10 @@ class Stage:
     figures: tuple[str, ...] = ()
     accept_exit: tuple[int, ...] = ()
 
+    def finished_with(self, rc: int | None) -> bool:
+        """Whether exit status ``rc`` counts as finished: 0, or one of :attr:`accept_exit`."""
+        return rc == 0 or rc in self.accept_exit
+
     def references(self) -> tuple[str, ...]:
         """The stages whose summaries ``run`` reads (``{<stage>.<key>}``)."""
         fields = [f for _, f, _, _ in string.Formatter().parse(self.run) if f]

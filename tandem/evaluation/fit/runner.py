@@ -119,7 +119,7 @@ class FitRunner:
         except (OSError, ValueError):
             return None
         rc = rec.get("rc")
-        if rec.get("argv") != self.argv_of(stage) or not (rc == 0 or rc in stage.accept_exit):
+        if rec.get("argv") != self.argv_of(stage) or not stage.finished_with(rc):
             return None
         return StageResult(stage.name, "resumed", rc, float(rec.get("wall_s", 0.0)), float(rec.get("cpu_s", 0.0)),
                            str(rec.get("log", "")), self.argvs[stage.name])
@@ -201,7 +201,7 @@ class FitRunner:
         return proc, time.monotonic(), log
 
     def _finish(self, name: str, rc: int, wall_s: float, cpu_s: float, log: Path) -> StageResult:
-        finished = rc == 0 or rc in self.recipe.stage(name).accept_exit
+        finished = self.recipe.stage(name).finished_with(rc)
         res = StageResult(name, "done" if finished else "failed", rc, round(wall_s, 2), round(cpu_s, 2), str(log),
                           self.argvs[name])
         if finished:
