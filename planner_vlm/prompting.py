@@ -55,6 +55,23 @@ def memory_block(view: MemoryView | Mapping[str, Any] | None, max_tokens: int) -
     return "(nothing recorded yet)" if mv == MemoryView() else mv.to_text(max_tokens)
 
 
+#: Start of the line of the plan and verify prompts (``planner_vlm/prompts/*.md``) after which the memory's text follows,
+#: up to the next blank line.
+MEMORY_HEADER = "TASK MEMORY ("
+
+
+def memory_in_prompt(prompt: str) -> MemoryView:
+    """The memory view a plan or verify prompt shows, read back from its text (:meth:`MemoryView.from_text`): what a
+    model stand-in (``tandem-oracle-sim-vlm``, the tests' fake server) knows of the memory. An empty view where the
+    prompt has no memory block or shows ``(nothing recorded yet)``."""
+    lines = prompt.splitlines()
+    start = next((i + 1 for i, ln in enumerate(lines) if ln.startswith(MEMORY_HEADER)), None)
+    if start is None:
+        return MemoryView()
+    end = next((i for i in range(start, len(lines)) if not lines[i].strip()), len(lines))
+    return MemoryView.from_text("\n".join(lines[start:end]))
+
+
 def failure_note(view: MemoryView | Mapping[str, Any] | None) -> str:
     """A replanning instruction built from the view's latest failure, or ``""`` when there is none."""
     mv = view if isinstance(view, MemoryView) else MemoryView.from_dict(view)

@@ -18,12 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-#: The memory view's line in the plan prompt (planner_vlm/prompts/plan_v2.md).
-MEMORY_LINE = re.compile(r"TASK MEMORY \(JSON[^\n]*\n(.*)\n")
+from planner_vlm.prompting import memory_in_prompt
 
 
 def parse_step(text: str) -> tuple[str, list[str]]:
@@ -47,9 +45,8 @@ def signature(step: tuple[str, list[str]]) -> str:
 
 def answer(plan: list[tuple[str, list[str]]], prompt: str) -> str:
     """The plan reply (JSON text) for ``prompt``, as the module docstring says."""
-    match = MEMORY_LINE.search(prompt)
-    view = json.loads(match.group(1)) if match else {}
-    outcomes, attempts = view.get("last_outcome") or {}, view.get("attempts") or {}
+    view = memory_in_prompt(prompt)
+    outcomes, attempts = view.last_outcome, view.attempts
     done = 0
     while done < len(plan) and outcomes.get(signature(plan[done])) == "success":
         done += 1

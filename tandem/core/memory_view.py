@@ -14,9 +14,9 @@ failure. So ``len(json.dumps(view.to_dict()))`` has a bound that does not grow w
 Renderings (there is no other renderer of memory for a model):
 
 * :meth:`MemoryView.to_text`: prompt text within a token budget. The unit it drops is a whole entry (one line:
-  a failure, a fact, a hint, the done list...), least important first (older failures, facts, the done list,
-  attempt counters); a line saying how many entries were left out ends a shortened text. Never a character cut
-  of JSON.
+  a failure, a fact, a hint, the done list...), least important first (older failures, facts, the done list and
+  the verified outcomes); a line saying how many entries were left out ends a shortened text. Never a character cut
+  of JSON. :meth:`MemoryView.from_text` reads the plan, the outcomes and the last failure back from that text.
 * :meth:`MemoryView.features`: a fixed-size ``float32`` vector for a learned planner (:data:`FEATURE_NAMES`).
 
 The token count defaults to :func:`approx_tokens` (words and punctuation marks: close to, and for English
@@ -69,6 +69,10 @@ FEATURE_NAMES: tuple[str, ...] = (
 )
 
 _TOKEN = re.compile(r"\w+|[^\w\s]")
+#: Start of the line of :meth:`MemoryView.to_text` with the verifier's latest verdict and the attempt count of each
+#: subgoal signature: ``Verified outcomes: pick(red): success (1 attempt); stack(red,green): failure (2 attempts)``.
+OUTCOMES_PREFIX = "Verified outcomes: "
+_OUTCOME = re.compile(r"([^;:\s][^;:]*\([^)]*\)): (\w+) \((\d+) attempts?\)")
 _HEADERS = frozenset({"Lessons from earlier episodes:", "Object facts:", "Earlier failures:"})
 
 
@@ -194,8 +198,8 @@ class MemoryView:
         """The prompt's entries as ``(priority, position, line)``; lower priority numbers are kept first.
 
         One entry is one line: the instruction, the current subgoal, the last failure, the remaining plan, each
-        lesson hint, the done list, each object fact, each older failure, the attempt counters, and the headers
-        of the listed sections.
+        lesson hint, the done list, the verified outcomes (the verifier's latest verdict and the attempt count of
+        each signature), each object fact, each older failure, and the headers of the listed sections.
         """
         out: list[tuple[int, int, str]] = []
         pos = 0
@@ -235,16 +239,53 @@ class MemoryView:
             add(5, "Earlier failures:")
             for k, f in enumerate(reversed(older)):
                 add(5 + k, f"- {_failure_line(f)}")
-        if self.attempts:
-            add(8, "Attempts: " + ", ".join(f"{s}={n}" for s, n in self.attempts.items()))
+        sigs = list(self.attempts) + [s for s in self.last_outcome if s not in self.attempts]
+        if sigs:
+            add(3, OUTCOMES_PREFIX + "; ".join(
+                f"{s}: {self.last_outcome.get(s, 'none')} ({_plural(self.attempts.get(s, 0), 'attempt')})"
+                for s in sigs))
         return out
+
+    @classmethod
+    def from_text(cls, text: str) -> MemoryView:
+        """The part of a view that :meth:`to_text` rendered and a reader can take back: ``instruction``, ``current``,
+        ``done``, ``remaining`` (and their counts), ``attempts`` and ``last_outcome`` by signature, and the last
+        failure's ``subgoal`` and ``cause``; the rest stays empty. Lines it does not know are skipped, so a text cut
+        to a token budget reads too.
+
+        It is how a stand-in for a model (``tandem-oracle-sim-vlm``, the test fake server) reads the memory from
+        the prompt, as a model would, without a side channel. Subgoal texts must not contain ``"; "``.
+        """
+        fields: dict[str, Any] = {}
+        for line in text.splitlines():
+            head, _, rest = line.partition(": ")
+            if head == "Instruction":
+                fields["instruction"] = rest
+            elif head == "Current":
+                fields["current"] = re.sub(r" \(attempt \d+[^)]*\)$", "", rest)
+            elif head in ("Done", "Remaining"):
+                body = re.sub(r" \((?:\+\d+ more|\d+ earlier not shown)\)$", "", rest)
+                items = () if body == "(none)" else tuple(re.sub(r"^\d+\. ", "", t) for t in body.split("; "))
+                fields[head.lower()] = items
+                fields[f"n_{head.lower()}"] = len(items)
+            elif head == "Last failure":
+                m = re.match(r"(.*) attempt (\S+) \(step (\S+)\), cause (\w+): (.*)$", rest)
+                if m:
+                    attempt, step = (int(g) if g.isdigit() else g for g in (m.group(2), m.group(3)))
+                    fields["last_failure"] = {"subgoal": m.group(1), "attempt": attempt, "step": step,
+                                              "cause": m.group(4), "reason": m.group(5)}
+            elif line.startswith(OUTCOMES_PREFIX):
+                found = _OUTCOME.findall(line[len(OUTCOMES_PREFIX):])
+                fields["attempts"] = {s: int(n) for s, _, n in found}
+                fields["last_outcome"] = {s: o for s, o, _ in found if o != "none"}
+        return cls(**fields)
 
     def to_text(self, max_tokens: int | None = None, count_tokens: Callable[[str], int] = approx_tokens) -> str:
         """Prompt text of the view within ``max_tokens`` (None: every entry).
 
         Whole entries (lines, see :meth:`entries`) are kept by priority (instruction and current subgoal, then
-        the last failure and the remaining plan, lesson hints, the done list, object facts, older failures,
-        attempt counters) while they fit, and shown in their original order; a section header whose items were
+        the last failure and the remaining plan, lesson hints, the done list and verified outcomes, object facts,
+        older failures) while they fit, and shown in their original order; a section header whose items were
         all dropped is dropped too. Where entries were left out, a last line says how many
         (``(3 lower-priority memory entries not shown)``), within the budget. Only a first entry longer than the
         whole budget is cut, at a word.
@@ -293,6 +334,10 @@ def _failure(f: Any) -> dict[str, Any]:
         return {"subgoal": "?", "attempt": "?", "step": "?", "cause": FailureCause.UNKNOWN.value, "reason": str(f)}
     return {"subgoal": f.get("subgoal", "?"), "attempt": f.get("attempt", "?"), "step": f.get("step", "?"),
             "cause": f.get("cause") or FailureCause.UNKNOWN.value, "reason": f.get("reason", "")}
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def _failure_line(f: Mapping[str, Any]) -> str:

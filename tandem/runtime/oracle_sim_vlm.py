@@ -78,8 +78,6 @@ POINT_CAMERA = "agentview"
 #: Where a point toward an object's side is put, as a fraction of the way from its top centre to the side's middle
 #: (inside the top face, so that its depth is the top face's).
 AXIS_FRACTION = 0.6
-#: The memory view's line in the plan prompt (planner_vlm/prompts/plan_v*.md).
-MEMORY_LINE = re.compile(r"TASK MEMORY \(JSON[^\n]*\n(.*)\n")
 #: The verifier prompt's skill line (planner_vlm/prompts/verify_v1.md).
 SKILL_LINE = re.compile(r"SKILL: (\S+) \(achieved when (\S+) holds\)")
 REFUSAL_TEXT = "I'm sorry, but I can't help with that request."
@@ -341,11 +339,9 @@ class OracleSimVLM:
     def _plan(self, prompt: str, truth: dict[str, Any], task: TaskSpec, planner: Any,
               rng: np.random.Generator) -> str:
         draws = rng.random(4)
-        m = MEMORY_LINE.search(prompt)
-        try:
-            view = json.loads(m.group(1)) if m else {}
-        except json.JSONDecodeError:
-            view = {}
+        from planner_vlm.prompting import memory_in_prompt
+
+        view = memory_in_prompt(prompt).to_dict()
         plan = planner.plan_from_predicates(truth["privileged"]["predicates"], _PromptMemory(view))
         done, remaining = ([as_vlm_subgoal(task, s.skill, s.args) for s in part] for part in (plan.done,
                                                                                                plan.remaining))

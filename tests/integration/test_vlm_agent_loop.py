@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from planner_vlm.clients.scripted_client import ScriptedVLMClient
+from planner_vlm.prompting import memory_in_prompt
 from planner_vlm.vlm_planner import VLMPlanner
 
 pytestmark = [pytest.mark.sim, pytest.mark.slow]
@@ -44,9 +45,6 @@ def _prompt_text(messages) -> str:
     return messages[1].parts[0].text
 
 
-def _memory_view(prompt: str) -> dict:
-    m = re.search(r"TASK MEMORY \(JSON[^\n]*\n(.*)\n", prompt)
-    return json.loads(m.group(1))
 
 
 def make_scripted_vlm(spec):
@@ -61,8 +59,7 @@ def make_scripted_vlm(spec):
 
     def reply(messages, schema):
         prompt = _prompt_text(messages)
-        view = _memory_view(prompt)
-        done_texts = view.get("done", [])
+        done_texts = memory_in_prompt(prompt).done
         trace = {"camera": "agentview", "points": [[W / 2, H / 2], [W / 3, H / 3]]}
         if spec.subgoal_text("stack", (top, mid)) in done_texts:
             plan = {"done": [sg(mid, bottom), sg(top, mid)], "remaining": [], "next_trace": None}

@@ -214,6 +214,6 @@ def test_prompt_text_is_compact_and_complete():
     assert "Done: 1. pick up the red cube; 2. stack the red cube on the green cube" in text
     assert "Last failure: stack(red,green) attempt 1 (step 150), cause " in text
     assert "- red: knocked off green at step 312" in text
-    assert "Attempts: pick(red)=1, stack(red,green)=2" in text
+    assert "Verified outcomes: pick(red): success (1 attempt); stack(red,green): success (2 attempts)" in text
     assert "Current:" not in text
     assert MemoryView.from_dict({}).to_text() == "Remaining: (none)\nDone: (none)"

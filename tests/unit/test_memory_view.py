@@ -75,7 +75,7 @@ def test_prompt_text_fits_the_token_budget_and_keeps_what_matters():
         assert text.startswith("Instruction: put every object into the bin")
     text = mv.to_text(max_tokens=150)
     assert "Last failure:" in text and "cause object_moved" in text  # the last failure outranks facts and history
-    assert "Attempts:" not in text
+    assert "Earlier failures:" not in text
     tiny = mv.to_text(max_tokens=3)
     assert approx_tokens(tiny) <= 2 and tiny  # even the first line is cut to the budget
     with pytest.raises(ValueError, match="max_tokens"):
@@ -184,3 +184,17 @@ def test_truncation_drops_whole_entries_and_says_how_many(budget):
         assert any(ln.startswith("Last failure:") for ln in lines[:3])
     if any(ln.startswith("- obj") for ln in lines):  # facts only once the plan and the done list are in
         assert any(ln.startswith("Done:") for ln in lines)
+
+
+def test_the_prompt_text_reads_back_the_plan_outcomes_and_last_failure():
+    mv = long_episode(1000).memory_view()
+    back = MemoryView.from_text(mv.to_text())
+    assert (back.instruction, back.done, back.remaining, back.current) == (mv.instruction, mv.done, mv.remaining,
+                                                                           mv.current)
+    assert back.attempts == mv.attempts and back.last_outcome == {s: o for s, o in mv.last_outcome.items()}
+    assert back.last_failure is not None and back.last_failure["subgoal"] == mv.last_failure["subgoal"]
+    assert back.last_failure["cause"] == mv.last_failure["cause"]
+    # a text cut to a budget reads too (lines it lost are empty), and so does nothing at all
+    cut = MemoryView.from_text(mv.to_text(max_tokens=60))
+    assert cut.instruction == mv.instruction and cut.attempts == {}
+    assert MemoryView.from_text("") == MemoryView()

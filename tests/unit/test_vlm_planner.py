@@ -169,6 +169,21 @@ def test_prompt_memory_is_the_views_text():
     assert '"failures"' not in text.split("JSON SCHEMA:")[0]  # no JSON dump of the view
 
 
+def test_a_model_stand_in_reads_the_plan_outcomes_and_last_failure_back_from_the_prompt():
+    from planner_vlm.prompting import memory_in_prompt
+    from tandem.core.memory_view import MemoryView
+
+    mem = failed_episode(3)
+    client = ScriptedVLMClient([GOOD])
+    VLMPlanner(client, TASK).plan(obs(), mem)
+    read = memory_in_prompt(client.requests[0]["messages"][1].parts[0].text)
+    view = mem.memory_view()
+    assert (read.done, read.remaining, read.attempts, read.last_outcome) == (view.done, view.remaining,
+                                                                             view.attempts, view.last_outcome)
+    assert read.last_failure is not None and read.last_failure["subgoal"] == "stack(red,green)"
+    assert memory_in_prompt("TASK: stack\nno memory here") == MemoryView()
+
+
 def test_prompt_memory_budget_drops_whole_entries():
     mem = failed_episode(12)
     full = mem.memory_view().to_text().splitlines()
