@@ -96,6 +96,16 @@ class TrackExecutorConfig:
             decides when to descend and grip. A hand-written controller beside the learned one, off by default
             (None), reported separately wherever it is used.
         trace_servo_height_m, trace_servo_gate_m: see ``trace_servo_m`` (m).
+        stall_release_steps: a guarded release: with the 3-D trace of a subgoal that starts holding something and
+            lets it go (its gripper state changes from closed to open), once the grip site is within
+            ``stall_release_m`` (m, 3-D) of that release point, the gripper still commanded closed, and the grip
+            site has moved less than ``stall_motion_m`` (m) over the last ``stall_release_steps`` steps, the
+            gripper opens and stays open for the rest of the subgoal: a descent blocked by contact (the held object
+            on a basket's rim or floor a few centimetres above where the trace lets go) ends in the release instead
+            of pressing on until the step budget runs out. The expert's demonstrations never stall there, so the
+            network never learned what to do; a hand-written rule beside the learned one, off by default (None),
+            reported separately wherever it is used.
+        stall_release_m, stall_motion_m: see ``stall_release_steps`` (m).
         action_compand_m: with ``action_space="setpoint"``, normalise the set-points' position by mu-law companding
             at this scale (m) instead of min-max (:mod:`executor_vla.action_scaling`): about 12 times the resolution
             for offsets of a few millimetres, where an insertion needs it (None: min-max, as in checkpoints written
@@ -158,6 +168,9 @@ class TrackExecutorConfig:
     trace_servo_m: float | None = None
     trace_servo_height_m: float = 0.15
     trace_servo_gate_m: float = 0.004
+    stall_release_steps: int | None = None
+    stall_release_m: float = 0.05
+    stall_motion_m: float = 0.002
     position_scale_m: float = 0.05
     obs_noise_std: float = 0.0
     scene_input: SceneInput = "none"
@@ -171,11 +184,12 @@ class TrackExecutorConfig:
     INFERENCE_OVERRIDES: ClassVar[tuple[str, ...]] = ("n_action_steps", "inference_scheduler", "num_inference_steps",
                                                       "done_threshold", "gripper_hysteresis", "done_at_trace_end_m",
                                                       "done_at_trace_end_rad", "empty_grip_m",
-                                                      "trace_servo_m", "trace_servo_height_m", "trace_servo_gate_m")
+                                                      "trace_servo_m", "trace_servo_height_m", "trace_servo_gate_m",
+                                                      "stall_release_steps", "stall_release_m", "stall_motion_m")
 
     #: Inference overrides whose null is a setting of its own ("off"), not "the default".
     NULL_MEANS_OFF: ClassVar[tuple[str, ...]] = ("gripper_hysteresis", "done_at_trace_end_m", "done_at_trace_end_rad",
-                                                 "empty_grip_m", "trace_servo_m")
+                                                 "empty_grip_m", "trace_servo_m", "stall_release_steps")
 
     def __post_init__(self) -> None:
         check_own_numbers(self)  # NaN, infinities and the declared ranges (in_range), naming the field, whoever builds it
@@ -230,6 +244,12 @@ class TrackExecutorConfig:
         if not (self.trace_servo_height_m > 0 and self.trace_servo_gate_m > 0):
             errs.append(f"trace_servo_height_m and trace_servo_gate_m must be > 0 m, got {self.trace_servo_height_m}, "
                         f"{self.trace_servo_gate_m}")
+        if self.stall_release_steps is not None and not (self.stall_release_steps >= 2 and self.trace_input == "3d"):
+            errs.append(f"stall_release_steps must be >= 2 steps with trace_input='3d', or null (got "
+                        f"{self.stall_release_steps} with {self.trace_input!r})")
+        if not (self.stall_release_m > 0 and self.stall_motion_m > 0):
+            errs.append(f"stall_release_m and stall_motion_m must be > 0 m, got {self.stall_release_m}, "
+                        f"{self.stall_motion_m}")
         if not self.position_scale_m > 0:
             errs.append(f"position_scale_m must be > 0 m per unit action, got {self.position_scale_m}")
         if len(set(self.scene_objects)) != len(self.scene_objects):

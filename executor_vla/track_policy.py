@@ -330,6 +330,9 @@ class TrackExecutor(nn.Module):
         self._holding: bool | None = None  # the subgoal started holding something (decided at its first step)
         self._empty_steps = 0  # consecutive steps the closed hand has been empty since
         self.emptied_hand = False  # the subgoal ended because the hand emptied (empty_grip_m)
+        self._release: np.ndarray | None = None  # _release_point(), per subgoal
+        self._stall_window: collections.deque[np.ndarray] = collections.deque(maxlen=self.cfg.stall_release_steps or 1)
+        self.stall_released = False  # the guarded release opened the gripper during this subgoal (stall_release_steps)
         self.last_progress: float | None = None
         self._chunk_sampler = self._sampler()
         self._fused = self._fused_sampler()
@@ -366,6 +369,8 @@ class TrackExecutor(nn.Module):
         self._trace_end = None
         self._contact = None
         self._holding, self._empty_steps, self.emptied_hand = None, 0, False
+        self._release, self.stall_released = None, False
+        self._stall_window.clear()
         self._check_vocabulary(subgoal, task)
         if cfg.scene_input != "none" and self._scene is None:
             raise ConfigError(f"this track executor conditions on the keypoints of {list(cfg.scene_objects)} "
@@ -397,6 +402,7 @@ class TrackExecutor(nn.Module):
         self._trace = trace
         self._trace_end = self._end_of_trace()
         self._contact = self._contact_point()
+        self._release = self._release_point()
         # a trace that changes the gripper's state is done at its end only once this subgoal commanded the change
         self._end_armed = self._trace_end is None or bool(trace[0][0, 4] > 0) == self._trace_end[1]
 
@@ -451,6 +457,9 @@ class TrackExecutor(nn.Module):
             elif (self._gripper < 0 and g > h) or (self._gripper > 0 and g < -h):
                 self._gripper = -self._gripper
             action[-1] = self._gripper
+        if self._release is not None and self._stalled_at_release(p, float(action[-1])):
+            self._gripper = -1.0  # opened, and held open for the rest of the subgoal
+            action[-1] = -1.0
         grip = 1.0 if action[-1] > 0 else -1.0
         if (self._trace_end is not None and self._last_grip is not None and grip != self._last_grip
                 and (grip > 0) == self._trace_end[1]):
@@ -477,6 +486,37 @@ class TrackExecutor(nn.Module):
         action[1] = min(max(ey / cfg.position_scale_m, self.action_low[1]), self.action_high[1])
         if dist > cfg.trace_servo_gate_m and action[2] < 0:
             action[2] = 0.0
+
+    def _stalled_at_release(self, proprio: np.ndarray, grip: float) -> bool:
+        """``stall_release_steps`` (see :class:`TrackExecutorConfig`): whether the guarded release holds the gripper
+        open at this step: it already opened during this subgoal, or the closed grip site (``grip``: this step's
+        gripper command) has stayed within ``stall_motion_m`` for ``stall_release_steps`` steps, within
+        ``stall_release_m`` of the release point."""
+        if self.stall_released:
+            return True
+        cfg = self.cfg
+        self._stall_window.append(proprio[:3].astype(np.float64))
+        if grip <= 0 or len(self._stall_window) < (cfg.stall_release_steps or 0):
+            return False
+        if float(np.linalg.norm(proprio[:3] - self._release)) >= cfg.stall_release_m:
+            return False
+        window = np.stack(self._stall_window)
+        if float(np.linalg.norm(window.max(axis=0) - window.min(axis=0))) >= cfg.stall_motion_m:
+            return False
+        self.stall_released = True
+        return True
+
+    def _release_point(self) -> np.ndarray | None:
+        """The 3-D trace's first open point ``(3,) m`` after a closed start (where the held object is let go), or
+        None (the guarded release off, no 3-D trace, a trace that starts open or never opens)."""
+        if self.cfg.stall_release_steps is None or self._trace is None or self.cfg.trace_input != "3d":
+            return None
+        rows, mask = self._trace
+        rows = rows[: int(max(mask.sum(), 1))]
+        if not rows[0, 4] > 0:
+            return None
+        opened = np.flatnonzero(rows[:, 4] <= 0)
+        return rows[int(opened[0]), :3].astype(np.float64) if len(opened) else None
 
     def _contact_point(self) -> tuple[np.ndarray, float] | None:
         """``(point (3,) m, gripper state before it: -1 open / +1 closed)``: the 3-D trace's first point whose gripper

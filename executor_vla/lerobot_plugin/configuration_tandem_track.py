@@ -30,13 +30,14 @@ from tandem.core import dataset_schema as schema
 #: The track executor's defaults: the single source of this config's defaults.
 _TRACK = TrackExecutorConfig()
 #: TrackExecutorConfig fields that are not mirrored: free-form metadata (``extra``), the action space and the
-#: set-points' companding, scale and contact-point servo (``trace_servo_*``), which stay ``"delta"`` / off here
+#: set-points' companding, scale, contact-point servo (``trace_servo_*``) and guarded release (``stall_*``), which stay ``"delta"`` / off here
 #: because lerobot-train's action windows are the recorded controller actions (set-point executors are trained with
 #: ``tandem-train executor=track executor.action_space=setpoint``), and the scene input, which stays ``"none"`` (object-keypoint executors are
 #: trained with ``tandem-train ... executor.scene_input=objects_3d`` and need the learned state model at run time,
 #: which tandem's runtime attaches).
 UNMIRRORED_FIELDS: tuple[str, ...] = ("extra", "action_space", "action_compand_m", "position_scale_m", "trace_servo_m",
-                                      "trace_servo_height_m", "trace_servo_gate_m", "scene_input", "scene_objects",
+                                      "trace_servo_height_m", "trace_servo_gate_m", "stall_release_steps",
+                                      "stall_release_m", "stall_motion_m", "scene_input", "scene_objects",
                                       "scene_symmetries")
 
 

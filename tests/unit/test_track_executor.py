@@ -428,3 +428,36 @@ def test_a_carry_whose_hand_empties_is_done_and_a_repick_closed_on_nothing_is_no
         TrackExecutorConfig(empty_grip_m="abc")
     with pytest.raises(ConfigError, match="trace_servo_m must be a number or null"):
         TrackExecutorConfig(trace_servo_m="x")
+
+
+def test_a_held_object_whose_descent_stalls_near_the_release_point_is_let_go():
+    """stall_release_steps: a put_in trace carries the held object (closed) down to its release point (0, 0, 0.52) and
+    opens there. The network keeps the gripper closed while the descent is blocked 2.5 cm above (a can on a basket's
+    floor, LIBERO validation seed 500); after ``stall_release_steps`` steps without motion near the point the gripper
+    opens and stays open. A stall far from the point, a moving grip site, or the option off: no release."""
+    put_in = _trace([[0.2, 0.0, 0.70], [0.0, 0.0, 0.52], [0.0, 0.0, 0.52], [0.0, 0.0, 0.62]], grip=[1, 1, -1, -1])
+    sg = Subgoal(id="sg1", skill="place", args=("obj0", "obj1"), text="put the obj0 on the obj1", trace_3d=put_in)
+
+    def grips(ex, positions):
+        ex.reset()
+        ex._gripper, ex._last_grip = 1.0, 1.0  # closed, as at the end of a pick
+        ex.set_subgoal(sg, TASK)
+        out = []
+        for pos in positions:
+            ex._chunk_origin = np.asarray(pos, np.float32)
+            ex._queue.clear()
+            ex._queue.extend(np.array([[0, 0, -0.3, 0, 0, 0, 1.0]] * 8, np.float32))  # presses on, closed
+            obs = Observation(images={}, proprio=np.array([*pos, *_down_quat(0.0), 0.064], np.float32))
+            out.append(float(ex.select_action(obs)[-1]))
+        return out
+
+    ex = _executor(head="mse", action_space="setpoint", stall_release_steps=5)
+    blocked = [[0.0, 0.0, 0.545 - 0.0002 * min(k, 3)] for k in range(8)]  # settles 2.5 cm above the point
+    assert grips(ex, blocked) == [1.0] * 4 + [-1.0] * 4 and ex.stall_released
+    assert grips(ex, [[0.0, 0.0, 0.545]] * 3 + [[0.0, 0.0, 0.62]] * 3) == [1.0] * 6  # 3 still steps, then lifted
+    assert grips(ex, [[0.15, 0.0, 0.70]] * 8) == [1.0] * 8 and not ex.stall_released  # stalled far from the point
+    assert grips(ex, [[0.0, 0.0, 0.56 - 0.001 * k] for k in range(8)]) == [1.0] * 8  # still descending
+    off = _executor(head="mse", action_space="setpoint")
+    assert off.cfg.stall_release_steps is None and grips(off, blocked) == [1.0] * 8
+    with pytest.raises(ConfigError, match="stall_release_steps"):
+        TrackExecutorConfig(stall_release_steps=1)
