@@ -36,6 +36,27 @@ MAX_STEPS = 520
 SETTLE_PHYSICS_STEPS = 250
 
 
+def settle_objects(rs_env: Any) -> None:
+    """Run :data:`SETTLE_PHYSICS_STEPS` physics steps so that a sampled placement's objects come to rest (LIBERO's
+    samplers drop meshes into the table by up to 3 cm), with every robot joint (arm and gripper) held at its reset
+    position: without a controller the arm sags under gravity, from LIBERO's ``init_qpos`` (the pose every official
+    init state starts near: grip site about 20 cm above the table's centre) to a pose 20 cm lower and 20 cm back, which
+    demonstrations would then start from and the official init states never do."""
+    data = rs_env.sim.data
+    joints = np.concatenate([np.r_[r._ref_joint_pos_indexes, r._ref_gripper_joint_pos_indexes[arm]]
+                             for r in rs_env.robots for arm in r.arms]).astype(int)
+    velocities = np.concatenate([np.r_[r._ref_joint_vel_indexes, r._ref_gripper_joint_vel_indexes[arm]]
+                                 for r in rs_env.robots for arm in r.arms]).astype(int)
+    held = np.array(data.qpos[joints])
+    for _ in range(SETTLE_PHYSICS_STEPS):
+        data.qpos[joints] = held
+        data.qvel[velocities] = 0.0
+        rs_env.sim.step()
+    data.qpos[joints] = held
+    data.qvel[velocities] = 0.0
+    rs_env.sim.forward()
+
+
 def official_index(seed: int) -> int | None:
     """The official init state a seed stands for (0..49), or None for a seed LIBERO's placement draws."""
     return seed - OFFICIAL_SEEDS.start if seed in OFFICIAL_SEEDS else None
@@ -124,8 +145,7 @@ class LiberoScene(TaskScene):
         k = official_index(seed)
         episode.choices["init_state"] = "sampled" if k is None else k
         if k is None:
-            for _ in range(SETTLE_PHYSICS_STEPS):  # LIBERO's samplers drop meshes into the table by up to 3 cm
-                rs_env.sim.step()
+            settle_objects(rs_env)
             return False
         states = official_init_states(self.problem.init_states_path)
         state = states[k]
