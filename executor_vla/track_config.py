@@ -146,7 +146,7 @@ class TrackExecutorConfig:
     head: Head = "diffusion"
     denoiser: Denoiser = "mlp"
     cond_dim: int = 256
-    hidden_dim: int = 512
+    hidden_dim: int = 256
     n_layers: int = 3
     down_dims: tuple[int, ...] = (64, 128)
     num_train_timesteps: int = 100

@@ -56,3 +56,26 @@ def test_dataset_features_follow_lerobot_conventions():
     assert schema.dataset_features((64, 96), 8)["subgoal.trace"]["shape"] == (8, 2)
     with pytest.raises(ValueError):
         schema.dataset_features((0, 10))
+
+
+@pytest.mark.parametrize("yaml_name, config_cls", [("track.yaml", "TrackExecutorConfig"),
+                                                   ("diffusion.yaml", "ExecutorConfig")])
+def test_an_executor_yaml_writes_no_default_of_its_own(yaml_name, config_cls):
+    """The component's dataclass holds the only defaults: every field its ``configs/executor`` YAML sets has the
+    dataclass's value, or null for an inference setting (null there means "the checkpoint's own"). A YAML that
+    said ``hidden_dim: 256`` over a dataclass default of 512 made ``tandem-train`` and the LeRobot plugin build
+    different networks."""
+    from pathlib import Path
+
+    import yaml
+
+    from executor_vla import config as image_config
+    from executor_vla import track_config
+
+    cls = getattr(track_config if config_cls == "TrackExecutorConfig" else image_config, config_cls)
+    written = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs" / "executor" / yaml_name).read_text())
+    defaults = {k: list(v) if isinstance(v, tuple) else v for k, v in cls().to_dict().items()}
+    inference = {"n_action_steps", "inference_scheduler", "num_inference_steps", "done_threshold", "done_source"}
+    differ = {k: (v, defaults[k]) for k, v in written.items()
+              if k in defaults and v != defaults[k] and not (v is None and k in inference)}
+    assert differ == {}, f"{yaml_name} repeats defaults with other values (yaml, dataclass): {differ}"
