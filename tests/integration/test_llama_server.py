@@ -119,7 +119,7 @@ def client(server):
     from planner_vlm.clients.openai_client import OpenAICompatibleClient
 
     return OpenAICompatibleClient(server, "tiny-qwen2vl", api_key_env=None, timeout_s=300.0, max_retries=0,
-                                  max_new_tokens=96)
+                                  max_new_tokens=1024)  # the grammar bounds every value and each run of whitespace
 
 
 def _check(obj, schema):
