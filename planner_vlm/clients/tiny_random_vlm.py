@@ -6,6 +6,10 @@ learned in well under a second from tandem's prompt templates) built with the ``
 (``Qwen2VLImageProcessor`` + ``Qwen2VLVideoProcessor``) with a minimal Qwen-style chat template; the
 model is ``Qwen2VLForConditionalGeneration`` with 2 text layers of width 32 and 1 vision block.
 The directory loads with ``AutoProcessor`` / ``AutoModelForImageTextToText``.
+
+``ascii_only=True`` restricts the byte alphabet to tab, newline and printable ASCII, so every token decodes to
+ASCII: random weights then cannot emit invalid UTF-8 (a server such as llama.cpp's answers that with HTTP 500);
+other characters of a prompt are dropped by the tokenizer.
 """
 
 from __future__ import annotations
@@ -16,6 +20,9 @@ from typing import Any
 #: Qwen2-VL's special tokens (same strings as the released checkpoints).
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>",
                   "<|image_pad|>", "<|video_pad|>")
+
+#: The bytes of the ``ascii_only`` alphabet: tab, newline, carriage return and printable ASCII (0x20-0x7e).
+ASCII_BYTES = (0x09, 0x0A, 0x0D, *range(0x20, 0x7F))
 
 #: A minimal Qwen chat template (system/user/assistant turns; images as vision_start/pad/end).
 CHAT_TEMPLATE = (
@@ -38,6 +45,7 @@ def make_tiny_qwen2_vl(
     max_pixels: int = 28 * 28 * 16,
     vocab_size: int = 1024,
     seed: int = 0,
+    ascii_only: bool = False,
 ) -> dict[str, Any]:
     """Build and save the tiny model + processor to ``out_dir`` (created if needed).
 
@@ -49,6 +57,7 @@ def make_tiny_qwen2_vl(
             (28 * 28 * 16 -> at most 16 visual tokens per image after the 2x2 merge).
         vocab_size: BPE vocabulary size (256 byte symbols + merges + special tokens).
         seed: torch seed of the random weights.
+        ascii_only: byte alphabet of :data:`ASCII_BYTES` only (see the module docstring).
 
     Returns:
         ``{"path", "n_params", "vocab_size"}``.
@@ -71,9 +80,15 @@ def make_tiny_qwen2_vl(
     tok.decoder = decoders.ByteLevel()
     # byte-level BPE trained in a blink on tandem's own prompt templates: any text still encodes (byte
     # fallback through the 256-symbol alphabet) and prompts take ~3x fewer tokens than bytes
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    corpus = _training_corpus()
+    if ascii_only:
+        byte_chars = _byte_to_unicode()
+        alphabet = [byte_chars[b] for b in ASCII_BYTES]
+        corpus = ["".join(ch for ch in t if ord(ch) in ASCII_BYTES) for t in corpus]
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
-                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
-    tok.train_from_iterator(_training_corpus(), trainer=trainer)
+                                  initial_alphabet=alphabet, limit_alphabet=len(alphabet))
+    tok.train_from_iterator(corpus, trainer=trainer)
     ids = {s: tok.token_to_id(s) for s in SPECIAL_TOKENS}
     fast = PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>")
     fast.chat_template = CHAT_TEMPLATE
@@ -109,6 +124,19 @@ def make_tiny_qwen2_vl(
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return {"path": str(out), "n_params": sum(p.numel() for p in model.parameters()), "vocab_size": vocab_size}
+
+
+def _byte_to_unicode() -> dict[int, str]:
+    """GPT-2's byte-level map (byte value -> the printable character the ``ByteLevel`` pre-tokenizer writes for it)."""
+    printable = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1),
+                 *range(ord("\u00ae"), ord("\u00ff") + 1)]
+    out = {b: chr(b) for b in printable}
+    n = 0
+    for b in range(256):
+        if b not in out:
+            out[b] = chr(256 + n)
+            n += 1
+    return out
 
 
 def _training_corpus() -> list[str]:
