@@ -83,7 +83,11 @@ def make_tiny_qwen2_vl(
     alphabet = pre_tokenizers.ByteLevel.alphabet()
     corpus = _training_corpus()
     if ascii_only:
-        byte_chars = _byte_to_unicode()
+        from transformers.convert_slow_tokenizer import (
+            bytes_to_unicode,  # GPT-2's byte -> printable character map
+        )
+
+        byte_chars = bytes_to_unicode()
         alphabet = [byte_chars[b] for b in ASCII_BYTES]
         corpus = ["".join(ch for ch in t if ord(ch) in ASCII_BYTES) for t in corpus]
     trainer = trainers.BpeTrainer(vocab_size=vocab_size, special_tokens=list(SPECIAL_TOKENS), show_progress=False,
@@ -124,19 +128,6 @@ def make_tiny_qwen2_vl(
     model.save_pretrained(out)
     processor.save_pretrained(out)
     return {"path": str(out), "n_params": sum(p.numel() for p in model.parameters()), "vocab_size": vocab_size}
-
-
-def _byte_to_unicode() -> dict[int, str]:
-    """GPT-2's byte-level map (byte value -> the printable character the ``ByteLevel`` pre-tokenizer writes for it)."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("\u00a1"), ord("\u00ac") + 1),
-                 *range(ord("\u00ae"), ord("\u00ff") + 1)]
-    out = {b: chr(b) for b in printable}
-    n = 0
-    for b in range(256):
-        if b not in out:
-            out[b] = chr(256 + n)
-            n += 1
-    return out
 
 
 def _training_corpus() -> list[str]:

@@ -75,7 +75,7 @@ def test_an_executor_yaml_writes_no_default_of_its_own(yaml_name, config_cls):
     cls = getattr(track_config if config_cls == "TrackExecutorConfig" else image_config, config_cls)
     written = yaml.safe_load((Path(__file__).resolve().parents[2] / "configs" / "executor" / yaml_name).read_text())
     defaults = {k: list(v) if isinstance(v, tuple) else v for k, v in cls().to_dict().items()}
-    inference = {"n_action_steps", "inference_scheduler", "num_inference_steps", "done_threshold", "done_source"}
+    inference = getattr(cls, "INFERENCE_OVERRIDES", None) or cls.INFERENCE_FIELDS  # the family's own list
     differ = {k: (v, defaults[k]) for k, v in written.items()
               if k in defaults and v != defaults[k] and not (v is None and k in inference)}
     assert differ == {}, f"{yaml_name} repeats defaults with other values (yaml, dataclass): {differ}"
